@@ -1,0 +1,25 @@
+# Convenience front end over CMake. `make demo` and `make test` are the two
+# commands the README starts with.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all build demo test test-fast bench clean
+all: build
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	./samples/demo.sh $(BUILD)
+
+test: build
+	./tests/run_all.sh $(BUILD)
+
+bench: build
+	cmake --build $(BUILD) --target bench
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

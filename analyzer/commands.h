@@ -1,0 +1,20 @@
+/* The subcommands of `vramtrace`, one file each (cmd_<name>.c). */
+#ifndef VT_COMMANDS_H
+#define VT_COMMANDS_H
+
+/* X(name, one-line usage) */
+#define VT_COMMAND_LIST(X)                                                                   \
+	X(run, "run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] [--shm] -- CMD ...") \
+	X(dump, "dump DIR|LOG [--json]")                                                     \
+	X(report, "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--html FILE]")     \
+	X(oom, "oom DIR [--json] [--index N]")                                                \
+	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]")                       \
+	X(export, "export DIR --format html|perfetto|folded|csv [--at T] -o FILE")
+
+/* Each returns the process exit code. Weak while parts are being built: a
+ * command whose file is not linked reports that instead of failing to link. */
+#define VT_DECLARE_COMMAND(name, usage) int cmd_##name(int argc, char **argv) __attribute__((weak));
+VT_COMMAND_LIST(VT_DECLARE_COMMAND)
+#undef VT_DECLARE_COMMAND
+
+#endif

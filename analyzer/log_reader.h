@@ -1,0 +1,58 @@
+/* Reading logs (format: include/vramtrace/format.h) written by the shim.
+ *
+ * A log may be live (process running), cut short (process killed), damaged
+ * or hostile. The reader never trusts a length it has not bounds-checked,
+ * warns once per damaged spot (one line naming the file and offset) and
+ * returns every valid record before and after it.
+ */
+#ifndef VT_LOG_READER_H
+#define VT_LOG_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramtrace/format.h"
+
+struct vt_log;  /* one process log, mapped read-only */
+
+struct vt_record_view {
+	uint32_t type;        /* enum vt_rec */
+	uint32_t size;        /* bytes, incl. the header word; bounds-checked */
+	const void *data;     /* the record, starting at its header word */
+	uint32_t tid;         /* owner thread (from the chunk header) */
+	uint64_t offset;      /* file offset, for messages */
+};
+
+/* Open and validate a log file. On failure returns NULL and writes a one-line
+ * reason into err (if errlen > 0). */
+struct vt_log *vt_log_open_file(const char *path, char *err, size_t errlen);
+void vt_log_close(struct vt_log *log);
+
+const struct vt_file_header *vt_log_header(const struct vt_log *log);
+const char *vt_log_path(const struct vt_log *log);
+
+/* Number of damage warnings issued so far for this log. */
+unsigned vt_log_warnings(const struct vt_log *log);
+
+/* Visit every valid record. Events are delivered in global seq order (the
+ * per-thread chunk streams are merged); a metadata record is delivered before
+ * the next event of its own thread, so a stack or module always precedes the
+ * first event that uses it. Stop early by returning non-zero from fn (that
+ * value is returned). */
+typedef int (*vt_record_fn)(const struct vt_record_view *rec, void *ctx);
+int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx);
+
+/* A trace directory: every vramtrace.*.log inside it, sorted by pid and
+ * exec index. */
+struct vt_trace {
+	char *dir;
+	struct vt_log **logs;
+	size_t nlogs;
+};
+int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen);
+void vt_trace_close(struct vt_trace *t);
+
+/* Trace start: the smallest clock_base_ns over its logs (same host clock). */
+uint64_t vt_trace_start_ns(const struct vt_trace *t);
+
+#endif

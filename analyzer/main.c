@@ -1,0 +1,41 @@
+/* vramtrace: dispatch to the subcommand named by argv[1]. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+struct command {
+	const char *name;
+	const char *usage;
+	int (*fn)(int argc, char **argv);
+};
+
+#define VT_COMMAND_ENTRY(name, usage) {#name, usage, cmd_##name},
+static const struct command commands[] = {VT_COMMAND_LIST(VT_COMMAND_ENTRY)};
+#undef VT_COMMAND_ENTRY
+
+static void usage(FILE *to)
+{
+	fprintf(to, "usage: vramtrace COMMAND ...\n\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(to, "  vramtrace %s\n", commands[i].usage);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		if (!commands[i].fn) {
+			fprintf(stderr, "vramtrace: '%s' is not built into this version\n", argv[1]);
+			return 2;
+		}
+		return commands[i].fn(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "vramtrace: unknown command '%s' (try vramtrace --help)\n", argv[1]);
+	return 2;
+}

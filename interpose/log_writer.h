@@ -1,0 +1,68 @@
+/* The crash-safe log writer (format: include/vramtrace/format.h).
+ *
+ * Hot path contract: no lock, no malloc, no stdio. Each thread appends into a
+ * chunk of the shared mapping that it alone owns; a record becomes visible to
+ * readers when vt_log_commit() release-stores its header word.
+ *
+ * Every function is safe to call before vt_log_init(), after the log was
+ * truncated, in a forked child and when recording is disabled: it then does
+ * nothing (reserve returns NULL).
+ */
+#ifndef VT_LOG_WRITER_H
+#define VT_LOG_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramtrace/format.h"
+
+struct vt_log_config {
+	const char *dir;        /* trace directory (created 0700 if missing) */
+	uint64_t max_size;      /* bytes, 0 = no cap */
+	uint32_t chunk_size;    /* 0 = VT_DEFAULT_CHUNK_SIZE */
+	uint32_t stack_depth;   /* recorded in the header only */
+};
+
+/* Reads VRAMTRACE_DIR, VRAMTRACE_MAX_SIZE, VRAMTRACE_STACK_DEPTH... into cfg.
+ * Does not allocate. */
+void vt_log_config_from_env(struct vt_log_config *cfg);
+
+/* Create this process's log file. Returns 0 or -1 (recording stays off, one
+ * warning line on stderr says why). Idempotent. */
+int vt_log_init(const struct vt_log_config *cfg);
+
+/* Reserve `size` bytes (multiple of 8, <= VT_MAX_RECORD_SIZE) in the calling
+ * thread's chunk. Returns NULL when recording is off or the log is full (the
+ * drop is counted in header.events_dropped). The memory is zero. */
+void *vt_log_reserve(uint32_t size);
+
+/* Publish a reserved record: release-stores VT_HDR(type, size) at rec. */
+void vt_log_commit(void *rec, uint32_t type, uint32_t size);
+
+/* Next process-wide sequence number (atomic, lock-free). */
+uint64_t vt_log_next_seq(void);
+
+/* Nanoseconds since header.clock_base_ns (CLOCK_MONOTONIC). */
+uint64_t vt_log_now_ns(void);
+
+/* Convenience for the common 64-byte event: fills seq and t_ns if they are 0
+ * and commits. Returns 0, or -1 if nothing was written. */
+int vt_log_write_event(uint32_t type, const struct vt_event *ev);
+
+/* Variable-length metadata helpers (copy text/bytes into the record). */
+int vt_log_write_mark(uint16_t kind, const char *text, uint64_t value);
+int vt_log_write_note(const char *text);
+
+/* At exit: write VT_REC_EXIT and set the state word (only in the process
+ * that created the log). */
+void vt_log_finish(int exit_code);
+
+/* Before execve: mark the state VT_STATE_EXECED (undone by
+ * vt_log_exec_failed() if execve returns). */
+void vt_log_before_exec(void);
+void vt_log_exec_failed(void);
+
+/* True when a log is open in this process (not the parent's). */
+int vt_log_active(void);
+
+#endif
