@@ -1,0 +1,20 @@
+/* Stack capture for events (libunwind, deduplicated per thread).
+ *
+ * Called by the hook wrappers on the calling thread BEFORE any shared state is
+ * touched. Returns the id of the calling thread's current stack, writing a
+ * VT_REC_STACK record into the thread's chunk the first time this thread sees
+ * that stack; 0 when stacks are off (depth 0) or capture failed.
+ * `skip` = frames of the shim itself to drop from the innermost end.
+ * No malloc, no lock, no stdio. */
+#ifndef VT_STACK_CAPTURE_H
+#define VT_STACK_CAPTURE_H
+
+#include <stdint.h>
+
+uint32_t vt_stack_capture(unsigned skip);
+
+/* Configured depth (VRAMTRACE_STACK_DEPTH, default 128; 0 = off). */
+void vt_stack_set_depth(unsigned depth);
+unsigned vt_stack_depth(void);
+
+#endif
