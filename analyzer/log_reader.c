@@ -9,6 +9,7 @@
  * Nothing is allocated in proportion to a length read from the file: the
  * chunk index is bounded by the file size / chunk size.
  */
+#define _GNU_SOURCE /* SEEK_DATA */
 #include "log_reader.h"
 
 #include <errno.h>
@@ -174,7 +175,8 @@ static int chunk_order(const void *a, const void *b)
  * thread_seq; a restart (the kernel reused the tid) begins a new chain. */
 static int build_streams(struct vt_log *log)
 {
-	qsort(log->chunks, log->nchunks, sizeof *log->chunks, chunk_order);
+	if (log->nchunks > 1)
+		qsort(log->chunks, log->nchunks, sizeof *log->chunks, chunk_order);
 	log->streams = calloc(log->nchunks ? log->nchunks : 1, sizeof *log->streams);
 	if (!log->streams)
 		return -1;
@@ -188,20 +190,36 @@ static int build_streams(struct vt_log *log)
 	return 0;
 }
 
-static int index_chunks(struct vt_log *log)
+static struct vt_chunk_ref *add_chunk(struct vt_log *log, uint32_t *cap)
+{
+	if (log->nchunks == *cap) {
+		uint32_t grown = *cap ? 2 * *cap : 64;
+		struct vt_chunk_ref *v = realloc(log->chunks, (size_t)grown * sizeof *v);
+		if (!v)
+			return NULL;
+		log->chunks = v;
+		*cap = grown;
+	}
+	return &log->chunks[log->nchunks++];
+}
+
+/* Index the chunks that hold data. Holes (a sparse file, or claimed chunks
+ * the file system keeps unwritten) read as zero, i.e. unused: SEEK_DATA
+ * skips them, so a huge sparse file costs neither time nor memory. The index
+ * grows with the chunks actually found, never with a size the file claims. */
+static int index_chunks(struct vt_log *log, int fd)
 {
 	uint64_t cs = log->hdr.chunk_size, start = log->hdr.header_size;
-	uint64_t n = log->size > start ? (log->size - start + cs - 1) / cs : 0;
-	if (n > UINT32_MAX)
-		n = UINT32_MAX;
-	log->chunks = calloc(n ? n : 1, sizeof *log->chunks);
-	if (!log->chunks)
-		return -1;
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t off = start + i * cs;
-		if (off + sizeof(struct vt_chunk_header) > log->size)
-			break; /* cut inside a chunk header */
-		const struct vt_chunk_header *ch = (const void *)(log->map + off);
+	uint32_t cap = 0;
+	for (uint64_t off = start; off + sizeof(struct vt_chunk_header) <= log->size; off += cs) {
+		off_t data = lseek(fd, (off_t)off, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* only holes from here on */
+		if (data > (off_t)off) {
+			off = start + ((uint64_t)data - start) / cs * cs;
+			if (off + sizeof(struct vt_chunk_header) > log->size)
+				break; /* cut inside a chunk header */
+		}
 		uint32_t magic = load_word(log->map + off);
 		if (magic == 0)
 			continue; /* claimed but never written, or never claimed */
@@ -210,8 +228,13 @@ static int index_chunks(struct vt_log *log)
 			            (unsigned long long)off, magic);
 			continue;
 		}
+		if (log->nchunks == UINT32_MAX)
+			break;
+		const struct vt_chunk_header *ch = (const void *)(log->map + off);
+		struct vt_chunk_ref *c = add_chunk(log, &cap);
+		if (!c)
+			return -1;
 		uint64_t file_end = off + cs < log->size ? off + cs : log->size;
-		struct vt_chunk_ref *c = &log->chunks[log->nchunks++];
 		c->off = off;
 		c->tid = ch->tid;
 		c->thread_seq = ch->thread_seq;
@@ -222,9 +245,11 @@ static int index_chunks(struct vt_log *log)
 
 /* ---- open / close ------------------------------------------------------- */
 
-static const uint8_t *map_file(const char *path, uint64_t *size, char *err, size_t errlen)
+static const uint8_t *map_file(const char *path, int *fdp, uint64_t *size, char *err,
+                              size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	*fdp = fd;
 	if (fd < 0) {
 		set_err(err, errlen, "%s", strerror(errno));
 		return NULL;
@@ -247,36 +272,41 @@ static const uint8_t *map_file(const char *path, uint64_t *size, char *err, size
 			*size = (uint64_t)st.st_size;
 		}
 	}
-	close(fd);
 	return map;
 }
 
 struct vt_log *vt_log_open_file(const char *path, char *err, size_t errlen)
 {
 	uint64_t size = 0;
+	int fd = -1;
 	char why[256] = "";
-	const uint8_t *map = map_file(path, &size, why, sizeof why);
-	if (!map) {
-		set_err(err, errlen, "%s: %s", path, why);
-		return NULL;
-	}
-	struct vt_log *log = calloc(1, sizeof *log);
-	if (!log || !(log->path = strdup(path))) {
+	const uint8_t *map = map_file(path, &fd, &size, why, sizeof why);
+	struct vt_log *log = map ? calloc(1, sizeof *log) : NULL;
+	if (log && !(log->path = strdup(path))) {
 		free(log);
-		munmap((void *)map, size);
-		set_err(err, errlen, "%s: out of memory", path);
+		log = NULL;
+	}
+	if (!log) {
+		if (map) {
+			munmap((void *)map, size);
+			snprintf(why, sizeof why, "out of memory");
+		}
+		set_err(err, errlen, "%s: %s", path, why);
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
 	log->map = map;
 	log->size = size;
-	if (check_header((const void *)map, size, why, sizeof why) < 0) {
-		set_err(err, errlen, "%s: %s", path, why);
-		vt_log_close(log);
-		return NULL;
+	int rc = check_header((const void *)map, size, why, sizeof why);
+	if (rc == 0) {
+		snapshot_header(log);
+		if ((rc = index_chunks(log, fd)) < 0)
+			snprintf(why, sizeof why, "out of memory");
 	}
-	snapshot_header(log);
-	if (index_chunks(log) < 0) {
-		set_err(err, errlen, "%s: out of memory", path);
+	close(fd);
+	if (rc < 0) {
+		set_err(err, errlen, "%s: %s", path, why);
 		vt_log_close(log);
 		return NULL;
 	}

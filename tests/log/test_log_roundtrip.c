@@ -476,6 +476,26 @@ static void test_hostile_headers_are_refused(void **state)
 	free(copy);
 }
 
+/* A hostile 1 TiB sparse file: holes are skipped, not indexed or scanned. */
+static void test_huge_sparse_file(void **state)
+{
+	(void)state;
+	char *copy = copy_log("sparse");
+	if (truncate(copy, (off_t)1 << 40) < 0)
+		assert_int_equal(truncate(copy, (off_t)1 << 34), 0);
+	char err[256];
+	struct vt_log *log = vt_log_open_file(copy, err, sizeof err);
+	assert_non_null(log);
+	struct lt_recs got;
+	lt_collect(log, &got);
+	assert_int_equal(got.n, g_full.n);
+	assert_int_equal(vt_log_warnings(log), 0);
+	lt_recs_free(&got);
+	vt_log_close(log);
+	unlink(copy);
+	free(copy);
+}
+
 /* ---- trace directories ----------------------------------------------------------- */
 
 static void test_trace_dir(void **state)
@@ -525,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_garbage_chunk_is_skipped),
 		cmocka_unit_test(test_overflowing_length_field),
 		cmocka_unit_test(test_hostile_headers_are_refused),
+		cmocka_unit_test(test_huge_sparse_file),
 		cmocka_unit_test(test_trace_dir),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
