@@ -326,7 +326,7 @@ static int print_record(const struct vt_record_view *v, void *ctx)
 		return 0; /* the reader only hands out kinds it validated */
 	const char *name = vt_rec_name(v->type);
 	e_begin(c->e, name ? name : "unknown");
-	e_u64(c->e, "pid", (uint64_t)(int64_t)vt_log_header(c->log)->pid);
+	e_i64(c->e, "pid", vt_log_header(c->log)->pid);
 	e_u64(c->e, "tid", v->tid);
 	printers[v->type](c, v);
 	e_end(c->e);

@@ -389,6 +389,11 @@ static int claim_chunk(struct vt_thread_log *t)
 		return -1;
 	}
 	struct vt_chunk_header *ch = (struct vt_chunk_header *)(void *)(g_log.base + off);
+#ifdef MADV_POPULATE_WRITE
+	/* one call maps the whole chunk instead of a page fault every 64
+	 * events; an older kernel says EINVAL and the faults happen lazily */
+	madvise(ch, g_log.chunk_size, MADV_POPULATE_WRITE);
+#endif
 	ch->tid = (uint32_t)syscall(SYS_gettid);
 	ch->thread_seq = t->thread_seq++;
 	ch->first_seq = __atomic_load_n(&g_seq, __ATOMIC_RELAXED);
