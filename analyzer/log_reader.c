@@ -154,7 +154,7 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
 		const char *problem = vt_record_problem(log->map + pos, type, size);
-		if (problem)
+		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
 		pos += size;

@@ -44,8 +44,8 @@ struct vt_config_copy {
 	uint64_t max_size;
 	uint32_t chunk_size;
 	uint32_t stack_depth;
-	int configured;
-	int disabled; /* atomic: a permanent failure was reported once */
+	int configured; /* atomic: 0 no, 1 being set, 2 set (fields valid) */
+	int disabled;   /* atomic: a permanent failure was reported once */
 };
 
 struct vt_open_log {
@@ -285,7 +285,8 @@ static int open_for_this_process(void)
 {
 	if (current_gen())
 		return 0;
-	if (!g_cfg.configured || __atomic_load_n(&g_cfg.disabled, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&g_cfg.configured, __ATOMIC_ACQUIRE) != 2 ||
+	    __atomic_load_n(&g_cfg.disabled, __ATOMIC_ACQUIRE))
 		return -1;
 	uint32_t expected = 0;
 	if (!__atomic_compare_exchange_n(&token()->opening, &expected, 1, 0, __ATOMIC_ACQ_REL,
@@ -320,26 +321,52 @@ static void setup_token(void)
 	munmap(page, VT_PAGE);
 }
 
+/* The directory as an absolute path: a fork child opens its log after the
+ * job may have changed its working directory. */
+static int set_dir(const char *dir)
+{
+	struct vt_sbuf s;
+	vt_sbuf_init(&s, g_cfg.dir, sizeof g_cfg.dir);
+	if (dir[0] != '/') {
+		char cwd[VT_PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd))
+			return -1;
+		vt_sbuf_str(&s, cwd);
+		if (strcmp(dir, ".") == 0)
+			dir = "";
+		else if (s.len > 1)
+			vt_sbuf_str(&s, "/");
+	}
+	size_t before = s.len;
+	vt_sbuf_str(&s, dir);
+	return s.len - before == strlen(dir) ? 0 : -1;
+}
+
+static int configure(const struct vt_log_config *cfg)
+{
+	int expected = 0;
+	if (!__atomic_compare_exchange_n(&g_cfg.configured, &expected, 1, 0, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE))
+		return expected == 2 ? 0 : -1; /* done, or another thread is at it */
+	const char *dir = cfg && cfg->dir && *cfg->dir ? cfg->dir : ".";
+	g_cfg.max_size = cfg ? cfg->max_size : 0;
+	g_cfg.chunk_size = sane_chunk_size(cfg ? cfg->chunk_size : 0);
+	g_cfg.stack_depth = cfg ? cfg->stack_depth : 0;
+	g_log.fd = -1;
+	setup_token();
+	pthread_atfork(NULL, NULL, atfork_child);
+	if (set_dir(dir) < 0)
+		disable_with_warning("trace directory name too long (or no working directory)");
+	__atomic_store_n(&g_cfg.configured, 2, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int vt_log_init(const struct vt_log_config *cfg)
 {
 	if (current_gen())
 		return 0;
-	if (!g_cfg.configured) {
-		const char *dir = cfg && cfg->dir && *cfg->dir ? cfg->dir : ".";
-		size_t len = strnlen(dir, sizeof g_cfg.dir);
-		if (len >= sizeof g_cfg.dir) {
-			disable_with_warning("trace directory name too long");
-			return -1;
-		}
-		memcpy(g_cfg.dir, dir, len + 1);
-		g_cfg.max_size = cfg ? cfg->max_size : 0;
-		g_cfg.chunk_size = sane_chunk_size(cfg ? cfg->chunk_size : 0);
-		g_cfg.stack_depth = cfg ? cfg->stack_depth : 0;
-		g_log.fd = -1;
-		setup_token();
-		pthread_atfork(NULL, NULL, atfork_child);
-		g_cfg.configured = 1;
-	}
+	if (configure(cfg) < 0)
+		return -1;
 	return open_for_this_process();
 }
 

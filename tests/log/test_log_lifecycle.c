@@ -187,6 +187,35 @@ static void test_raw_clone_child_opens_own_log(void **state)
 	free(dir);
 }
 
+/* ---- relative trace dir, then chdir ------------------------------------------ */
+
+static void test_relative_dir_survives_chdir(void **state)
+{
+	(void)state;
+	char *dir = lt_make_dir(), *trace;
+	assert_true(asprintf(&trace, "%s/rel", dir) > 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (chdir(dir) < 0)
+			_exit(8);
+		struct vt_log_config cfg = {.dir = "rel"};
+		if (vt_log_init(&cfg) < 0 || chdir("/") < 0)
+			_exit(9);
+		pid_t c = fork(); /* the child opens its log after the chdir */
+		if (c == 0)
+			_exit(lt_write_counter_event(2, 0, 0) == 0 ? 0 : 1);
+		_exit(lt_wait(c) == 0 && lt_write_counter_event(1, 0, 0) == 0 ? 0 : 10);
+	}
+	assert_int_equal(lt_wait(pid), 0);
+	assert_int_equal(lt_count_logs(trace), 2);
+	assert_int_equal(access("/rel", F_OK), -1);
+	lt_remove_dir(trace);
+	lt_remove_dir(dir);
+	free(trace);
+	free(dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--exec-image"))
@@ -199,6 +228,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_exec_gets_next_log),
 		cmocka_unit_test(test_vfork_child_leaves_parent_state),
 		cmocka_unit_test(test_raw_clone_child_opens_own_log),
+		cmocka_unit_test(test_relative_dir_survives_chdir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

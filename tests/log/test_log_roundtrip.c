@@ -433,6 +433,33 @@ static void test_overflowing_length_field(void **state)
 	free(copy);
 }
 
+/* A kind this reader does not know (a newer writer): skipped, no warning. */
+static void test_unknown_kind_skipped_quietly(void **state)
+{
+	(void)state;
+	size_t victim = first_in_chunk(1) + 3;
+	char *copy = copy_log("newkind");
+	uint32_t word = VT_HDR(77, g_full.v[victim].size);
+	poke(copy, g_full.v[victim].offset, &word, sizeof word);
+	char err[256];
+	lt_capture_begin();
+	struct vt_log *log = vt_log_open_file(copy, err, sizeof err);
+	struct lt_recs got = {0};
+	if (log)
+		lt_collect(log, &got);
+	char *warn = lt_capture_end();
+	assert_non_null(log);
+	assert_string_equal(warn, "");
+	assert_int_equal(vt_log_warnings(log), 0);
+	assert_int_equal(got.n, g_full.n - 1);
+	assert_int_equal(got.v[victim].offset, g_full.v[victim + 1].offset);
+	free(warn);
+	lt_recs_free(&got);
+	vt_log_close(log);
+	unlink(copy);
+	free(copy);
+}
+
 /* ---- hostile headers ---------------------------------------------------------- */
 
 static void expect_refused(const char *tag, size_t off, const void *bytes, size_t n,
@@ -544,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_damaged_record_skips_to_next_chunk),
 		cmocka_unit_test(test_garbage_chunk_is_skipped),
 		cmocka_unit_test(test_overflowing_length_field),
+		cmocka_unit_test(test_unknown_kind_skipped_quietly),
 		cmocka_unit_test(test_hostile_headers_are_refused),
 		cmocka_unit_test(test_huge_sparse_file),
 		cmocka_unit_test(test_trace_dir),
