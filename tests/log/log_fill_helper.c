@@ -19,11 +19,13 @@
 
 static uint64_t g_per_thread;
 static uint64_t g_acked[THREADS];
+static pthread_barrier_t g_start; /* all threads race for the last chunks */
 
 static void *writer(void *arg)
 {
 	uint32_t idx = (uint32_t)(uintptr_t)arg;
 	int failed = 0;
+	pthread_barrier_wait(&g_start);
 	for (uint64_t k = 0; k < g_per_thread; k++) {
 		if (lt_write_counter_event(1, idx, k) == 0) {
 			if (failed) {
@@ -48,6 +50,7 @@ static int do_write(const char *dir, uint64_t n)
 		return 2;
 	g_per_thread = n / THREADS;
 	pthread_t t[THREADS];
+	pthread_barrier_init(&g_start, NULL, THREADS);
 	for (uintptr_t i = 0; i < THREADS; i++)
 		pthread_create(&t[i], NULL, writer, (void *)i);
 	for (unsigned i = 0; i < THREADS; i++)
@@ -56,6 +59,7 @@ static int do_write(const char *dir, uint64_t n)
 	for (unsigned i = 0; i < THREADS; i++)
 		printf("acked %u %llu\n", i, (unsigned long long)g_acked[i]);
 	printf("per_thread %llu\ndone\n", (unsigned long long)g_per_thread);
+	pthread_barrier_destroy(&g_start);
 	return 0;
 }
 
