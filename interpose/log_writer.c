@@ -208,8 +208,12 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 	h->ppid = getppid();
 	h->exec_index = exec_index;
 	h->stack_depth = g_cfg.stack_depth;
-	h->realtime_base_ns = clock_ns(CLOCK_REALTIME);
-	h->clock_base_ns = clock_ns(CLOCK_MONOTONIC);
+	/* A fork child keeps its parent's base: a hook may have taken an event's
+	 * time (vt_log_now_ns) just before the record that opened this log. */
+	uint64_t realtime = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
+	uint64_t base = g_log.clock_base ? g_log.clock_base : mono;
+	h->clock_base_ns = base;
+	h->realtime_base_ns = realtime - (mono - base);
 	h->max_size = g_cfg.max_size;
 	h->state = VT_STATE_WORD(VT_STATE_RUNNING, 0);
 	if (g_cfg.stack_depth == 0)

@@ -121,6 +121,8 @@ static void test_fork_with_recording_threads(void **state)
 	}
 	assert_non_null(plog);
 	assert_non_null(clog);
+	/* one time base: a child's event timed before its log opened is right */
+	assert_int_equal(vt_log_header(clog)->clock_base_ns, vt_log_header(plog)->clock_base_ns);
 	uint64_t pwant[THREADS + 1];
 	for (unsigned t = 0; t < THREADS; t++)
 		pwant[t] = PER_THREAD;
