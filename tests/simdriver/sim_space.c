@@ -1,0 +1,288 @@
+/* Device address space of the simulated driver: per-device VA windows with a
+ * first-fit free list (256-byte aligned, lowest address first, so a freed
+ * address is handed out again), the live-range registry, capacity charging.
+ * Every function here expects sim_lock held. */
+#include "sim_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct sim_state sim;
+pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* VA per device: room for allocations up to capacity plus as much again for
+ * cuMemAddressReserve (frameworks reserve large ranges), plus slack. */
+static size_t window_size(size_t capacity)
+{
+	return sim_round_up(2 * capacity + (1ull << 30), VTSIM_GRANULARITY);
+}
+
+static void *map_anon(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static CUresult window_create(struct sim_device *d)
+{
+	d->window = window_size(d->capacity);
+	/* Over-reserve one granule so the fake base can be 2 MiB aligned. */
+	d->reserve = map_anon(d->window + VTSIM_GRANULARITY, PROT_NONE);
+	d->backing = map_anon(d->window, PROT_READ | PROT_WRITE);
+	if (!d->reserve || !d->backing) {
+		fprintf(stderr, "vtsim: cannot map %zu bytes of simulated device memory\n", d->window);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	d->base = sim_round_up((uintptr_t)d->reserve, VTSIM_GRANULARITY);
+	d->free = malloc(sizeof *d->free * 16);
+	if (!d->free)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d->capfree = 16;
+	d->nfree = 1;
+	d->free[0] = (struct sim_extent){0, d->window};
+	return CUDA_SUCCESS;
+}
+
+static void window_destroy(struct sim_device *d)
+{
+	if (d->reserve)
+		munmap(d->reserve, d->window + VTSIM_GRANULARITY);
+	if (d->backing)
+		munmap(d->backing, d->window);
+	free(d->free);
+	d->reserve = d->backing = NULL;
+	d->free = NULL;
+	d->nfree = d->capfree = 0;
+	d->base = 0;
+}
+
+CUresult sim_space_init(void)
+{
+	for (int i = 0; i < sim.ndev; i++) {
+		struct sim_device *d = &sim.dev[i];
+		d->capacity = sim.capacity;
+		d->charged = d->live_objects = 0;
+		SIM_TRY(window_create(d));
+	}
+	return CUDA_SUCCESS;
+}
+
+void sim_space_teardown(void)
+{
+	for (int i = 0; i < VTSIM_MAX_DEVICES; i++)
+		window_destroy(&sim.dev[i]);
+	free(sim.ranges);
+	free(sim.resv);
+	sim.ranges = NULL;
+	sim.resv = NULL;
+	sim.nranges = sim.capranges = sim.nresv = sim.capresv = 0;
+}
+
+int sim_window_of(CUdeviceptr addr)
+{
+	for (int i = 0; i < sim.ndev; i++) {
+		const struct sim_device *d = &sim.dev[i];
+		if (d->base && addr >= d->base && addr - d->base < d->window)
+			return i;
+	}
+	return -1;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	void *p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Remove [off, off+len) from free extent i, keeping what is left around it. */
+static CUresult extent_take(struct sim_device *d, size_t i, size_t off, size_t len)
+{
+	struct sim_extent e = d->free[i];
+	size_t head = off - e.off, tail = e.off + e.len - (off + len);
+	if (head && tail) {
+		if (grow((void **)&d->free, &d->capfree, d->nfree + 1, sizeof *d->free))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		memmove(&d->free[i + 2], &d->free[i + 1], (d->nfree - i - 1) * sizeof *d->free);
+		d->nfree++;
+		d->free[i] = (struct sim_extent){e.off, head};
+		d->free[i + 1] = (struct sim_extent){off + len, tail};
+	} else if (head) {
+		d->free[i].len = head;
+	} else if (tail) {
+		d->free[i] = (struct sim_extent){off + len, tail};
+	} else {
+		memmove(&d->free[i], &d->free[i + 1], (d->nfree - i - 1) * sizeof *d->free);
+		d->nfree--;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult sim_va_carve(int dev, size_t size, size_t align, CUdeviceptr hint, CUdeviceptr *out)
+{
+	struct sim_device *d = &sim.dev[dev];
+	if (size == 0 || size > d->window)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (hint && hint >= d->base && hint - d->base <= d->window - size && (hint - d->base) % align == 0) {
+		size_t off = hint - d->base;
+		for (size_t i = 0; i < d->nfree; i++) {
+			const struct sim_extent *e = &d->free[i];
+			if (off >= e->off && off + size <= e->off + e->len) {
+				SIM_TRY(extent_take(d, i, off, size));
+				*out = hint;
+				return CUDA_SUCCESS;
+			}
+		}
+	}
+	for (size_t i = 0; i < d->nfree; i++) {
+		const struct sim_extent *e = &d->free[i];
+		size_t off = sim_round_up(e->off, align);
+		if (off >= e->off + e->len || e->off + e->len - off < size)
+			continue;
+		SIM_TRY(extent_take(d, i, off, size));
+		*out = d->base + off;
+		return CUDA_SUCCESS;
+	}
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void sim_discard(unsigned char *host, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = sim_round_up((uintptr_t)host, page), hi = ((uintptr_t)host + len) / page * page;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void sim_va_release(int dev, CUdeviceptr addr, size_t size)
+{
+	struct sim_device *d = &sim.dev[dev];
+	size_t off = addr - d->base, i = 0;
+	while (i < d->nfree && d->free[i].off < off)
+		i++;
+	if (grow((void **)&d->free, &d->capfree, d->nfree + 1, sizeof *d->free))
+		return; /* leak the VA: harmless in a test double */
+	memmove(&d->free[i + 1], &d->free[i], (d->nfree - i) * sizeof *d->free);
+	d->free[i] = (struct sim_extent){off, size};
+	d->nfree++;
+	if (i + 1 < d->nfree && d->free[i].off + d->free[i].len == d->free[i + 1].off) {
+		d->free[i].len += d->free[i + 1].len;
+		memmove(&d->free[i + 1], &d->free[i + 2], (d->nfree - i - 2) * sizeof *d->free);
+		d->nfree--;
+	}
+	if (i > 0 && d->free[i - 1].off + d->free[i - 1].len == d->free[i].off) {
+		d->free[i - 1].len += d->free[i].len;
+		memmove(&d->free[i], &d->free[i + 1], (d->nfree - i - 1) * sizeof *d->free);
+		d->nfree--;
+		i--;
+	}
+	/* Give the pages of the merged free extent back, so a job that uploads
+	 * and frees gigabytes does not keep them resident. */
+	sim_discard(d->backing + d->free[i].off, d->free[i].len);
+}
+
+/* Index of the last range starting at or below addr, or nranges if none. */
+static size_t range_floor(CUdeviceptr addr)
+{
+	size_t lo = 0, hi = sim.nranges;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sim.ranges[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : sim.nranges;
+}
+
+struct sim_range *sim_range_find(CUdeviceptr addr)
+{
+	size_t i = range_floor(addr);
+	if (i == sim.nranges)
+		return NULL;
+	struct sim_range *r = &sim.ranges[i];
+	return addr - r->start < r->size ? r : NULL;
+}
+
+struct sim_range *sim_range_exact(CUdeviceptr start)
+{
+	struct sim_range *r = sim_range_find(start);
+	return r && r->start == start ? r : NULL;
+}
+
+/* Does any live range intersect [start, start+size)? */
+int sim_range_overlaps(CUdeviceptr start, size_t size)
+{
+	size_t i = range_floor(start + size - 1);
+	return i != sim.nranges && sim.ranges[i].start + sim.ranges[i].size > start;
+}
+
+struct sim_range *sim_range_insert(const struct sim_range *r)
+{
+	if (grow((void **)&sim.ranges, &sim.capranges, sim.nranges + 1, sizeof *sim.ranges))
+		return NULL;
+	size_t i = range_floor(r->start);
+	i = i == sim.nranges ? 0 : i + 1;
+	memmove(&sim.ranges[i + 1], &sim.ranges[i], (sim.nranges - i) * sizeof *sim.ranges);
+	sim.ranges[i] = *r;
+	sim.ranges[i].buffer_id = ++sim.next_buffer_id;
+	sim.nranges++;
+	return &sim.ranges[i];
+}
+
+void sim_range_remove(struct sim_range *r)
+{
+	size_t i = (size_t)(r - sim.ranges);
+	memmove(&sim.ranges[i], &sim.ranges[i + 1], (sim.nranges - i - 1) * sizeof *sim.ranges);
+	sim.nranges--;
+}
+
+struct sim_reservation *sim_resv_find(CUdeviceptr addr)
+{
+	for (size_t i = 0; i < sim.nresv; i++)
+		if (addr - sim.resv[i].start < sim.resv[i].size)
+			return &sim.resv[i];
+	return NULL;
+}
+
+CUresult sim_resv_insert(const struct sim_reservation *r)
+{
+	if (grow((void **)&sim.resv, &sim.capresv, sim.nresv + 1, sizeof *sim.resv))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	sim.resv[sim.nresv++] = *r;
+	return CUDA_SUCCESS;
+}
+
+void sim_resv_remove(struct sim_reservation *r)
+{
+	size_t i = (size_t)(r - sim.resv);
+	sim.resv[i] = sim.resv[--sim.nresv];
+}
+
+CUresult sim_charge(int dev, size_t bytes)
+{
+	struct sim_device *d = &sim.dev[dev];
+	if (bytes > d->capacity - d->charged)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d->charged += bytes;
+	d->live_objects++;
+	return CUDA_SUCCESS;
+}
+
+void sim_uncharge(int dev, size_t bytes)
+{
+	struct sim_device *d = &sim.dev[dev];
+	d->charged -= bytes;
+	d->live_objects--;
+}
