@@ -350,6 +350,34 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
 	}
 }
 
+/* Pinned host memory from cuMemAllocHost/cuMemHostAlloc. */
+static CUresult host_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr, const struct sim_host *h)
+{
+	switch (attribute) {
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = h->ctx;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned int *)data = CU_MEMORYTYPE_HOST;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		*(void **)data = (void *)(uintptr_t)ptr;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		*(int *)data = 0;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		*(CUdeviceptr *)data = (CUdeviceptr)(uintptr_t)h->ptr;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		*(size_t *)data = h->size;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
 CUresult sim_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
 	SIM_TRY(sim_need_init());
@@ -357,7 +385,12 @@ CUresult sim_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CU
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&sim_lock);
 	const struct sim_range *range = sim_range_find(ptr);
-	CUresult r = range ? pointer_attribute(data, attribute, ptr, range) : CUDA_ERROR_INVALID_VALUE;
+	const struct sim_host *host = range ? NULL : sim_host_find((const void *)(uintptr_t)ptr);
+	CUresult r = CUDA_ERROR_INVALID_VALUE; /* unknown (pageable) host memory */
+	if (range)
+		r = pointer_attribute(data, attribute, ptr, range);
+	else if (host)
+		r = host_attribute(data, attribute, ptr, host);
 	pthread_mutex_unlock(&sim_lock);
 	return r;
 }

@@ -487,24 +487,26 @@ CUresult sim_stream_ctx(CUstream stream, struct CUctx_st **out)
 	return sim_ctx_valid(*out) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
-CUresult sim_cuStreamCreate(CUstream *phStream, unsigned int Flags)
+CUresult sim_stream_create(CUstream *phStream, unsigned int flags, int priority)
 {
 	struct CUctx_st *ctx;
 	SIM_TRY(sim_need_ctx(&ctx));
-	if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+	if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
 		return CUDA_ERROR_INVALID_VALUE;
 	struct CUstream_st *s = calloc(1, sizeof *s);
 	if (!s)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	s->ctx = ctx;
-	s->valid = 1;
+	*s = (struct CUstream_st){.ctx = ctx, .valid = 1, .flags = flags, .priority = priority};
 	pthread_mutex_lock(&sim_lock);
+	s->id = ++sim.next_stream_id + 2; /* 0-2: null, legacy, per-thread */
 	s->next_all = sim.streams;
 	sim.streams = s;
 	pthread_mutex_unlock(&sim_lock);
 	*phStream = s;
 	return CUDA_SUCCESS;
 }
+
+CUresult sim_cuStreamCreate(CUstream *phStream, unsigned int Flags) { return sim_stream_create(phStream, Flags, 0); }
 
 CUresult sim_cuStreamDestroy_v2(CUstream hStream)
 {

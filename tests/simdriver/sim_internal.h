@@ -60,7 +60,26 @@ struct CUctx_st {
 struct CUstream_st {
 	struct CUctx_st *ctx;
 	int valid;
+	unsigned int flags;
+	int priority;
+	unsigned long long id;
 	struct CUstream_st *next_all;
+};
+
+struct CUevent_st {
+	struct CUctx_st *ctx;
+	int valid;
+	unsigned int flags;
+	unsigned long long recorded_ns; /* 0: never recorded */
+	struct CUevent_st *next_all;
+};
+
+/* Pinned host memory (cuMemAllocHost/cuMemHostAlloc): host bytes, no charge. */
+struct sim_host {
+	void *ptr;
+	size_t size;
+	struct CUctx_st *ctx;
+	struct sim_host *next_all;
 };
 
 struct CUmemPoolHandle_st {
@@ -151,6 +170,9 @@ struct sim_state {
 	unsigned long long next_buffer_id;
 	struct CUctx_st *ctxs;
 	struct CUstream_st *streams;
+	unsigned long long next_stream_id;
+	struct CUevent_st *events;
+	struct sim_host *hosts;
 	struct CUmemPoolHandle_st *pools;
 	struct CUarray_st *arrays;
 	struct CUmipmappedArray_st *mipmaps;
@@ -191,6 +213,11 @@ VTSIM_HIDDEN CUresult sim_need_ctx(struct CUctx_st **out);
 VTSIM_HIDDEN CUresult sim_stream_ctx(CUstream stream, struct CUctx_st **out);
 VTSIM_HIDDEN int sim_ctx_valid(struct CUctx_st *ctx);
 VTSIM_HIDDEN void sim_reset_thread(void);
+VTSIM_HIDDEN CUresult sim_stream_create(CUstream *phStream, unsigned int flags, int priority);
+
+/* sim_host.c: pinned host memory (sim_lock held) */
+VTSIM_HIDDEN const struct sim_host *sim_host_find(const void *p);
+VTSIM_HIDDEN void sim_host_free_all(void);
 
 /* sim_alloc.c: the common allocation path */
 VTSIM_HIDDEN CUresult sim_alloc_range(struct CUctx_st *ctx, int dev, size_t size, enum sim_range_kind kind,

@@ -40,6 +40,9 @@ VTSIM_EXPORT void vtsim_reset(void)
 	FREE_LIST(struct sim_handle, sim.handles);
 	FREE_LIST(struct CUctx_st, sim.ctxs);
 	FREE_LIST(struct CUstream_st, sim.streams);
+	FREE_LIST(struct CUevent_st, sim.events);
+	sim_host_free_all();
+	sim.next_stream_id = 0;
 	FREE_LIST(struct CUmemPoolHandle_st, sim.pools);
 	FREE_LIST(struct CUarray_st, sim.arrays);
 	FREE_LIST(struct CUmipmappedArray_st, sim.mipmaps);

@@ -28,6 +28,16 @@ UNSUPPORTED(cuMemcpy2DUnaligned, const CUDA_MEMCPY2D_v1 *pCopy)
 UNSUPPORTED(cuMemcpy2DAsync, const CUDA_MEMCPY2D_v1 *pCopy, CUstream hStream)
 UNSUPPORTED(cuMemcpy3D, const CUDA_MEMCPY3D_v1 *pCopy)
 UNSUPPORTED(cuMemcpy3DAsync, const CUDA_MEMCPY3D_v1 *pCopy, CUstream hStream)
+UNSUPPORTED(cuMemsetD8, CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N)
+UNSUPPORTED(cuMemsetD16, CUdeviceptr_v1 dstDevice, unsigned short us, unsigned int N)
+UNSUPPORTED(cuMemsetD32, CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N)
+UNSUPPORTED(cuMemsetD2D8, CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned char uc, unsigned int Width,
+	    unsigned int Height)
+UNSUPPORTED(cuMemsetD2D16, CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned short us, unsigned int Width,
+	    unsigned int Height)
+UNSUPPORTED(cuMemsetD2D32, CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned int ui, unsigned int Width,
+	    unsigned int Height)
+UNSUPPORTED(cuMemAllocHost, void **pp, unsigned int bytesize)
 UNSUPPORTED(cuGraphAddMemAllocNode, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
 	    size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
 UNSUPPORTED(cuGraphAddMemFreeNode, CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,

@@ -186,6 +186,40 @@ static void test_streams(void **state)
 	assert_int_equal(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
 }
 
+static void test_events_and_stream_queries(void **state)
+{
+	(void)state;
+	CUevent a, b;
+	CUstream s1, s2;
+	float ms = -1;
+	int prio = 1;
+	unsigned long long id1 = 0, id2 = 0;
+	CUcontext ctx = fresh_driver_on(1), got = NULL;
+	CU_OK(cuStreamCreateWithPriority(&s1, 0, -3));
+	CU_OK(cuStreamCreate(&s2, 0));
+	CU_OK(cuStreamGetPriority(s1, &prio));
+	assert_int_equal(prio, -3);
+	CU_OK(cuStreamGetId(s1, &id1));
+	CU_OK(cuStreamGetId(s2, &id2));
+	assert_true(id1 != id2);
+	CU_OK(cuStreamGetCtx(s2, &got));
+	assert_ptr_equal(got, ctx);
+	CU_OK(cuEventCreate(&a, CU_EVENT_DEFAULT));
+	CU_OK(cuEventCreate(&b, CU_EVENT_DEFAULT));
+	assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE); /* not recorded */
+	CU_OK(cuEventRecord(a, s1));
+	CU_OK(cuStreamWaitEvent(s2, a, 0));
+	CU_OK(cuEventRecord(b, s2));
+	CU_OK(cuEventSynchronize(b));
+	CU_OK(cuEventElapsedTime(&ms, a, b));
+	assert_true(ms >= 0.0f && ms < 10000.0f);
+	CU_OK(cuEventDestroy(a));
+	assert_int_equal(cuEventQuery(a), CUDA_ERROR_INVALID_HANDLE);
+	CU_OK(cuEventDestroy(b));
+	CU_OK(cuStreamDestroy(s1));
+	CU_OK(cuStreamDestroy(s2));
+}
+
 static void test_error_strings(void **state)
 {
 	(void)state;
@@ -207,6 +241,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_push_pop_create_destroy, setup_reset, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_per_thread_context, setup_reset, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_streams, setup_reset, teardown_reset),
+		cmocka_unit_test_setup_teardown(test_events_and_stream_queries, setup_reset, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_error_strings, setup_reset, teardown_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -364,6 +364,57 @@ static void test_old_abi_not_supported(void **state)
 	assert_int_equal(vtsim_live_allocs(0), 0);
 }
 
+static void test_memset_fills_and_validates(void **state)
+{
+	(void)state;
+	CUdeviceptr p;
+	unsigned char out[1024], want[1024];
+	CU_OK(cuMemAlloc(&p, 1000));
+	CU_OK(cuMemsetD8(p, 0xab, 1000));
+	CU_OK(cuMemcpyDtoH(out, p, 1000));
+	memset(want, 0xab, 1000);
+	assert_memory_equal(out, want, 1000);
+	CU_OK(cuMemsetD32(p + 4, 0x01020304u, 2));
+	CU_OK(cuMemcpyDtoH(out, p, 16));
+	unsigned int words[2];
+	memcpy(words, out + 4, 8);
+	assert_int_equal(words[0], 0x01020304u);
+	assert_int_equal(words[1], 0x01020304u);
+	assert_int_equal(out[0], 0xab);
+	assert_int_equal(out[12], 0xab);
+	assert_int_equal(cuMemsetD32(p + 2, 0, 1), CUDA_ERROR_INVALID_VALUE); /* misaligned */
+	assert_int_equal(cuMemsetD8(p, 0, 1001), CUDA_ERROR_INVALID_VALUE);  /* past the end */
+	CU_OK(cuMemsetD2D16Async(p, 100, 0x7777, 10, 9, NULL));               /* 9 rows of 20 bytes */
+	assert_int_equal(cuMemsetD2D16(p, 100, 0, 10, 11), CUDA_ERROR_INVALID_VALUE); /* row 10 ends past */
+	CU_OK(cuMemcpyDtoH(out, p, 1000));
+	assert_int_equal(out[800], 0x77);
+	assert_int_equal(out[819], 0x77);
+	assert_int_equal(out[820], 0xab);
+	CU_OK(cuMemFree(p));
+}
+
+static void test_pinned_host_memory(void **state)
+{
+	(void)state;
+	void *h;
+	unsigned int type = 0;
+	CUdeviceptr d;
+	CU_OK(cuMemAllocHost(&h, 1 << 20));
+	assert_int_equal(vtsim_live_bytes(0), 0); /* host memory is not device memory */
+	CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)h + 10));
+	assert_int_equal(type, CU_MEMORYTYPE_HOST);
+	fill(h, 4096, 4);
+	CU_OK(cuMemAlloc(&d, 4096));
+	CU_OK(cuMemcpy(d, (CUdeviceptr)(uintptr_t)h, 4096));
+	unsigned char out[4096];
+	CU_OK(cuMemcpyDtoH(out, d, 4096));
+	assert_memory_equal(out, h, 4096);
+	CU_OK(cuMemFree(d));
+	CU_OK(cuMemFreeHost(h));
+	assert_int_equal(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(cuMemHostAlloc(&h, 16, 0x80), CUDA_ERROR_INVALID_VALUE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +430,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_arrays_charge_capacity, setup_fresh, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_pointer_attributes, setup_fresh, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_old_abi_not_supported, setup_fresh, teardown_reset),
+		cmocka_unit_test_setup_teardown(test_memset_fills_and_validates, setup_fresh, teardown_reset),
+		cmocka_unit_test_setup_teardown(test_pinned_host_memory, setup_fresh, teardown_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
