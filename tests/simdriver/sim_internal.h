@@ -8,9 +8,9 @@
  *     plus a same-sized MAP_NORESERVE *backing* mapping that holds the bytes of
  *     plain allocations (window offset == backing offset);
  *   - VMM physical handles carry their own backing mapping;
- *   - one global sorted list of live ranges (allocations and VMM mappings)
- *     answers "which allocation holds this address" for copies and
- *     cuPointerGetAttribute. */
+ *   - one global tree of live ranges (allocations and VMM mappings; they
+ *     never overlap) answers "which allocation holds this address" for
+ *     copies and cuPointerGetAttribute. */
 #ifndef VTSIM_INTERNAL_H
 #define VTSIM_INTERNAL_H
 
@@ -163,8 +163,8 @@ struct sim_state {
 	int driver_version;
 	size_t capacity;
 	struct sim_device dev[VTSIM_MAX_DEVICES];
-	struct sim_range *ranges; /* sorted by start */
-	size_t nranges, capranges;
+	void *range_tree; /* tsearch tree of struct sim_range *, by address */
+	size_t nranges;
 	struct sim_reservation *resv; /* sorted by start */
 	size_t nresv, capresv;
 	unsigned long long next_buffer_id;

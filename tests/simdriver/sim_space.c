@@ -2,9 +2,11 @@
  * first-fit free list (256-byte aligned, lowest address first, so a freed
  * address is handed out again), the live-range registry, capacity charging.
  * Every function here expects sim_lock held. */
+#define _GNU_SOURCE /* tdestroy */
 #include "sim_internal.h"
 
 #include <stdio.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -74,11 +76,11 @@ void sim_space_teardown(void)
 {
 	for (int i = 0; i < VTSIM_MAX_DEVICES; i++)
 		window_destroy(&sim.dev[i]);
-	free(sim.ranges);
+	tdestroy(sim.range_tree, free);
 	free(sim.resv);
-	sim.ranges = NULL;
+	sim.range_tree = NULL;
 	sim.resv = NULL;
-	sim.nranges = sim.capranges = sim.nresv = sim.capresv = 0;
+	sim.nranges = sim.nresv = sim.capresv = 0;
 }
 
 int sim_window_of(CUdeviceptr addr)
@@ -187,33 +189,40 @@ void sim_va_release(int dev, CUdeviceptr addr, size_t size)
 		d->nfree--;
 		i--;
 	}
-	/* Give the pages of the merged free extent back, so a job that uploads
-	 * and frees gigabytes does not keep them resident. */
-	sim_discard(d->backing + d->free[i].off, d->free[i].len);
+	/* Give back the pages this free made wholly free, so a job that uploads
+	 * and frees gigabytes does not keep them resident (a page shared with a
+	 * live neighbour goes back when the neighbour is freed). */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t lo = sim_round_up(d->free[i].off, page), hi = (d->free[i].off + d->free[i].len) / page * page;
+	size_t from = off / page * page, to = sim_round_up(off + size, page);
+	lo = lo > from ? lo : from;
+	hi = hi < to ? hi : to;
+	if (hi > lo)
+		madvise(d->backing + lo, hi - lo, MADV_DONTNEED);
 }
 
-/* Index of the last range starting at or below addr, or nranges if none. */
-static size_t range_floor(CUdeviceptr addr)
+/* Live ranges never overlap, so "overlaps" is a total order among them, and
+ * a probe [addr, addr+n) compares equal to the one range it intersects:
+ * tfind() then answers "which allocation contains this address". glibc's
+ * tsearch is a red-black tree: O(log n) for every operation. */
+static int range_cmp(const void *a, const void *b)
 {
-	size_t lo = 0, hi = sim.nranges;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (sim.ranges[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? lo - 1 : sim.nranges;
+	const struct sim_range *x = a, *y = b;
+	if (x->start + x->size <= y->start)
+		return -1;
+	if (y->start + y->size <= x->start)
+		return 1;
+	return 0;
 }
 
-struct sim_range *sim_range_find(CUdeviceptr addr)
+static struct sim_range *range_probe(CUdeviceptr start, size_t size)
 {
-	size_t i = range_floor(addr);
-	if (i == sim.nranges)
-		return NULL;
-	struct sim_range *r = &sim.ranges[i];
-	return addr - r->start < r->size ? r : NULL;
+	struct sim_range key = {.start = start, .size = size ? size : 1};
+	void **node = tfind(&key, &sim.range_tree, range_cmp);
+	return node ? *node : NULL;
 }
+
+struct sim_range *sim_range_find(CUdeviceptr addr) { return range_probe(addr, 1); }
 
 struct sim_range *sim_range_exact(CUdeviceptr start)
 {
@@ -221,31 +230,29 @@ struct sim_range *sim_range_exact(CUdeviceptr start)
 	return r && r->start == start ? r : NULL;
 }
 
-/* Does any live range intersect [start, start+size)? */
-int sim_range_overlaps(CUdeviceptr start, size_t size)
-{
-	size_t i = range_floor(start + size - 1);
-	return i != sim.nranges && sim.ranges[i].start + sim.ranges[i].size > start;
-}
+int sim_range_overlaps(CUdeviceptr start, size_t size) { return range_probe(start, size) != NULL; }
 
 struct sim_range *sim_range_insert(const struct sim_range *r)
 {
-	if (grow((void **)&sim.ranges, &sim.capranges, sim.nranges + 1, sizeof *sim.ranges))
+	struct sim_range *copy = malloc(sizeof *copy);
+	if (!copy)
 		return NULL;
-	size_t i = range_floor(r->start);
-	i = i == sim.nranges ? 0 : i + 1;
-	memmove(&sim.ranges[i + 1], &sim.ranges[i], (sim.nranges - i) * sizeof *sim.ranges);
-	sim.ranges[i] = *r;
-	sim.ranges[i].buffer_id = ++sim.next_buffer_id;
+	*copy = *r;
+	copy->buffer_id = ++sim.next_buffer_id;
+	void **node = tsearch(copy, &sim.range_tree, range_cmp);
+	if (!node || *node != copy) { /* no memory, or an overlap: a bug upstream */
+		free(copy);
+		return NULL;
+	}
 	sim.nranges++;
-	return &sim.ranges[i];
+	return copy;
 }
 
 void sim_range_remove(struct sim_range *r)
 {
-	size_t i = (size_t)(r - sim.ranges);
-	memmove(&sim.ranges[i], &sim.ranges[i + 1], (sim.nranges - i - 1) * sizeof *sim.ranges);
+	tdelete(r, &sim.range_tree, range_cmp);
 	sim.nranges--;
+	free(r);
 }
 
 struct sim_reservation *sim_resv_find(CUdeviceptr addr)
