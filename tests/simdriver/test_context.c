@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int setup_reset(void **state)
@@ -220,6 +221,46 @@ static void test_events_and_stream_queries(void **state)
 	CU_OK(cuStreamDestroy(s2));
 }
 
+static size_t capacity_for(const char *text)
+{
+	size_t total = 0;
+	setenv("VT_SIM_CAPACITY", text, 1);
+	vtsim_reset(); /* the environment is read again at the next cuInit */
+	CU_OK(cuInit(0));
+	CU_OK(cuDeviceTotalMem(&total, 0));
+	return total;
+}
+
+static void test_environment_parsing(void **state)
+{
+	(void)state;
+	int n = 0;
+	assert_int_equal(capacity_for("4096"), 4096);
+	assert_int_equal(capacity_for("3K"), 3 << 10);
+	assert_int_equal(capacity_for("2m"), 2u << 20);
+	assert_int_equal(capacity_for("1G"), 1u << 30);
+	assert_int_equal(capacity_for("2GiB"), 2ull << 30);
+	assert_int_equal(capacity_for("3G"), 3ull << 30); /* (a TSan build cannot map terabytes) */
+	assert_int_equal(capacity_for("lots"), 16ull << 30); /* bad: default, one warning line */
+	assert_int_equal(capacity_for("-5"), 16ull << 30);
+	assert_int_equal(capacity_for("0"), 16ull << 30);
+	setenv("VT_SIM_DEVICES", "8", 1);
+	capacity_for("1M");
+	CU_OK(cuDeviceGetCount(&n));
+	assert_int_equal(n, 8);
+	setenv("VT_SIM_DEVICES", "9", 1);
+	capacity_for("1M");
+	CU_OK(cuDeviceGetCount(&n));
+	assert_int_equal(n, 1);
+	setenv("VT_SIM_DRIVER_VERSION", "12040", 1);
+	vtsim_reset();
+	CU_OK(cuDriverGetVersion(&n));
+	assert_int_equal(n, 12040);
+	setenv("VT_SIM_DEVICES", "2", 1);
+	setenv("VT_SIM_CAPACITY", "64M", 1);
+	unsetenv("VT_SIM_DRIVER_VERSION");
+}
+
 static void test_error_strings(void **state)
 {
 	(void)state;
@@ -242,6 +283,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_per_thread_context, setup_reset, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_streams, setup_reset, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_events_and_stream_queries, setup_reset, teardown_reset),
+		cmocka_unit_test_setup_teardown(test_environment_parsing, setup_reset, teardown_reset),
 		cmocka_unit_test_setup_teardown(test_error_strings, setup_reset, teardown_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
