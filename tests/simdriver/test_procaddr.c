@@ -104,6 +104,28 @@ static void test_table_matches_dlsym(void **state)
 	assert_int_equal(vtsim_variant_index("cuNoSuchThing"), -1);
 }
 
+/* Every entry point the shim wraps (include/vramtrace/api.def) is a row of
+ * the driver's table, found by dlsym unless hidden on purpose. */
+static void test_every_api_def_symbol_is_exported(void **state)
+{
+	(void)state;
+	static const char *const wrapped[] = {
+#define VT_API(id, symbol, class) #symbol,
+#include "vramtrace/api.def"
+	};
+	for (size_t i = 0; i < sizeof wrapped / sizeof wrapped[0]; i++) {
+		vtsim_variant v;
+		int row = vtsim_variant_index(wrapped[i]);
+		if (row < 0)
+			fail_msg("api.def symbol %s is not exported by the simulated driver", wrapped[i]);
+		vtsim_variant_at(row, &v);
+		if (v.hidden)
+			assert_null(dlsym(lib, wrapped[i]));
+		else
+			assert_ptr_equal(dlsym(lib, wrapped[i]), v.fn);
+	}
+}
+
 /* Every row, resolved at its own version with its own flag, at the version
  * before, and far in the future, with both flags. */
 static void test_every_row_resolves(void **state)
@@ -259,6 +281,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_matches_dlsym),
+		cmocka_unit_test(test_every_api_def_symbol_is_exported),
 		cmocka_unit_test(test_every_row_resolves),
 		cmocka_unit_test(test_known_resolutions),
 		cmocka_unit_test(test_lookup_errors),
