@@ -1,9 +1,29 @@
 /* CUDA arrays: opaque device memory charged width*height*depth*element
- * size (mipmaps: every level). They have no device address, so copies to or
- * from arrays are not simulated. */
+ * size (mipmaps: every level). An array (not a mipmap) keeps its bytes in a
+ * linear layout, so 2D/3D copies can use it as an endpoint. */
 #include "sim_internal.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
+
+struct CUarray_st *sim_array_find(CUarray a)
+{
+	for (struct CUarray_st *x = sim.arrays; x; x = x->next_all)
+		if (x == a && x->valid)
+			return x;
+	return NULL;
+}
+
+void sim_array_free_all(void)
+{
+	for (struct CUarray_st *a = sim.arrays, *next; a; a = next) {
+		next = a->next_all;
+		if (a->bytes)
+			munmap(a->bytes, a->charged);
+		free(a);
+	}
+	sim.arrays = NULL;
+}
 
 /* Bytes per channel of each format; anything else counts 4 (approximation). */
 static const struct {
@@ -58,53 +78,64 @@ static CUresult charge_array(size_t bytes, int *dev)
 	return r;
 }
 
-static CUresult array_create(CUarray *pHandle, size_t bytes)
+static CUresult array_create(CUarray *pHandle, size_t bytes, size_t row_bytes, size_t rows)
 {
 	int dev;
 	if (!pHandle)
 		return CUDA_ERROR_INVALID_VALUE;
 	SIM_TRY(charge_array(bytes, &dev));
 	struct CUarray_st *a = calloc(1, sizeof *a);
+	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int ok = a && mem != MAP_FAILED;
 	pthread_mutex_lock(&sim_lock);
-	if (!a) {
+	if (!ok) {
 		sim_uncharge(dev, bytes);
 	} else {
-		*a = (struct CUarray_st){.device = dev, .valid = 1, .charged = bytes, .next_all = sim.arrays};
+		*a = (struct CUarray_st){.device = dev, .valid = 1, .charged = bytes, .row_bytes = row_bytes,
+					 .rows = rows, .bytes = mem, .next_all = sim.arrays};
 		sim.arrays = a;
 	}
 	pthread_mutex_unlock(&sim_lock);
-	if (!a)
+	if (!ok) {
+		free(a);
+		if (mem != MAP_FAILED)
+			munmap(mem, bytes);
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*pHandle = a;
 	return CUDA_SUCCESS;
 }
+
+#define ARRAY_CREATE(h, d, depth)                                                                      \
+	array_create(h, volume((d)->Width, (d)->Height, depth, (d)->Format, (d)->NumChannels),           \
+		     (d)->Width * element_size((d)->Format, (d)->NumChannels), at_least_1((d)->Height))
 
 CUresult sim_cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
 {
 	if (!d)
 		return CUDA_ERROR_INVALID_VALUE;
-	return array_create(pHandle, volume(d->Width, d->Height, 1, d->Format, d->NumChannels));
+	return ARRAY_CREATE(pHandle, d, 1);
 }
 
 CUresult sim_cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
 {
 	if (!d)
 		return CUDA_ERROR_INVALID_VALUE;
-	return array_create(pHandle, volume(d->Width, d->Height, 1, d->Format, d->NumChannels));
+	return ARRAY_CREATE(pHandle, d, 1);
 }
 
 CUresult sim_cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
 	if (!d)
 		return CUDA_ERROR_INVALID_VALUE;
-	return array_create(pHandle, volume(d->Width, d->Height, d->Depth, d->Format, d->NumChannels));
+	return ARRAY_CREATE(pHandle, d, d->Depth);
 }
 
 CUresult sim_cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
 {
 	if (!d)
 		return CUDA_ERROR_INVALID_VALUE;
-	return array_create(pHandle, volume(d->Width, d->Height, d->Depth, d->Format, d->NumChannels));
+	return ARRAY_CREATE(pHandle, d, d->Depth);
 }
 
 CUresult sim_cuArrayDestroy(CUarray hArray)
@@ -112,12 +143,14 @@ CUresult sim_cuArrayDestroy(CUarray hArray)
 	SIM_TRY(sim_need_init());
 	CUresult r = CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&sim_lock);
-	for (struct CUarray_st *a = sim.arrays; a; a = a->next_all)
-		if (a == hArray && a->valid) {
-			a->valid = 0;
-			sim_uncharge(a->device, a->charged);
-			r = CUDA_SUCCESS;
-		}
+	struct CUarray_st *a = sim_array_find(hArray);
+	if (a) {
+		a->valid = 0; /* the handle stays known (and invalid); the bytes go */
+		sim_uncharge(a->device, a->charged);
+		munmap(a->bytes, a->charged);
+		a->bytes = NULL;
+		r = CUDA_SUCCESS;
+	}
 	pthread_mutex_unlock(&sim_lock);
 	return r;
 }

@@ -2,7 +2,8 @@
  * side lies inside ONE live allocation or mapping (else
  * CUDA_ERROR_INVALID_VALUE) and moves real bytes, so a job's results can be
  * compared with and without the shim. Streams are synchronous: an async copy
- * is complete when it returns. Array endpoints are not supported. */
+ * is complete when it returns. A CUDA array endpoint (2D/3D copies) is its
+ * linear storage: pitch = row bytes, height = its rows. */
 #include "sim_internal.h"
 
 #include <stdint.h>
@@ -10,8 +11,9 @@
 
 /* One endpoint of a 1D/2D/3D copy, in the driver's own terms. */
 struct side {
-	CUmemorytype type; /* HOST, DEVICE, UNIFIED (ARRAY: unsupported) */
+	CUmemorytype type; /* HOST, DEVICE, UNIFIED, ARRAY */
 	unsigned char *host;
+	CUarray array;
 	CUdeviceptr dptr;
 	size_t x, y, z, pitch, height;
 	CUcontext ctx; /* peer copies: the device must match */
@@ -24,8 +26,30 @@ struct shape {
 /* Resolve an endpoint to host-addressable bytes for its whole span (sim_lock
  * held). A "host" pointer inside a device window is rejected: the real driver
  * would not treat device memory as pageable host memory either. */
-static CUresult resolve(const struct side *s, const struct shape *sh, unsigned char **out)
+static CUresult resolve_array(const struct side *s, const struct shape *sh, unsigned char **out)
 {
+	const struct CUarray_st *a = sim_array_find(s->array);
+	if (!a)
+		return CUDA_ERROR_INVALID_HANDLE;
+	size_t offset = (s->z * a->rows + s->y) * a->row_bytes + s->x;
+	size_t span = ((sh->depth - 1) * a->rows + (sh->height - 1)) * a->row_bytes + sh->width;
+	if (s->x + sh->width > a->row_bytes || s->y + sh->height > a->rows || offset > a->charged ||
+	    span > a->charged - offset)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = a->bytes + offset;
+	return CUDA_SUCCESS;
+}
+
+static CUresult resolve(struct side *s, const struct shape *sh, unsigned char **out)
+{
+	if (s->type == CU_MEMORYTYPE_ARRAY) {
+		const struct CUarray_st *a = sim_array_find(s->array);
+		if (a) { /* the copy loop walks the array with its own geometry */
+			s->pitch = a->row_bytes;
+			s->height = a->rows;
+		}
+		return resolve_array(s, sh, out);
+	}
 	size_t rows = (sh->depth - 1) * (sh->depth > 1 ? s->height : 0) + (sh->height - 1);
 	if ((sh->height > 1 || sh->depth > 1) && s->pitch < sh->width)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -44,7 +68,7 @@ static CUresult resolve(const struct side *s, const struct shape *sh, unsigned c
 		return CUDA_SUCCESS;
 	}
 	if (type != CU_MEMORYTYPE_DEVICE)
-		return type == CU_MEMORYTYPE_ARRAY ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+		return CUDA_ERROR_INVALID_VALUE;
 	CUdeviceptr start = s->dptr + offset;
 	const struct sim_range *r = sim_range_find(start);
 	if (!r || span > r->size - (start - r->start))
@@ -55,7 +79,7 @@ static CUresult resolve(const struct side *s, const struct shape *sh, unsigned c
 	return CUDA_SUCCESS;
 }
 
-static CUresult copy_shape(const struct side *dst, const struct side *src, const struct shape *sh)
+static CUresult copy_shape(struct side *dst, struct side *src, const struct shape *sh)
 {
 	if (!sh->width || !sh->height || !sh->depth)
 		return CUDA_SUCCESS; /* nothing to move */
@@ -176,6 +200,7 @@ CUresult sim_cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, 
 	((struct side){.type = (p)->pre##MemoryType,                                                   \
 		       .host = (unsigned char *)(p)->pre##Host,                                         \
 		       .dptr = (p)->pre##Device,                                                         \
+		       .array = (p)->pre##Array,                                                         \
 		       .x = (p)->pre##XInBytes,                                                          \
 		       .y = (p)->pre##Y,                                                                 \
 		       .z = (zz),                                                                        \

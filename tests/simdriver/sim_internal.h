@@ -94,6 +94,9 @@ struct CUarray_st {
 	int device;
 	int valid;
 	size_t charged;
+	size_t row_bytes;   /* width * element size: the array's pitch */
+	size_t rows;        /* height (1 for 1D): rows per layer */
+	unsigned char *bytes; /* linear storage, row after row, layer after layer */
 	struct CUarray_st *next_all;
 };
 
@@ -223,6 +226,10 @@ VTSIM_HIDDEN void sim_host_free_all(void);
 VTSIM_HIDDEN CUresult sim_alloc_range(struct CUctx_st *ctx, int dev, size_t size, enum sim_range_kind kind,
 				      struct CUmemPoolHandle_st *pool, CUdeviceptr *out);
 VTSIM_HIDDEN CUresult sim_free_range(CUdeviceptr ptr);
+
+/* sim_array.c: the array handle, if live (sim_lock held) */
+VTSIM_HIDDEN struct CUarray_st *sim_array_find(CUarray a);
+VTSIM_HIDDEN void sim_array_free_all(void);
 
 /* sim_copy.c */
 VTSIM_HIDDEN CUresult sim_copy_linear(CUdeviceptr dst, CUdeviceptr src, size_t n);

@@ -44,7 +44,7 @@ VTSIM_EXPORT void vtsim_reset(void)
 	sim_host_free_all();
 	sim.next_stream_id = 0;
 	FREE_LIST(struct CUmemPoolHandle_st, sim.pools);
-	FREE_LIST(struct CUarray_st, sim.arrays);
+	sim_array_free_all();
 	FREE_LIST(struct CUmipmappedArray_st, sim.mipmaps);
 	sim_space_teardown();
 	for (int i = 0; i < VTSIM_MAX_DEVICES; i++)

@@ -161,7 +161,29 @@ static void test_copy_2d_3d(void **state)
 	assert_memory_equal(src, back, sizeof src);
 	c3.dstArray = NULL;
 	c3.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-	assert_int_equal(cuMemcpy3D(&c3), CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(cuMemcpy3D(&c3), CUDA_ERROR_INVALID_HANDLE);
+
+	/* host -> 3D array -> pitched device -> host */
+	CUarray arr;
+	CUDA_ARRAY3D_DESCRIPTOR ad = {.Width = W, .Height = H, .Depth = D, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+				      .NumChannels = 1};
+	CU_OK(cuArray3DCreate(&arr, &ad));
+	CUDA_MEMCPY3D to_arr = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src, .srcPitch = W, .srcHeight = H,
+				.dstMemoryType = CU_MEMORYTYPE_ARRAY, .dstArray = arr,
+				.WidthInBytes = W, .Height = H, .Depth = D};
+	CU_OK(cuMemcpy3D(&to_arr));
+	CU_OK(cuMemsetD8(p, 0, pitch * H * D));
+	CUDA_MEMCPY3D from_arr = {.srcMemoryType = CU_MEMORYTYPE_ARRAY, .srcArray = arr,
+				  .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = p, .dstPitch = pitch, .dstHeight = H,
+				  .WidthInBytes = W, .Height = H, .Depth = D};
+	CU_OK(cuMemcpy3D(&from_arr));
+	memset(back, 0, sizeof back);
+	CU_OK(cuMemcpy3D(&r3));
+	assert_memory_equal(src, back, sizeof src);
+	from_arr.srcXInBytes = 1; /* one byte past each row */
+	assert_int_equal(cuMemcpy3D(&from_arr), CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cuArrayDestroy(arr));
+	assert_int_equal(cuMemcpy3D(&to_arr), CUDA_ERROR_INVALID_HANDLE);
 	CU_OK(cuMemFree(p));
 }
 
