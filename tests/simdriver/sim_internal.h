@@ -208,7 +208,6 @@ VTSIM_HIDDEN CUresult sim_resv_insert(const struct sim_reservation *r);
 VTSIM_HIDDEN void sim_resv_remove(struct sim_reservation *r);
 VTSIM_HIDDEN CUresult sim_charge(int dev, size_t bytes);
 VTSIM_HIDDEN void sim_uncharge(int dev, size_t bytes);
-VTSIM_HIDDEN void sim_discard(unsigned char *host, size_t len);
 
 /* sim_context.c: init and contexts */
 VTSIM_HIDDEN CUresult sim_need_init(void);

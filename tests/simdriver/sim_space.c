@@ -159,14 +159,6 @@ CUresult sim_va_carve(int dev, size_t size, size_t align, CUdeviceptr hint, CUde
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-void sim_discard(unsigned char *host, size_t len)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = sim_round_up((uintptr_t)host, page), hi = ((uintptr_t)host + len) / page * page;
-	if (hi > lo)
-		madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
 void sim_va_release(int dev, CUdeviceptr addr, size_t size)
 {
 	struct sim_device *d = &sim.dev[dev];
