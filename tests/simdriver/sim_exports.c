@@ -49,8 +49,10 @@ static int row_hidden(const struct sim_row *r) { return sim_env_hides(r->base, r
 
 /* The newest visible variant of `base` introduced at or before `version`;
  * with want_per_thread, the per-thread variant when it is at least as new as
- * the legacy one. *known says whether `base` exists at all. */
-VTSIM_HIDDEN void *sim_row_pick(const char *base, int version, int want_per_thread, int *known)
+ * the legacy one. *known says whether `base` exists at all; *symbol names
+ * the row picked. */
+VTSIM_HIDDEN void *sim_row_pick(const char *base, int version, int want_per_thread, int *known,
+			       const char **symbol)
 {
 	const struct sim_row *legacy = NULL, *ptds = NULL;
 	*known = 0;
@@ -67,6 +69,7 @@ VTSIM_HIDDEN void *sim_row_pick(const char *base, int version, int want_per_thre
 			ptds = r;
 	}
 	const struct sim_row *best = ptds && (!legacy || ptds->version >= legacy->version) ? ptds : legacy;
+	*symbol = best ? best->symbol : NULL;
 	return best ? best->fn : NULL;
 }
 

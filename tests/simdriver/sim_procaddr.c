@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-VTSIM_HIDDEN void *sim_row_pick(const char *base, int version, int want_per_thread, int *known);
+VTSIM_HIDDEN void *sim_row_pick(const char *base, int version, int want_per_thread, int *known,
+			       const char **symbol);
 
 static int tracing(void)
 {
@@ -18,13 +19,14 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
 {
 	CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	const char *picked = NULL;
 	if (symbol && pfn && !(flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
 						     CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))) {
 		int known;
 		/* DEFAULT means legacy here: the driver cannot see how its
 		 * caller was compiled. */
 		*pfn = sim_row_pick(symbol, cudaVersion, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0,
-				    &known);
+				    &known, &picked);
 		if (*pfn) {
 			found = CU_GET_PROC_ADDRESS_SUCCESS;
 			r = CUDA_SUCCESS;
@@ -37,7 +39,7 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
 		*status = found;
 	if (tracing())
 		fprintf(stderr, "vtsim: cuGetProcAddress(\"%s\", %d, %llu) -> %s\n", symbol ? symbol : "(null)",
-			cudaVersion, (unsigned long long)flags, r == CUDA_SUCCESS ? "found" : "NOT FOUND");
+			cudaVersion, (unsigned long long)flags, picked ? picked : "NOT FOUND");
 	return r;
 }
 
