@@ -20,7 +20,10 @@ head -3 "$work/out.txt"
 grep -q ' api=cuMemAlloc_v2 ' "$work/out.txt" || fail "api names"
 
 "$vt" dump "$work/trace" --json >"$work/out.json" || fail "dump --json exit $?"
-python3 - "$work/out.json" <<'PY' || fail "JSON lines"
+[[ $(grep -c '^{"record":"[a-z_]*",.*}$' "$work/out.json") == 1002 ]] || fail "JSON line shape"
+if ! command -v python3 >/dev/null; then
+	echo "python3 not found: JSON lines checked for shape only"
+else python3 - "$work/out.json" <<'PY' || fail "JSON lines"
 import json, sys
 recs = [json.loads(line) for line in open(sys.argv[1])]
 assert recs[0]["record"] == "log" and recs[0]["state"] == "exited" and recs[0]["truncated"] is False
@@ -32,6 +35,7 @@ seqs = [r["seq"] for r in recs[1:]]
 assert seqs == sorted(seqs), "records in seq order"
 print("json ok:", len(recs), "lines")
 PY
+fi
 
 # exit codes: unreadable input 1 with one line; bad usage 2
 "$vt" dump "$work/nonexistent" 2>"$work/e1"; rc=$?
