@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The hostile-log catalogue (issue 9, item 5): every case hostile_gen builds
+# is fed to the analyzer's commands; each must end with the exit code, the
+# message lines and the records expected.tsv names. Never a crash (exit >= 124
+# or a sanitizer report), a hang (20 s) or unbounded memory (512 MiB of heap:
+# RLIMIT_DATA in a normal build, ASan's allocator limits in an ASan build).
+# --json output must be valid JSON lines in strict UTF-8 (when python3 exists).
+#   run_catalogue.sh VRAMTRACE HOSTILE_GEN EXPECTED_TSV WORKDIR [SANITIZER]
+set -u
+vt=$1 gen=$2 expected=$3 work=$4 san=${5:-}
+rm -rf "$work"
+mkdir -p "$work"
+"$gen" "$work/cases" || { echo "FAIL: hostile_gen"; exit 1; }
+export ASAN_OPTIONS="max_allocation_size_mb=512:hard_rss_limit_mb=1024:allocator_may_return_null=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+have_py=0
+command -v python3 >/dev/null && have_py=1
+failures=0 runs=0
+bad() {
+	echo "FAIL [$case $cmd${json:+ --json}]: $*"
+	sed 's/^/    stderr: /' "$work/err" | head -20
+	failures=$((failures + 1))
+}
+
+# Run one command on one case; stdout/stderr in $work/out, $work/err.
+run() {
+	(
+		[[ -z $san ]] && ulimit -d $((512 * 1024))
+		exec timeout -s KILL 20 "$vt" "$cmd" "$work/cases/$case" ${json:+--json}
+	) >"$work/out" 2>"$work/err"
+}
+
+# Records in the output: every line but the per-log header lines.
+count_records() {
+	if [[ -n $json ]]; then grep -vc '^{"record":"log",' "$work/out"
+	else grep -vc '^log ' "$work/out"; fi
+}
+
+json_is_valid() {
+	((have_py)) || return 0
+	python3 - "$work/out" <<'PY'
+import json, sys
+with open(sys.argv[1], encoding="utf-8", errors="strict") as f:
+    for n, line in enumerate(f, 1):
+        try:
+            json.loads(line)
+        except ValueError as e:
+            sys.exit(f"line {n}: {e}")
+PY
+}
+
+check() { # want_rc want_lines want_records patterns
+	local want_rc=$1 want_lines=$2 want_records=$3 patterns=$4 rc
+	run
+	rc=$?
+	runs=$((runs + 1))
+	if ((rc >= 124)); then bad "crashed or hung (exit $rc)"; return; fi
+	grep -qE 'runtime error|AddressSanitizer|LeakSanitizer' "$work/err" && { bad "sanitizer report"; return; }
+	[[ $rc == "$want_rc" ]] || { bad "exit $rc, want $want_rc"; return; }
+	local lines
+	lines=$(wc -l <"$work/err")
+	[[ $lines == "$want_lines" ]] || { bad "$lines message lines, want $want_lines"; return; }
+	if grep -vq '^vramtrace' "$work/err"; then bad "a message line not starting with 'vramtrace'"; return; fi
+	if [[ $want_records != - ]]; then
+		local got
+		got=$(count_records)
+		[[ $got == "$want_records" ]] || { bad "$got records, want $want_records"; return; }
+	fi
+	local IFS=$'\x1f' p
+	for p in ${patterns//' && '/$'\x1f'}; do
+		[[ -z $p ]] && continue
+		grep -qE -- "$p" "$work/err" || { bad "no message matching /$p/"; return; }
+	done
+	if [[ -n $json && -s $work/out ]]; then
+		json_is_valid || { bad "invalid JSON lines"; return; }
+	fi
+	if grep -q $'\x1b' "$work/out"; then bad "raw escape byte in the output"; return; fi
+}
+
+declare -A covered
+while IFS=$'\t' read -r case cmd want_rc want_lines want_records patterns; do
+	[[ -z $case || $case == \#* ]] && continue
+	covered[$case]=1
+	if [[ ! -d $work/cases/$case ]]; then
+		echo "FAIL: expected.tsv names '$case', which hostile_gen does not build"
+		failures=$((failures + 1))
+		continue
+	fi
+	for json in "" 1; do
+		check "$want_rc" "$want_lines" "$want_records" "$patterns"
+	done
+done <"$expected"
+
+for case in $("$gen" --list); do
+	if [[ -z ${covered[$case]:-} ]]; then
+		echo "FAIL: case '$case' has no row in expected.tsv"
+		failures=$((failures + 1))
+	fi
+done
+echo "hostile logs: ${#covered[@]} cases, $runs runs, $failures failures"
+((failures == 0)) && rm -rf "$work" && echo PASS
+((failures == 0))
