@@ -248,7 +248,9 @@ static int index_chunks(struct vt_log *log, int fd)
 static const uint8_t *map_file(const char *path, int *fdp, uint64_t *size, char *err,
                               size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO named like a log must not block the open forever
+	 * (fstat then refuses it); it changes nothing for a regular file. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	*fdp = fd;
 	if (fd < 0) {
 		set_err(err, errlen, "%s", strerror(errno));

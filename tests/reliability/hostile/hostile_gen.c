@@ -401,6 +401,18 @@ static void c_sparse_huge(struct out *o)
 	free(p);
 }
 
+/* trace-directory entries named like logs that are not regular files */
+static void c_fifo_named_like_log(struct out *o)
+{
+	good_log(&o->log, PID);
+	char *p = path_in(o->dir, "vramtrace.1.0.log");
+	if (mkfifo(p, 0600) < 0) {
+		perror(p);
+		exit(1);
+	}
+	free(p);
+}
+
 static void c_special_files_named_like_logs(struct out *o)
 {
 	good_log(&o->log, PID);
@@ -485,6 +497,7 @@ static const struct hcase cases[] = {
 	CASE(seq_disorder),
 	CASE(chunk_chain_disorder),
 	CASE(sparse_huge),
+	CASE(fifo_named_like_log),
 	CASE(special_files_named_like_logs),
 	CASE(one_bad_log_of_two),
 	CASE(all_zero_file),
