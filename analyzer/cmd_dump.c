@@ -18,13 +18,19 @@ struct emit {
 
 /* ---- escaping ------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (0 if invalid). */
+/* Length of the valid UTF-8 sequence at s (0 if invalid). Strict, as JSON
+ * readers decode: no overlong forms, no UTF-16 surrogates (ED A0..BF), nothing
+ * past U+10FFFF; the lead byte limits the second byte's range. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
 	size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
 	if (s[0] >= 0xf8 || len == 0 || len > n)
 		return 0;
-	for (size_t i = 1; i < len; i++)
+	unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
+	unsigned char hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
 	return len;

@@ -401,6 +401,20 @@ static void c_sparse_huge(struct out *o)
 	free(p);
 }
 
+/* names from the job that try to inject terminal escapes or break lines */
+static void c_escape_injection(struct out *o)
+{
+	lb_init(&o->log, PID, CHUNK);
+	struct vt_file_header *h = lb_header(&o->log);
+	static const char exe[] = "/tmp/\x1b]0;pwned\x07\x1b[2J\nfake line\xff\xfe";
+	memcpy(h->exe, exe, sizeof exe - 1);
+	h->exe_len = sizeof exe - 1;
+	lb_chunk(&o->log, 100, 0);
+	lb_text(&o->log, VT_REC_THREAD, "\x1b[31mred\x1b[0m\r\nalloc pid=1");
+	lb_text(&o->log, VT_REC_MARK, "step \"1\"\\\x1b]8;;http://evil\x07");
+	lb_text(&o->log, VT_REC_NOTE, "\xc0\xaf overlong \xed\xa0\x80 surrogate");
+}
+
 /* trace-directory entries named like logs that are not regular files */
 static void c_fifo_named_like_log(struct out *o)
 {
@@ -497,6 +511,7 @@ static const struct hcase cases[] = {
 	CASE(seq_disorder),
 	CASE(chunk_chain_disorder),
 	CASE(sparse_huge),
+	CASE(escape_injection),
 	CASE(fifo_named_like_log),
 	CASE(special_files_named_like_logs),
 	CASE(one_bad_log_of_two),
