@@ -98,6 +98,49 @@ static void save_as(struct out *o, struct lb *b, int32_t pid, size_t n)
 
 static void c_good(struct out *o) { good_log(&o->log, PID); }
 
+/* every record kind the format knows, each well-formed */
+static void c_every_kind(struct out *o)
+{
+	struct lb *b = &o->log;
+	good_log(b, PID);
+	struct {
+		struct vt_module_rec m;
+		char path[24];
+	} mod = {.m = {.seq = b->seq++, .base = 0x7f0000000000ull, .lo = 0x7f0000000000ull,
+	               .hi = 0x7f0000100000ull, .build_id_len = 20, .path_len = 20},
+	         .path = "/usr/lib/libcuda.so1"};
+	memset(mod.m.build_id, 0xab, 20);
+	lb_raw(b, VT_REC_MODULE, sizeof mod, &mod);
+	struct vt_meminfo_rec mi = {.reason = VT_MEMINFO_OOM, .seq = b->seq++, .t_ns = 99000,
+	                            .free_bytes = MIB, .total_bytes = 80 * 1024 * MIB};
+	lb_raw(b, VT_REC_MEMINFO, sizeof mi, &mi);
+	struct {
+		struct vt_device_rec d;
+		char name[16];
+	} dev = {.d = {.ordinal = 0, .total_bytes = 80 * 1024 * MIB, .name_len = 16},
+	         .name = "Simulated H100 0"};
+	lb_raw(b, VT_REC_DEVICE, sizeof dev, &dev);
+	struct {
+		struct vt_lookup_rec l;
+		char name[16];
+	} look = {.l = {.path = VT_LOOKUP_GET_PROC_V2, .outcome = VT_LOOKUP_ROUTED, .api = API_ALLOC,
+	                .version = 3020, .name_len = 10, .flags = 2},
+	          .name = "cuMemAlloc"};
+	lb_raw(b, VT_REC_LOOKUP, sizeof look, &look);
+	struct {
+		struct vt_pystr_rec p;
+		char text[8];
+	} py = {.p = {.id = 1, .len = 8}, .text = "train.py"};
+	lb_raw(b, VT_REC_PYSTR, sizeof py, &py);
+	struct {
+		struct vt_stack_rec s;
+		uint64_t words[4];
+	} pst = {.s = {.stack_id = 2, .depth = 2, .py_depth = 1},
+	         .words = {0x401000, 0x402000, 1ull << 32 | 1, 42ull << 32 | 1}};
+	lb_raw(b, VT_REC_STACK, sizeof pst, &pst);
+	lb_text(b, VT_REC_NOTE, "cuGetProcAddress: 1 lookup not routed");
+}
+
 static void c_bad_magic(struct out *o)
 {
 	good_log(&o->log, PID);
@@ -479,6 +522,7 @@ struct hcase {
 #define CASE(n) {#n, c_##n}
 static const struct hcase cases[] = {
 	CASE(good),
+	CASE(every_kind),
 	CASE(bad_magic),
 	CASE(future_version),
 	CASE(foreign_byte_order),
