@@ -33,6 +33,7 @@
 
 #include "kill_protocol.h"
 #include "log_reader.h"
+#include "record_text.h"
 
 #define ACK_FD 100
 #define MAX_THREADS 64
@@ -145,20 +146,55 @@ struct tally {
 	uint8_t *seen;      /* threads * per_thread */
 	uint64_t invented;  /* events that match no (thread, k) */
 	uint64_t dups;
+	/* shim jobs: each round also copies 8 * (t + 1) bytes and frees */
+	uint64_t copies[MAX_THREADS];
+	uint64_t frees, wrong_api;
 };
+
+/* The variant thread t's copy must be recorded as (job_stress.c: path t % 3,
+ * the cuGetProcAddress path asks for the per-thread default stream). */
+static const char *expected_htod(uint64_t t)
+{
+	return t % 3 == 2 ? "cuMemcpyHtoD_v2_ptds" : "cuMemcpyHtoD_v2";
+}
+
+static void tally_shim_extra(struct tally *t, uint32_t type, const struct vt_event *ev)
+{
+	if (ev->result != 0)
+		return;
+	if (type == VT_REC_FREE) {
+		t->frees++;
+	} else if (type == VT_REC_COPY && ev->kind == VT_COPY_HTOD && ev->bytes % 8 == 0 &&
+	           ev->bytes / 8 - 1 < t->c->threads) {
+		uint64_t th = ev->bytes / 8 - 1;
+		const char *api = vt_api_name(ev->api);
+		t->copies[th]++;
+		if (!api || strcmp(api, expected_htod(th)))
+			t->wrong_api++;
+	}
+}
 
 static int tally_record(const struct vt_record_view *v, void *ctx)
 {
 	struct tally *t = ctx;
-	if (v->type != VT_REC_ALLOC)
+	if (v->type != VT_REC_ALLOC && v->type != VT_REC_FREE && v->type != VT_REC_COPY)
 		return 0;
 	struct vt_event ev;
 	memcpy(&ev, v->data, sizeof ev);
+	if (t->c->shim && v->type != VT_REC_ALLOC) {
+		tally_shim_extra(t, v->type, &ev);
+		return 0;
+	}
+	if (v->type != VT_REC_ALLOC)
+		return 0;
 	uint64_t thread, k;
 	if (t->c->shim) {
 		if (ev.result != 0 || ev.bytes % 256 || ev.bytes == 0)
 			return 0; /* not one of the job's events (the runtime's, a failure) */
 		uint64_t id = ev.bytes / 256 - 1;
+		const char *api = vt_api_name(ev.api);
+		if (!api || strcmp(api, "cuMemAlloc_v2"))
+			t->wrong_api++;
 		thread = id / t->c->per_thread;
 		k = id % t->c->per_thread;
 	} else {
@@ -246,7 +282,17 @@ static int check_trace(const struct cfg *c, unsigned run, const char *dir, pid_t
 			rc = fail(run, dir, "thread %u: %llu events in the trace, only %llu acked (+1 in flight)",
 			          th, (unsigned long long)n, (unsigned long long)acked[th]);
 		o->found += n < acked[th] ? n : acked[th];
+		if (rc == 0 && c->shim && (t.copies[th] < acked[th] || t.copies[th] > n))
+			rc = fail(run, dir, "thread %u: %llu copies recorded, %llu rounds acked, %llu allocs",
+			          th, (unsigned long long)t.copies[th], (unsigned long long)acked[th],
+			          (unsigned long long)n);
 	}
+	if (rc == 0 && c->shim && (t.frees < o->acked || t.frees > o->acked + c->threads))
+		rc = fail(run, dir, "%llu frees recorded for %llu acked rounds", (unsigned long long)t.frees,
+		          (unsigned long long)o->acked);
+	if (rc == 0 && t.wrong_api)
+		rc = fail(run, dir, "%llu events recorded under the wrong entry point",
+		          (unsigned long long)t.wrong_api);
 	free(t.seen);
 	vt_trace_close(&tr);
 	return rc;
@@ -322,8 +368,13 @@ int main(int argc, char **argv)
 	if (o.acked != (uint64_t)c.threads * c.per_thread)
 		return fail(0, c.work, "complete run acknowledged %llu events", (unsigned long long)o.acked) ? 1 : 1;
 	uint64_t span = o.elapsed_ns + o.elapsed_ns / 5 + 1;
-	printf("%s job: %u threads x %u events, complete run %.1f ms; seed %u\n", argv[1], c.threads,
-	       c.per_thread, o.elapsed_ns / 1e6, seed);
+	printf("%s job: %u threads x %u events, complete run %.1f ms, all %llu acknowledged events "
+	       "in the trace exactly once; seed %u\n", argv[1], c.threads, c.per_thread,
+	       o.elapsed_ns / 1e6, (unsigned long long)o.found, seed);
+	if (c.runs == 0) {
+		remove_tree(c.work);
+		return o.found == o.acked ? 0 : 1;
+	}
 
 	unsigned killed = 0, no_log = 0, finished = 0;
 	uint64_t acked = 0, found = 0;
