@@ -259,15 +259,51 @@ static int set_env(const char *name, const char *value)
 	return 0;
 }
 
+/* A sanitizer runtime must stay the first preloaded object (ASan checks). */
+static int is_sanitizer_runtime(const char *entry, size_t len)
+{
+	static const char *const names[] = {"libasan", "libtsan", "libubsan", "libhwasan", "libmsan", "liblsan",
+					    "libclang_rt."};
+	const char *base = entry;
+	for (size_t i = 0; i < len; i++)
+		if (entry[i] == '/')
+			base = entry + i + 1;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strncmp(base, names[i], strlen(names[i])))
+			return 1;
+	return 0;
+}
+
+/* LD_PRELOAD for the job: sanitizer runtimes already there, the shim (first
+ * of the rest, so its dlsym and driver symbols win), then everything else
+ * that was there. Entries are separated by ':' or spaces. */
+static char *compose_preload(const char *shim, const char *old)
+{
+	size_t len = strlen(shim) + (old ? strlen(old) : 0) + 2;
+	char *out = malloc(len), *p = out;
+	if (!out)
+		return NULL;
+	*p = 0;
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 1) {
+			p += sprintf(p, "%s%s", p == out ? "" : ":", shim);
+			continue;
+		}
+		for (const char *e = old ? old : ""; *e;) {
+			size_t n = strcspn(e, ": ");
+			if (n && is_sanitizer_runtime(e, n) == (pass == 0))
+				p += sprintf(p, "%s%.*s", p == out ? "" : ":", (int)n, e);
+			e += n + (e[n] != 0);
+		}
+	}
+	return out;
+}
+
 static int prepare_env(const struct run_job *job)
 {
-	const char *old = getenv("LD_PRELOAD");
-	size_t len = strlen(job->shim) + (old ? strlen(old) : 0) + 2;
-	char *preload = malloc(len);
+	char *preload = compose_preload(job->shim, getenv("LD_PRELOAD"));
 	if (!preload)
 		return -1;
-	/* first, so our dlsym and driver symbols win; what was there stays */
-	snprintf(preload, len, "%s%s%s", job->shim, old && *old ? ":" : "", old && *old ? old : "");
 	int rc = set_env("LD_PRELOAD", preload) | set_env("VRAMTRACE_DIR", job->log_dir);
 	free(preload);
 	if (job->stack_depth)

@@ -56,6 +56,10 @@ for want in TF_GPU_ALLOCATOR=cuda_malloc_async XLA_PYTHON_CLIENT_ALLOCATOR=platf
 done
 grep -qE '^LD_PRELOAD=/.*/libvramtrace\.so:/lib/x86_64-linux-gnu/libc\.so\.6$' <<<"$out" ||
 	{ echo "FAIL: LD_PRELOAD not prepended: $(grep LD_PRELOAD <<<"$out")" >&2; fail=1; }
+# a sanitizer runtime already preloaded stays first (ASan insists)
+out=$(LD_PRELOAD="/nonexistent/libasan.so.8 /lib/x86_64-linux-gnu/libc.so.6" env_of env2)
+grep -qE '^LD_PRELOAD=/nonexistent/libasan\.so\.8:/.*/libvramtrace\.so:/lib/x86_64-linux-gnu/libc\.so\.6$' <<<"$out" ||
+	{ echo "FAIL: sanitizer runtime not kept first: $(grep LD_PRELOAD <<<"$out")" >&2; fail=1; }
 grep -q '"mode": "per-tensor"' "$work/env1/run.json" || { echo "FAIL: run.json mode" >&2; fail=1; }
 [[ $(stat -c %a "$work/env1") == 700 ]] || { echo "FAIL: trace dir not 0700" >&2; fail=1; }
 
