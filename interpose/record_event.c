@@ -31,10 +31,20 @@ typedef CUresult (*device_name_fn)(char *, int, CUdevice);
 typedef CUresult (*device_total_fn)(size_t *, CUdevice);
 typedef CUresult (*mem_info_fn)(size_t *, size_t *);
 typedef CUresult (*pointer_attr_fn)(void *, CUpointer_attribute, CUdeviceptr);
+typedef CUresult (*address_range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
 
-enum { AUX_CTX_CURRENT, AUX_CTX_DEVICE, AUX_DEVICE_NAME, AUX_DEVICE_TOTAL, AUX_POINTER_ATTR, AUX_COUNT };
+enum {
+	AUX_CTX_CURRENT,
+	AUX_CTX_DEVICE,
+	AUX_DEVICE_NAME,
+	AUX_DEVICE_TOTAL,
+	AUX_POINTER_ATTR,
+	AUX_ADDRESS_RANGE,
+	AUX_COUNT
+};
 static const char *const aux_names[AUX_COUNT] = {
-	"cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetName", "cuDeviceTotalMem_v2", "cuPointerGetAttribute",
+	"cuCtxGetCurrent",     "cuCtxGetDevice",	"cuDeviceGetName",
+	"cuDeviceTotalMem_v2", "cuPointerGetAttribute", "cuMemGetAddressRange_v2",
 };
 static _Atomic(void *) aux_fn[AUX_COUNT];
 
@@ -251,10 +261,23 @@ static void write_event(const struct vt_call *call, uint32_t type, uint64_t addr
 
 static int is_oom(int result) { return result == CUDA_ERROR_OUT_OF_MEMORY; }
 
+/* An IPC import does not say how big it is: the driver knows. */
+static uint64_t imported_size(uint64_t addr)
+{
+	address_range_fn range = (address_range_fn)aux(AUX_ADDRESS_RANGE);
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	if (!range || range(&base, &size, (CUdeviceptr)addr) != CUDA_SUCCESS)
+		return 0;
+	return size;
+}
+
 static void after_alloc(const struct vt_call *call, int result)
 {
 	uint64_t addr = result == CUDA_SUCCESS ? read_out(call->out, call->out_width) : 0;
 	uint64_t bytes = call->bytes, aux_v = call->aux;
+	if (call->kind == VT_ALLOC_IPC && addr)
+		bytes = imported_size(addr);
 	if (call->shape == VT_SHAPE_PITCH && result == CUDA_SUCCESS) {
 		uint64_t pitch = read_out(call->out2, call->out_width);
 		bytes = pitch * call->aux; /* aux held the height */
