@@ -385,68 +385,67 @@ static int write_run_json(const struct run_job *job, int finished)
 
 /* ---- spawn and wait ---------------------------------------------------- */
 
-static volatile sig_atomic_t job_pid, pending_signal;
-
-static void forward_signal(int sig)
-{
-	if (job_pid > 0)
-		kill((pid_t)job_pid, sig);
-	else
-		pending_signal = sig; /* before the job exists: delivered at start */
-}
-
+/* Signals are taken synchronously (blocked, then sigwaitinfo), not in a
+ * handler: nothing can be lost between fork and wait, and a sanitizer's
+ * deferred signal delivery cannot delay the forwarding. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
 
-static void set_forwarding(int on, struct sigaction *saved)
+static int status_to_exit_code(int status)
 {
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
-		if (on) {
-			struct sigaction sa;
-			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = forward_signal;
-			sa.sa_flags = SA_RESTART;
-			sigemptyset(&sa.sa_mask);
-			sigaction(forwarded[i], &sa, &saved[i]);
-		} else {
-			sigaction(forwarded[i], &saved[i], NULL);
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+/* Forward signals until the job ends; its waitpid status in job->status. */
+static void wait_forwarding(struct run_job *job, const sigset_t *set)
+{
+	for (;;) {
+		siginfo_t info;
+		int sig = sigwaitinfo(set, &info);
+		if (sig < 0 && errno != EINTR)
+			break;
+		if (sig > 0 && sig != SIGCHLD) {
+			/* a terminal's ^C reaches the whole foreground group, the
+			 * job included: forward only what was sent to us alone */
+			if (info.si_code != SI_KERNEL)
+				kill(job->pid, sig);
+			continue;
 		}
+		pid_t r = waitpid(job->pid, &job->status, WNOHANG);
+		if (r == job->pid || (r < 0 && errno != EINTR))
+			return;
 	}
+	while (waitpid(job->pid, &job->status, 0) < 0 && errno == EINTR)
+		;
 }
 
 static int spawn_and_wait(struct run_job *job)
 {
-	struct sigaction saved[sizeof forwarded / sizeof forwarded[0]];
-	set_forwarding(1, saved);
+	sigset_t set, old;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "vramtrace run: fork: %s\n", strerror(errno));
-		set_forwarding(0, saved);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		return -1;
 	}
 	if (pid == 0) {
-		set_forwarding(0, saved); /* the job gets the dispositions we had */
+		sigprocmask(SIG_SETMASK, &old, NULL); /* the job gets what we had */
 		execvp(job->cmd[0], job->cmd);
 		fprintf(stderr, "vramtrace run: cannot run %s: %s\n", job->cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	job->pid = pid;
-	job_pid = pid;
-	if (pending_signal)
-		kill(pid, pending_signal);
 	write_run_json(job, 0);
-	while (waitpid(pid, &job->status, 0) < 0) {
-		if (errno != EINTR) {
-			fprintf(stderr, "vramtrace run: waitpid: %s\n", strerror(errno));
-			job->status = 0;
-			break;
-		}
-	}
-	job_pid = 0;
-	set_forwarding(0, saved);
-	job->exit_code = WIFEXITED(job->status)	  ? WEXITSTATUS(job->status)
-			 : WIFSIGNALED(job->status) ? 128 + WTERMSIG(job->status)
-						    : 1;
+	wait_forwarding(job, &set);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	job->exit_code = status_to_exit_code(job->status);
 	return 0;
 }
 

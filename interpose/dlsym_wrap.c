@@ -138,7 +138,7 @@ VT_EXPORT void *dlsym(void *handle, const char *name)
 	if (vt_guard || name[0] != 'c' || name[1] != 'u') /* name: real dlsym used it */
 		return p;
 	int saved_errno = errno;
-	vt_guard = 1;
+	vt_guard = VT_GUARD_SHIM;
 	void *found = p;
 	p = route_lookup(p, name);
 	if (!p) {
@@ -151,7 +151,7 @@ VT_EXPORT void *dlsym(void *handle, const char *name)
 		else
 			next_after(real, name, caller);
 	}
-	vt_guard = 0;
+	vt_guard = VT_GUARD_NONE;
 	errno = saved_errno;
 	return p;
 }

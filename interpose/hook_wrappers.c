@@ -37,12 +37,17 @@ static CUresult no_real_function(void)
 		VT_PFN(base, ver, pt) real = (VT_PFN(base, ver, pt))vt_hook_real(VT_H_##sym);           \
 		if (!real)                                                                              \
 			return no_real_function();                                                      \
-		if (!vt_guard_enter())                                                                  \
+		if (!vt_hook_may_record(__builtin_return_address(0)))                                   \
 			return real args;                                                               \
+		int outer = vt_guard;                                                                   \
+		vt_guard = VT_GUARD_SHIM;                                                               \
 		struct vt_call call = describe;                                                         \
 		vt_call_before(&call, VT_H_##sym);                                                      \
+		vt_guard = VT_GUARD_DRIVER;                                                             \
 		CUresult result = real args;                                                            \
+		vt_guard = VT_GUARD_SHIM;                                                               \
 		vt_call_after(&call, result);                                                           \
+		vt_guard = outer;                                                                       \
 		return result;                                                                          \
 	}                                                                                               \
 	_Static_assert(__builtin_types_compatible_p(__typeof__(&vt_w_##sym), VT_PFN(base, ver, pt)),    \

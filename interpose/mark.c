@@ -21,10 +21,10 @@ static int is_step(const char *text, uint64_t *step)
 
 VT_EXPORT void vramtrace_mark(const char *text)
 {
-	if (!text || vt_guard || vt_shim_disabled())
+	if (!text || vt_guard == VT_GUARD_SHIM || vt_shim_disabled())
 		return;
-	int saved_errno = errno;
-	vt_guard = 1;
+	int saved_errno = errno, outer = vt_guard;
+	vt_guard = VT_GUARD_SHIM;
 	if (vt_shim_log_ready()) {
 		uint64_t step = 0;
 		int step_mark = is_step(text, &step);
@@ -35,6 +35,6 @@ VT_EXPORT void vramtrace_mark(const char *text)
 				vt_record_meminfo_now(device, VT_MEMINFO_MARK);
 		}
 	}
-	vt_guard = 0;
+	vt_guard = outer;
 	errno = saved_errno;
 }

@@ -50,15 +50,18 @@ CUresult vt_w_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, 
 	PFN_cuGetProcAddress_v11030 real = (PFN_cuGetProcAddress_v11030)vt_hook_real(VT_R_GETPROC);
 	if (!real)
 		return vt_driver() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED;
-	if (!vt_guard_enter())
+	if (!vt_hook_may_record(__builtin_return_address(0)))
 		return real(symbol, pfn, cudaVersion, flags);
+	int outer = vt_guard;
+	vt_guard = VT_GUARD_DRIVER;
 	CUresult r = real(symbol, pfn, cudaVersion, flags);
+	vt_guard = VT_GUARD_SHIM;
 	int saved_errno = errno;
 	if (r == CUDA_SUCCESS && pfn && *pfn)
 		*pfn = route(symbol, *pfn, cudaVersion, flags, VT_LOOKUP_GET_PROC);
 	else
 		record_failure(symbol, cudaVersion, flags, VT_LOOKUP_GET_PROC);
-	vt_guard_leave();
+	vt_guard = outer;
 	errno = saved_errno;
 	return r;
 }
@@ -69,15 +72,18 @@ CUresult vt_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersio
 	PFN_cuGetProcAddress_v12000 real = (PFN_cuGetProcAddress_v12000)vt_hook_real(VT_R_GETPROC_V2);
 	if (!real)
 		return vt_driver() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED;
-	if (!vt_guard_enter())
+	if (!vt_hook_may_record(__builtin_return_address(0)))
 		return real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	int outer = vt_guard;
+	vt_guard = VT_GUARD_DRIVER;
 	CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	vt_guard = VT_GUARD_SHIM;
 	int saved_errno = errno;
 	if (r == CUDA_SUCCESS && pfn && *pfn)
 		*pfn = route(symbol, *pfn, cudaVersion, flags, VT_LOOKUP_GET_PROC_V2);
 	else
 		record_failure(symbol, cudaVersion, flags, VT_LOOKUP_GET_PROC_V2);
-	vt_guard_leave();
+	vt_guard = outer;
 	errno = saved_errno;
 	return r;
 }

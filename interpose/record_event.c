@@ -375,7 +375,6 @@ void vt_call_after(struct vt_call *call, int result)
 			break;
 		}
 	}
-	vt_guard_leave();
 	errno = saved_errno;
 }
 

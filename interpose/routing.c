@@ -48,7 +48,7 @@ void *vt_driver_symbol(const char *name)
 	if (!h || !real)
 		return NULL;
 	int saved = vt_guard;
-	vt_guard = 1; /* our own lookup: the dlsym hook must pass it through */
+	vt_guard = VT_GUARD_SHIM; /* our own lookup: the dlsym hook passes it through */
 	void *p = real(h, name);
 	vt_guard = saved;
 	return p;
@@ -64,6 +64,23 @@ void *vt_hook_real(int index)
 	p = vt_driver_symbol(vt_routes[index].name);
 	atomic_store_explicit(&real_fn[index], p ? p : VT_ABSENT, memory_order_release);
 	return p;
+}
+
+int vt_is_driver_address(const void *p)
+{
+	static _Atomic(void *) driver_base;
+	void *base = atomic_load_explicit(&driver_base, memory_order_relaxed);
+	Dl_info info;
+	if (!base) {
+		void *any = NULL;
+		for (int i = 0; !any && i < VT_ROUTE_COUNT; i++)
+			any = vt_hook_real(i);
+		if (!any || !dladdr(any, &info))
+			return 0;
+		base = info.dli_fbase;
+		atomic_store_explicit(&driver_base, base, memory_order_relaxed);
+	}
+	return p && dladdr(p, &info) && info.dli_fbase == base;
 }
 
 static int same_base(int i, const char *base)

@@ -19,20 +19,30 @@ int vt_shim_disabled(void);
 int vt_shim_log_ready(void);
 
 /* ---- re-entrancy guard --------------------------------------------------- */
-/* Set while the shim itself runs (recording, resolving) and while a wrapped
- * driver call is inside the real driver: a nested hook or dlsym passes
- * straight through. initial-exec TLS: no allocation, no lock on access. */
+/* What the calling thread is doing, in initial-exec TLS (no allocation, no
+ * lock on access). A wrapper or dlsym called during the shim's own work
+ * passes straight through; one called while a wrapper is inside the real
+ * driver passes through if the driver itself called it, and is recorded if
+ * a signal handler (or anything else outside the driver) did. */
+enum vt_guard_level {
+	VT_GUARD_NONE = 0,   /* the job's own code */
+	VT_GUARD_DRIVER = 1, /* inside a real driver call made by a wrapper */
+	VT_GUARD_SHIM = 2,   /* the shim's own work */
+};
 extern __thread int vt_guard __attribute__((tls_model("initial-exec")));
 
-/* 1 if the caller may record (guard taken), 0 for pass-through. */
-static inline int vt_guard_enter(void)
+/* Is p inside the driver's own code? (routing.c) */
+int vt_is_driver_address(const void *p);
+
+/* May a wrapper called from `caller` record its call? */
+static inline int vt_hook_may_record(const void *caller)
 {
-	if (vt_guard || vt_shim_disabled())
+	if (vt_shim_disabled())
 		return 0;
-	vt_guard = 1;
-	return 1;
+	if (vt_guard == VT_GUARD_NONE)
+		return 1;
+	return vt_guard == VT_GUARD_DRIVER && !vt_is_driver_address(caller);
 }
-static inline void vt_guard_leave(void) { vt_guard = 0; }
 
 /* ---- symbol resolution --------------------------------------------------- */
 typedef void *(*vt_dlsym_fn)(void *, const char *);

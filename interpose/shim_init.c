@@ -48,7 +48,7 @@ void *vt_next_symbol(const char *name)
 	if (!real)
 		return NULL;
 	int saved = vt_guard;
-	vt_guard = 1;
+	vt_guard = VT_GUARD_SHIM;
 	void *p = real(RTLD_NEXT, name); /* next after this object: the shim */
 	vt_guard = saved;
 	return p;
@@ -109,7 +109,7 @@ static void finish(int status)
 {
 	if (atomic_exchange(&finished, 1))
 		return;
-	vt_guard = 1; /* frees from other destructors now pass through */
+	vt_guard = VT_GUARD_SHIM; /* this thread's frees from later destructors pass through */
 	vt_log_finish(status);
 }
 

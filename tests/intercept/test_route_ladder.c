@@ -85,11 +85,31 @@ static void test_pointer_routing(void **state)
 	assert_int_equal(vt_route_by_request("cuNoSuchFunction", 13000, 0), -1);
 }
 
+/* Who may record: the job always; nobody during the shim's own work; during
+ * a real driver call, a caller outside the driver (a signal handler) but not
+ * the driver calling its own exports. */
+static void test_guard_levels(void **state)
+{
+	(void)state;
+	void *driver_fn = vt_hook_real(vt_route_by_symbol("cuMemAlloc_v2"));
+	const void *job = (const void *)test_guard_levels;
+	assert_true(vt_is_driver_address(driver_fn));
+	assert_false(vt_is_driver_address(job));
+	assert_true(vt_hook_may_record(job));
+	vt_guard = VT_GUARD_DRIVER;
+	assert_true(vt_hook_may_record(job));
+	assert_false(vt_hook_may_record(driver_fn));
+	vt_guard = VT_GUARD_SHIM;
+	assert_false(vt_hook_may_record(job));
+	vt_guard = VT_GUARD_NONE;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ladder_matches_driver),
 		cmocka_unit_test(test_pointer_routing),
+		cmocka_unit_test(test_guard_levels),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
