@@ -8,7 +8,7 @@
  *
  * The launcher is a pipeline of small stages over one struct run_job:
  * parse -> find the shim -> make the directory -> environment -> spawn ->
- * wait -> collect (--shm) -> run.json -> summary. A later stage that watches
+ * wait -> collect (--shm) -> symbol sidecar -> run.json -> summary. A later stage that watches
  * the job's stderr (framework OOM messages) slots in beside spawn/wait. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -503,6 +503,11 @@ static int collect_shm(const struct run_job *job)
 
 /* ---- summary ----------------------------------------------------------- */
 
+/* The symbol sidecar (analyzer/sidecar.h, from the stacks part): names
+ * resolved on this host, so the trace reads the same elsewhere.
+ * TODO(lead): drop weak and include sidecar.h once stacks land. */
+int vt_sidecar_write(const char *dir) __attribute__((weak));
+
 /* TODO(lead): drop weak once the reader is merged everywhere */
 int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen) __attribute__((weak));
 void vt_trace_close(struct vt_trace *t) __attribute__((weak));
@@ -546,6 +551,8 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	if (job.use_shm)
 		collect_shm(&job);
+	if (vt_sidecar_write)
+		vt_sidecar_write(job.dir); /* says why on stderr if it cannot */
 	write_run_json(&job, 1);
 	print_summary(&job);
 	return job.exit_code;
