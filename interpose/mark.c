@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver_facts.h"
 #include "log_writer.h"
 #include "record_event.h"
 #include "shim.h"

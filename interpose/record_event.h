@@ -125,11 +125,5 @@ void vt_record_lookup(uint8_t path, uint8_t outcome, uint8_t api, uint32_t versi
 		      const char *name);
 /* The runtime call (VT_RT_*) whose driver events this thread is inside. */
 extern __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
-/* Device of the current context (VT_DEVICE_UNKNOWN if none). */
-uint8_t vt_current_device(void);
-/* VT_REC_MEMINFO with the real cuMemGetInfo, now. */
-void vt_record_meminfo_now(uint8_t device, uint8_t reason);
-/* After fork: the child's log must state device facts again. */
-void vt_record_forget_devices(void);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "driver_facts.h"
 #include "log_writer.h"
 #include "record_event.h"
 #include "shim.h"
