@@ -7,7 +7,6 @@
 #include "record_event.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* every ABI variant, as hooks.h spells them (no renaming macros) */
