@@ -16,7 +16,7 @@
  *
  * Run 0 is not killed: it measures how long the job takes (D) and proves a
  * complete run is complete. Runs 1..RUNS wait a uniformly random time in
- * [0, 1.2 D) after the job said it started, then kill it. */
+ * [0, D) after the job said it started, then kill it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
@@ -76,6 +76,9 @@ static void exec_job(const struct cfg *c, const char *dir, int wfd)
 {
 	if (dup2(wfd, ACK_FD) < 0)
 		_exit(126);
+	int null = open("/dev/null", O_WRONLY); /* the job's results: not checked here */
+	if (null >= 0)
+		dup2(null, STDOUT_FILENO);
 	char num[32];
 	snprintf(num, sizeof num, "%d", ACK_FD);
 	setenv("VT_ACK_FD", num, 1);
@@ -367,7 +370,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (o.acked != (uint64_t)c.threads * c.per_thread)
 		return fail(0, c.work, "complete run acknowledged %llu events", (unsigned long long)o.acked) ? 1 : 1;
-	uint64_t span = o.elapsed_ns + o.elapsed_ns / 5 + 1;
+	uint64_t span = o.elapsed_ns + 1;
 	printf("%s job: %u threads x %u events, complete run %.1f ms, all %llu acknowledged events "
 	       "in the trace exactly once; seed %u\n", argv[1], c.threads, c.per_thread,
 	       o.elapsed_ns / 1e6, (unsigned long long)o.found, seed);
