@@ -30,7 +30,7 @@ VT_EXPORT void vramtrace_mark(const char *text)
 		uint64_t step = 0;
 		int step_mark = is_step(text, &step);
 		vt_log_write_mark(step_mark ? VT_MARK_STEP : VT_MARK_USER, text, step);
-		if (vt_driver()) {
+		if (vt_driver() && !vt_shim_forked_child()) { /* see vt_shim_forked_child */
 			uint8_t device = vt_current_device();
 			if (device != VT_DEVICE_UNKNOWN)
 				vt_record_meminfo_now(device, VT_MEMINFO_MARK);

@@ -17,6 +17,10 @@ int vt_shim_disabled(void);
 /* Create the log on first use (lazy; the constructor never does). Returns 1
  * when records can be written. */
 int vt_shim_log_ready(void);
+/* A fork child (not exec'd since) of the process the shim started in. The
+ * shim never calls the driver on its own there: a driver lock held by
+ * another thread of the parent at fork time stays locked in the child. */
+int vt_shim_forked_child(void);
 
 /* ---- re-entrancy guard --------------------------------------------------- */
 /* What the calling thread is doing, in initial-exec TLS (no allocation, no

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "driver_facts.h"
 #include "log_writer.h"
@@ -120,6 +121,13 @@ static void on_exit_handler(int status, void *arg)
 	finish(status);
 }
 
+static pid_t start_pid; /* set by the constructor, again in each exec'd image */
+
+int vt_shim_forked_child(void)
+{
+	return start_pid && getpid() != start_pid;
+}
+
 static void after_fork_child(void)
 {
 	/* The child writes its own log (the writer notices the new pid), so
@@ -132,6 +140,7 @@ __attribute__((constructor)) static void vt_shim_constructor(void)
 {
 	vt_shim_config_load();
 	vt_real_dlsym();
+	start_pid = getpid();
 	if (disabled)
 		return;
 	/* Registered first, so it runs after the job's own atexit handlers. */
