@@ -128,6 +128,25 @@ static void *route_lookup(void *p, const char *name)
 	return p;
 }
 
+/* Lookups made by the shim's own work or by the driver during a call the
+ * shim made pass straight through. Any other lookup while the guard is up
+ * comes from a signal handler of the job (it interrupted the shim or a
+ * driver call): it must get what it would get outside the handler, else the
+ * job keeps an unwrapped pointer and its calls through it go unrecorded. */
+static int passes_through(const void *caller)
+{
+	switch (vt_guard) {
+	case VT_GUARD_NONE:
+		return 0;
+	case VT_GUARD_DRIVER:
+		return vt_is_driver_address(caller);
+	case VT_GUARD_SHIM:
+		return vt_is_own_address(caller);
+	default:
+		return 1;
+	}
+}
+
 VT_EXPORT void *dlsym(void *handle, const char *name)
 {
 	const void *caller = __builtin_return_address(0);
@@ -135,9 +154,9 @@ VT_EXPORT void *dlsym(void *handle, const char *name)
 	if (!real)
 		return NULL;
 	void *p = handle == RTLD_NEXT ? next_after(real, name, caller) : real(handle, name);
-	if (vt_guard || name[0] != 'c' || name[1] != 'u') /* name: real dlsym used it */
+	if (name[0] != 'c' || name[1] != 'u' || passes_through(caller)) /* name: real dlsym used it */
 		return p;
-	int saved_errno = errno;
+	int saved_errno = errno, outer = vt_guard;
 	vt_guard = VT_GUARD_SHIM;
 	void *found = p;
 	p = route_lookup(p, name);
@@ -151,7 +170,7 @@ VT_EXPORT void *dlsym(void *handle, const char *name)
 		else
 			next_after(real, name, caller);
 	}
-	vt_guard = VT_GUARD_NONE;
+	vt_guard = outer;
 	errno = saved_errno;
 	return p;
 }

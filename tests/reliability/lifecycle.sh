@@ -80,6 +80,13 @@ if run dlopen_cycle dlopen-cycle 20 "$dllib"; then
 		fail "$(count alloc "$pid" 20480) allocs, $(count free "$pid") frees, want 20 each"
 fi
 
+# dlsym from a signal handler interrupting the shim or a driver call
+if run dlsym_signal dlsym-signal 300; then
+	pid=$(logs | awk 'NR == 1 { print $1 }')
+	rounds=$(sed -n 's/.*rounds \([0-9]*\).*/\1/p' "$work/$name.out")
+	[[ $(count alloc "$pid" 768) == "$rounds" ]] || fail "$(count alloc "$pid" 768) allocs, job did $rounds"
+fi
+
 echo "lifecycle: $fails failures"
 ((fails == 0)) && rm -rf "$work" && echo PASS
 ((fails == 0))
