@@ -22,7 +22,7 @@ static int is_step(const char *text, uint64_t *step)
 
 VT_EXPORT void vramtrace_mark(const char *text)
 {
-	if (!text || vt_guard == VT_GUARD_SHIM || vt_shim_disabled())
+	if (!text || vt_guard >= VT_GUARD_SHIM || vt_shim_disabled())
 		return;
 	int saved_errno = errno, outer = vt_guard;
 	vt_guard = VT_GUARD_SHIM;

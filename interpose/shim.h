@@ -27,25 +27,41 @@ int vt_shim_forked_child(void);
  * lock on access). A wrapper or dlsym called during the shim's own work
  * passes straight through; one called while a wrapper is inside the real
  * driver passes through if the driver itself called it, and is recorded if
- * a signal handler (or anything else outside the driver) did. */
+ * a signal handler (or anything else outside the driver) did; one called
+ * while the shim works is recorded unless the shim itself called it. */
 enum vt_guard_level {
 	VT_GUARD_NONE = 0,   /* the job's own code */
 	VT_GUARD_DRIVER = 1, /* inside a real driver call made by a wrapper */
 	VT_GUARD_SHIM = 2,   /* the shim's own work */
+	VT_GUARD_EXITED = 3, /* the log is finished (exit): everything passes */
 };
 extern __thread int vt_guard __attribute__((tls_model("initial-exec")));
 
 /* Is p inside the driver's own code? (routing.c) */
 int vt_is_driver_address(const void *p);
+/* Is p inside libvramtrace.so? (shim_init.c) */
+int vt_is_own_address(const void *p);
 
 /* May a wrapper called from `caller` record its call? */
 static inline int vt_hook_may_record(const void *caller)
 {
 	if (vt_shim_disabled())
 		return 0;
-	if (vt_guard == VT_GUARD_NONE)
+	switch (vt_guard) {
+	case VT_GUARD_NONE:
 		return 1;
-	return vt_guard == VT_GUARD_DRIVER && !vt_is_driver_address(caller);
+	case VT_GUARD_DRIVER: /* the driver calling itself passes through */
+		return !vt_is_driver_address(caller);
+	case VT_GUARD_SHIM:
+		/* The shim calls the driver's real functions, never a wrapper:
+		 * a wrapper reached now was called by a signal handler that
+		 * interrupted the shim's work. That is the job's call (the
+		 * writer's reserve is signal-safe; a re-entered capture of
+		 * anything else must give up, not wait). */
+		return !vt_is_own_address(caller);
+	default:
+		return 0;
+	}
 }
 
 /* ---- symbol resolution --------------------------------------------------- */
@@ -54,8 +70,6 @@ typedef void *(*vt_dlsym_fn)(void *, const char *);
 vt_dlsym_fn vt_real_dlsym(void);
 /* A function of the next object after the shim (libc, libcudart...). */
 void *vt_next_symbol(const char *name);
-/* Is p inside libvramtrace.so? */
-int vt_is_own_address(const void *p);
 
 /* ---- the driver and the routing table (routing.c) ----------------------- */
 /* libcuda's handle, opened RTLD_NOLOAD|RTLD_NODELETE when first needed; NULL

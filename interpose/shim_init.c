@@ -111,7 +111,7 @@ static void finish(int status)
 {
 	if (atomic_exchange(&finished, 1))
 		return;
-	vt_guard = VT_GUARD_SHIM; /* this thread's frees from later destructors pass through */
+	vt_guard = VT_GUARD_EXITED; /* this thread's frees from later destructors pass through */
 	vt_log_finish(status);
 }
 

@@ -80,6 +80,16 @@ if run dlopen_cycle dlopen-cycle 20 "$dllib"; then
 		fail "$(count alloc "$pid" 20480) allocs, $(count free "$pid") frees, want 20 each"
 fi
 
+# allocations inside a signal handler that interrupts the shim's own work
+if run signal_alloc signal-alloc 300; then
+	pid=$(logs | awk 'NR == 1 { print $1 }')
+	made=$(sed -n 's/.*: \([0-9]*\) handler allocations.*/\1/p' "$work/$name.out")
+	seen=$(count alloc "$pid" 198912)
+	dropped=$(sed -n 's/^log .* dropped=\([0-9]*\) .*/\1/p' "$work/$name.txt")
+	echo "   handler allocations: $made made, $seen recorded, $dropped dropped and counted"
+	((seen + dropped >= made && seen <= made)) || fail "$made handler allocations, $seen recorded, $dropped counted as dropped"
+fi
+
 # dlsym from a signal handler interrupting the shim or a driver call
 if run dlsym_signal dlsym-signal 300; then
 	pid=$(logs | awk 'NR == 1 { print $1 }')
