@@ -39,9 +39,17 @@ vt_dlsym_fn vt_real_dlsym(void)
 		return f;
 	/* dlvsym is not wrapped, so this cannot come back to us. Never
 	 * __libc_dlsym: it is gone since glibc 2.34. */
-	f = (vt_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!f)
-		f = (vt_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	vt_dlsym_fn glibc = (vt_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!glibc)
+		glibc = (vt_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	/* Chain to the next dlsym after us, not straight to glibc's: another
+	 * preloaded tool that wraps dlsym too (HAMi-core enforcing memory
+	 * limits, a profiler) must still see every lookup. glibc's dlsym finds
+	 * "next" from its caller, here. An unversioned wrapper is invisible to
+	 * dlvsym, hence this second step. */
+	f = glibc ? (vt_dlsym_fn)glibc(RTLD_NEXT, "dlsym") : NULL;
+	if (!f || f == (vt_dlsym_fn)dlsym)
+		f = glibc;
 	atomic_store_explicit(&real_dlsym, f, memory_order_release);
 	return f;
 }
