@@ -17,4 +17,13 @@ uint32_t vt_stack_capture(unsigned skip);
 void vt_stack_set_depth(unsigned depth);
 unsigned vt_stack_depth(void);
 
+/* Non-zero while the calling thread is inside vt_stack_capture (the unwinder
+ * may call dl_iterate_phdr, malloc, ...): a hook that finds it set must pass
+ * straight through to the real function and record nothing. */
+int vt_stack_capturing(void);
+
+/* How many times the calling thread has called the unwinder (tests: depth 0
+ * must mean no unwinding at all). */
+uint64_t vt_stack_unwind_calls(void);
+
 #endif
