@@ -271,3 +271,97 @@ int vt_site_of_stack(const struct vt_site_rules *r, struct vt_symbolizer *sym,
 	format_site(&fn, 0, st, &s->frames[i], buf, len);
 	return (int)i;
 }
+
+/* ---- the one-stop API ------------------------------------------------------ */
+
+int vt_sites_open(struct vt_sites *s, const struct vt_trace *t, unsigned sym_flags, char *err,
+		  size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	s->rules = vt_site_rules_from_env(err, errlen);
+	if (!s->rules)
+		return -1;
+	s->store = vt_stack_store_new();
+	vt_stack_store_load_trace(s->store, t);
+	s->sym = vt_symbolizer_open(t->dir, sym_flags);
+	return 0;
+}
+
+void vt_sites_close(struct vt_sites *s)
+{
+	for (size_t i = 0; i < s->ncache; i++)
+		free(s->cache[i]);
+	free(s->cache);
+	vt_symbolizer_close(s->sym);
+	vt_stack_store_free(s->store);
+	vt_site_rules_free(s->rules);
+	memset(s, 0, sizeof *s);
+}
+
+const char *vt_sites_of_stack(struct vt_sites *s, uint32_t canonical)
+{
+	const struct vt_stack *stack = vt_stack_store_stack(s->store, canonical);
+	if (!stack)
+		return "(no stack)";
+	if (canonical > s->ncache) {
+		size_t n = vt_stack_store_count(s->store);
+		char **c = realloc(s->cache, n * sizeof *c);
+		if (!c) {
+			fprintf(stderr, "vramtrace: out of memory\n");
+			exit(1);
+		}
+		memset(c + s->ncache, 0, (n - s->ncache) * sizeof *c);
+		s->cache = c;
+		s->ncache = n;
+	}
+	char **slot = &s->cache[canonical - 1];
+	if (!*slot) {
+		char buf[1024];
+		vt_site_of_stack(s->rules, s->sym, s->store, stack, buf, sizeof buf);
+		*slot = strdup(buf);
+		if (!*slot) {
+			fprintf(stderr, "vramtrace: out of memory\n");
+			exit(1);
+		}
+	}
+	return *slot;
+}
+
+const char *vt_sites_of_event(struct vt_sites *s, uint32_t log_index, uint32_t stack_id)
+{
+	if (!stack_id)
+		return "(no stack)";
+	return vt_sites_of_stack(s, vt_stack_store_canonical(s->store, log_index, stack_id));
+}
+
+void vt_sites_print_stack(struct vt_sites *s, uint32_t canonical, FILE *out, const char *indent)
+{
+	const struct vt_stack *stack = vt_stack_store_stack(s->store, canonical);
+	if (!stack) {
+		fprintf(out, "%s(no stack)\n", indent);
+		return;
+	}
+	char buf[1024];
+	int site = vt_site_of_stack(s->rules, s->sym, s->store, stack, buf, sizeof buf);
+	for (unsigned i = 0; i < stack->depth; i++) {
+		const struct vt_frame *f = &stack->frames[i];
+		struct vt_frame_names fn;
+		vt_symbolize_frame(s->sym, s->store, f, &fn);
+		char mark = (int)i == site ? '*' : ' ';
+		if (fn.status != VT_SYM_OK) {
+			vt_format_frame(&fn, s->store, f, buf, sizeof buf);
+			fprintf(out, "%s#%-2u%c %s\n", indent, i, mark, buf);
+			continue;
+		}
+		/* innermost first: inlined entries, then the real function */
+		for (size_t j = 0; j < fn.n; j++) {
+			format_site(&fn, j, s->store, f, buf, sizeof buf);
+			if (j == 0)
+				fprintf(out, "%s#%-2u%c %s%s\n", indent, i, mark, buf,
+					fn.sym[j].inlined ? " [inlined]" : "");
+			else
+				fprintf(out, "%s     %s%s\n", indent, buf,
+					fn.sym[j].inlined ? " [inlined]" : "");
+		}
+	}
+}

@@ -33,6 +33,8 @@
 #define VT_SITES_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "stack_store.h"
 #include "symbolize.h"
@@ -66,5 +68,49 @@ int vt_site_rules_skip(const struct vt_site_rules *r, const char *module_path,
 int vt_site_of_stack(const struct vt_site_rules *r, struct vt_symbolizer *sym,
 		     const struct vt_stack_store *st, const struct vt_stack *s, char *buf,
 		     size_t len);
+
+/* ---- the one-stop API for commands (report, dump, diff, export) ----------
+ *
+ *   struct vt_sites sites;
+ *   if (vt_sites_open(&sites, &trace, 0, err, sizeof err)) die(err);
+ *   // for each event, with i = the index of its log in trace.logs:
+ *   const char *site = vt_sites_of_event(&sites, i, ev->stack_id);
+ *   //   -> "load_dataset (train.c:88)"; "(no stack)" when stack_id is 0 or
+ *   //      unknown. Cached per canonical stack: cheap to call per event.
+ *   uint32_t c = vt_stack_store_canonical(sites.store, i, ev->stack_id);
+ *   vt_sites_print_stack(&sites, c, stdout, "    ");  // full stack on request
+ *   vt_sites_close(&sites);
+ *
+ * Sites reflect VRAMTRACE_SITE_SKIP / VRAMTRACE_SITE_SKIP_FILE; names come
+ * from the trace's sidecar first (symbolize.h). */
+struct vt_sites {
+	struct vt_stack_store *store;
+	struct vt_symbolizer *sym;
+	struct vt_site_rules *rules;
+	char **cache; /* site text per canonical id (index id - 1), lazily */
+	size_t ncache;
+};
+
+/* Load every stack and module record of the trace, open the symbolizer on
+ * its directory (sym_flags: VT_SYM_*), read the site rules. Returns 0, or -1
+ * with a one-line reason in err (bad site rules). */
+int vt_sites_open(struct vt_sites *s, const struct vt_trace *t, unsigned sym_flags, char *err,
+		  size_t errlen);
+void vt_sites_close(struct vt_sites *s);
+
+/* Site text of (log index, stack id); valid until close. */
+const char *vt_sites_of_event(struct vt_sites *s, uint32_t log_index, uint32_t stack_id);
+/* Same for a canonical stack id. */
+const char *vt_sites_of_stack(struct vt_sites *s, uint32_t canonical);
+
+/* Every frame of a canonical stack, innermost first, one line each; a
+ * frame's inlined functions come first, marked, then the function they are
+ * inlined into; the site's frame is marked with '*':
+ *   indent#0   cuMemAlloc_v2 (libcuda.so.1)
+ *   indent#1 * read_batch (io.h:12) [inlined]
+ *   indent     load_dataset (train.c:88)
+ *   indent#2   main (train.c:120)
+ *   indent#3   0x7f12c0001234 (libfoo.so+0x1234)      (unnamed) */
+void vt_sites_print_stack(struct vt_sites *s, uint32_t canonical, FILE *out, const char *indent);
 
 #endif

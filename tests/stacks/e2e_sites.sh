@@ -38,6 +38,15 @@ out=$("$tool" "$tmp/trace")
 check_named "$out" dwarf
 echo "named from the module files: ok"
 
+# full stacks: innermost first, the site marked, main below it
+out=$("$tool" "$tmp/trace" --stacks)
+stack=$(sed -n '/^stack of client_alloc_dataset/,/^stack of/p' <<<"$out")
+# (the hook stand-in client_record is dropped at capture: skip 1)
+grep -qxF "  #0 * client_alloc_dataset (client_b.c:$(line SITE_DATASET client_b.c))" <<<"$stack" ||
+	fail "site frame: $stack"
+grep -qE "^  #1   main \(client.c:[0-9]+\)$" <<<"$stack" || fail "caller frame: $stack"
+echo "full stack: ok"
+
 out=$("$tool" "$tmp/trace" --write-sidecar)
 [[ -s $tmp/trace/symbols.vtsym ]] || fail "no sidecar written"
 [[ $(stat -c %a "$tmp/trace/symbols.vtsym") == 600 ]] || fail "sidecar not 0600"

@@ -1,7 +1,8 @@
 /* Test tool: the allocation sites of a trace, one line each:
  *   <site>\t<allocs>\t<bytes>\t<canonical stacks>\t<stack records>\t<source>
  * sorted by bytes. Options: --write-sidecar (write DIR/symbols.vtsym first),
- * --no-sidecar, --no-files (symbolizer flags). Exit 1 on a trace error. */
+ * --no-sidecar, --no-files (symbolizer flags), --stacks (then the full stack
+ * of each site's first stack). Exit 1 on a trace error. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,7 @@ struct site_sum {
 };
 
 struct ctx {
-	struct vt_stack_store *st;
-	struct vt_symbolizer *sym;
-	struct vt_site_rules *rules;
+	struct vt_sites sites;
 	uint32_t log_index;
 	struct site_sum sums[256];
 	unsigned nsums;
@@ -48,14 +47,20 @@ static int on_record(const struct vt_record_view *rec, void *p)
 	if (rec->type != VT_REC_ALLOC)
 		return 0;
 	const struct vt_event *ev = rec->data;
+	struct vt_stack_store *st = c->sites.store;
 	const struct vt_stack *s =
-		vt_stack_store_stack(c->st, vt_stack_store_canonical(c->st, c->log_index, ev->stack_id));
-	char site[512];
-	int frame = vt_site_of_stack(c->rules, c->sym, c->st, s, site, sizeof site);
+		vt_stack_store_stack(st, vt_stack_store_canonical(st, c->log_index, ev->stack_id));
+	const char *site = vt_sites_of_event(&c->sites, c->log_index, ev->stack_id);
+	char again[512];
+	int frame = vt_site_of_stack(c->sites.rules, c->sites.sym, st, s, again, sizeof again);
+	if (strcmp(again, site)) {
+		fprintf(stderr, "sites_tool: cached site '%s' != '%s'\n", site, again);
+		exit(1);
+	}
 	const char *source = "-";
 	if (frame >= 0) {
 		struct vt_frame_names fn;
-		vt_symbolize_frame(c->sym, c->st, &s->frames[frame], &fn);
+		vt_symbolize_frame(c->sites.sym, st, &s->frames[frame], &fn);
 		source = fn.source ? fn.source : "unnamed";
 	}
 	struct site_sum *sum = NULL;
@@ -89,7 +94,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	unsigned flags = 0;
+	int stacks = 0;
 	for (int i = 2; i < argc; i++) {
+		stacks |= !strcmp(argv[i], "--stacks");
 		if (!strcmp(argv[i], "--write-sidecar") && vt_sidecar_write(argv[1]) != 0)
 			return 1;
 		flags |= !strcmp(argv[i], "--no-sidecar") ? VT_SYM_NO_SIDECAR : 0;
@@ -102,11 +109,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	static struct ctx c;
-	c.st = vt_stack_store_new();
-	vt_stack_store_load_trace(c.st, &t);
-	c.sym = vt_symbolizer_open(argv[1], flags);
-	c.rules = vt_site_rules_from_env(err, sizeof err);
-	if (!c.rules) {
+	if (vt_sites_open(&c.sites, &t, flags, err, sizeof err)) {
 		fprintf(stderr, "sites_tool: %s\n", err);
 		return 1;
 	}
@@ -119,9 +122,11 @@ int main(int argc, char **argv)
 		printf("%s\t%llu\t%llu\t%u\t%u\t%s\n", c.sums[i].site,
 		       (unsigned long long)c.sums[i].allocs, (unsigned long long)c.sums[i].bytes,
 		       c.sums[i].nstacks, c.sums[i].records, c.sums[i].source);
-	vt_site_rules_free(c.rules);
-	vt_symbolizer_close(c.sym);
-	vt_stack_store_free(c.st);
+	for (unsigned i = 0; stacks && i < c.nsums; i++) {
+		printf("stack of %s:\n", c.sums[i].site);
+		vt_sites_print_stack(&c.sites, c.sums[i].stacks[0], stdout, "  ");
+	}
+	vt_sites_close(&c.sites);
 	vt_trace_close(&t);
 	return 0;
 }
