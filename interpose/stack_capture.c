@@ -244,6 +244,10 @@ static uint32_t capture(unsigned depth, unsigned skip, const void *hook_ra)
 	if (id)
 		return id;
 
+	/* nothing is recorded (yet): write nothing, remember nothing (a fork
+	 * child's log opens here, so its first new stack is not lost) */
+	if (!vt_log_active())
+		return 0;
 	vt_modules_ensure(); /* module records precede the stacks using them */
 	id = write_stack_record(key, kept, hash, new_stack_id());
 	if (id)
