@@ -3,6 +3,9 @@
 #include "symbolize.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -148,14 +151,27 @@ static void open_module_file(struct mod_cache *mc, const struct vt_module_info *
 	mc->file_status = VT_SYM_NO_FILE;
 	if (!mod->path[0] || mod->path[0] != '/')
 		return; /* [vdso] and friends: nothing on disk */
+	/* the path comes from a log, which may lie: only a regular file is
+	 * read (a FIFO or a device would block or never end) */
+	int fd = open(mod->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
 	mc->dwfl = dwfl_begin(&offline_callbacks);
-	if (!mc->dwfl)
+	if (!mc->dwfl) {
+		close(fd);
 		return;
+	}
 	dwfl_report_begin(mc->dwfl);
-	mc->mod = dwfl_report_elf(mc->dwfl, vt_path_basename(mod->path), mod->path, -1, 0, false);
+	mc->mod = dwfl_report_elf(mc->dwfl, vt_path_basename(mod->path), mod->path, fd, 0, false);
 	dwfl_report_end(mc->dwfl, NULL, NULL);
-	if (!mc->mod)
+	if (!mc->mod) {
+		close(fd); /* consumed only on success */
 		return;
+	}
 	const unsigned char *bits = NULL;
 	GElf_Addr vaddr;
 	int len = dwfl_module_build_id(mc->mod, &bits, &vaddr);

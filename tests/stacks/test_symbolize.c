@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -119,6 +121,20 @@ static void refuses_other_builds_and_missing_files(void **state)
 	gone.path = "/nonexistent/vramtrace/libgone.so";
 	assert_int_equal(vt_symbolize(sym, &gone, 0x1234, &fn), VT_SYM_NO_FILE);
 	assert_int_equal(vt_symbolize(sym, NULL, 0x1234, &fn), VT_SYM_NO_MODULE);
+	/* a log may name a FIFO or a device: never read (it would block) */
+	char fifo[] = "/tmp/vt_sym_fifo_XXXXXX";
+	int tmpfd = mkstemp(fifo);
+	assert_true(tmpfd >= 0);
+	close(tmpfd);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	struct vt_module_info pipe_mod = {3, fifo, {0}, 0};
+	assert_int_equal(vt_symbolize(sym, &pipe_mod, 0x10, &fn), VT_SYM_NO_FILE);
+	unlink(fifo);
+	struct vt_module_info dev_mod = {4, "/dev/zero", {0}, 0};
+	assert_int_equal(vt_symbolize(sym, &dev_mod, 0x10, &fn), VT_SYM_NO_FILE);
+	struct vt_module_info not_elf = {5, "/etc/passwd", {0}, 0};
+	assert_int_equal(vt_symbolize(sym, &not_elf, 0x10, &fn), VT_SYM_NO_FILE);
 	/* far outside any function of the file */
 	assert_int_equal(vt_symbolize(sym, &self_module, 0x7fffffff0, &fn), VT_SYM_NO_SYMBOL);
 	assert_non_null(vt_sym_status_str(VT_SYM_BUILD_ID_MISMATCH));
