@@ -45,7 +45,7 @@ static pthread_once_t modules_once = PTHREAD_ONCE_INIT;
 static struct module_list recorded; /* what this process's log holds */
 static struct module_list scanned;  /* scratch for one scan */
 static _Atomic int logged;          /* recorded reflects the loader's list */
-static unsigned long long seen_adds, seen_subs;
+static _Atomic unsigned long long seen_adds, seen_subs; /* loader counters at the last scan */
 static _Atomic uint32_t generation;
 static _Atomic uint64_t records_written;
 
@@ -148,8 +148,8 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *p)
 	struct scan_ctx *ctx = p;
 	int is_main = ctx->index++ == 0;
 	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-		seen_adds = info->dlpi_adds;
-		seen_subs = info->dlpi_subs;
+		atomic_store_explicit(&seen_adds, info->dlpi_adds, memory_order_relaxed);
+		atomic_store_explicit(&seen_subs, info->dlpi_subs, memory_order_relaxed);
 	}
 	struct module m = {0};
 	m.base = info->dlpi_addr;
@@ -295,9 +295,9 @@ void vt_modules_ensure(void)
 	if (atomic_load(&logged)) {
 		struct counters c = {0};
 		dl_iterate_phdr(counters_cb, &c);
-		/* seen_* are written under the lock; a stale read only costs a
-		 * needless sync */
-		if (!c.have || (c.adds == seen_adds && c.subs == seen_subs))
+		/* a stale read only costs a needless sync */
+		if (!c.have || (c.adds == atomic_load_explicit(&seen_adds, memory_order_relaxed) &&
+				c.subs == atomic_load_explicit(&seen_subs, memory_order_relaxed)))
 			return;
 	}
 	vt_modules_sync();
