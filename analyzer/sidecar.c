@@ -389,7 +389,7 @@ struct vt_sidecar *vt_sidecar_load(const char *path, char *err, size_t errlen)
 		err[0] = '\0';
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		if (errno != ENOENT)
+		if (errno != ENOENT && errno != ENOTDIR) /* absent is not an error */
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_RULE 1024
 
@@ -283,7 +284,18 @@ int vt_sites_open(struct vt_sites *s, const struct vt_trace *t, unsigned sym_fla
 		return -1;
 	s->store = vt_stack_store_new();
 	vt_stack_store_load_trace(s->store, t);
-	s->sym = vt_symbolizer_open(t->dir, sym_flags);
+	/* a trace opened as one log file: its sidecar is beside it */
+	char dir[4096];
+	struct stat sb;
+	snprintf(dir, sizeof dir, "%s", t->dir ? t->dir : ".");
+	if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			snprintf(dir, sizeof dir, ".");
+	}
+	s->sym = vt_symbolizer_open(dir, sym_flags);
 	return 0;
 }
 
