@@ -8,7 +8,6 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -393,6 +392,18 @@ static int expand_dir(const char *elem, size_t n, const char *origin, char *out,
 	return 0;
 }
 
+/* out = dir/file; -1 if it does not fit (no stdio in the shim). */
+static int join_path(char *out, size_t cap, const char *dir, const char *file)
+{
+	size_t d = strlen(dir), f = strlen(file);
+	if (d + 1 + f + 1 > cap)
+		return -1;
+	memcpy(out, dir, d);
+	out[d] = '/';
+	memcpy(out + d + 1, file, f + 1);
+	return 0;
+}
+
 static void *open_along_caller_path(const struct link_map *lm, Lmid_t ns, const char *file,
 				    int flags)
 {
@@ -415,7 +426,7 @@ static void *open_along_caller_path(const struct link_map *lm, Lmid_t ns, const 
 		size_t n = strcspn(p, ":");
 		char dir[PATH_MAX], full[PATH_MAX];
 		if (n && expand_dir(p, n, origin, dir, sizeof dir) == 0 &&
-		    (size_t)snprintf(full, sizeof full, "%s/%s", dir, file) < sizeof full) {
+		    join_path(full, sizeof full, dir, file) == 0) {
 			void *h = open_in(ns, full, flags);
 			if (h)
 				return h;
