@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -138,6 +139,7 @@ static uint8_t read_build_id(const struct dl_phdr_info *info, uint8_t *out)
 
 struct scan_ctx {
 	int index;
+	char abs[PATH_MAX];
 	char exe[PATH_MAX];
 	ssize_t exe_len;
 };
@@ -168,6 +170,11 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *p)
 	const char *path = info->dlpi_name ? info->dlpi_name : "";
 	if (is_main && !*path && ctx->exe_len > 0)
 		path = ctx->exe;
+	/* dlopen("build/libx.so") leaves the name relative to the working
+	 * directory of that moment: make it absolute while it still means
+	 * the same file (we run right after the dlopen) */
+	if (path[0] != '/' && strchr(path, '/') && realpath(path, ctx->abs))
+		path = ctx->abs;
 	size_t len = strnlen(path, PATH_MAX);
 	m.path_len = (uint32_t)len;
 	m.path_hash = path_hash(path, len);

@@ -31,7 +31,8 @@ export LD_LIBRARY_PATH=$simdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cp "$client" "$tmp/client"
 cp "$lib" "$tmp/libshim_lib.so"
 
-"$vt" run -o "$tmp/trace" -- "$tmp/client" "$tmp/libshim_lib.so" 2>"$tmp/run.err" ||
+# the library by a relative path: its module record must still name a file
+(cd "$tmp" && "$vt" run -o "$tmp/trace" -- ./client ./libshim_lib.so 2>"$tmp/run.err") ||
 	fail "vramtrace run: $(cat "$tmp/run.err")"
 [[ -s $tmp/trace/symbols.vtsym ]] || fail "vramtrace run left no symbol sidecar"
 out=$("$tool" "$tmp/trace" --no-sidecar)
