@@ -14,8 +14,8 @@
 #include "stack_capture.h"
 
 #define DEEP 150
-#define RUNS 5
-#define RUN_NS 100000000.0
+#define RUNS 21
+#define RUN_NS 20000000.0
 
 static double now_ns(void)
 {

@@ -12,7 +12,8 @@
  *   unw_backtrace 24 / 128   the unwinder alone, same depth
  * Steady state: every call's stack was seen before (a dedupe hit), as in a
  * training loop. Output rows: "stacks<TAB>case<TAB>ns<TAB>ns/call", the best
- * of 5 runs of ~0.1 s each; "n/a" with the reason when a case cannot run.
+ * of 21 runs of ~20 ms each (the minimum filters out other load on a shared
+ * machine); "n/a" with the reason when a case cannot run.
  */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
@@ -26,8 +27,8 @@
 #include <unistd.h>
 
 #define DEEP 150
-#define RUNS 5
-#define RUN_NS 100000000.0
+#define RUNS 21
+#define RUN_NS 20000000.0
 
 typedef int (*alloc_fn)(unsigned long long *, size_t);
 typedef int (*free_fn)(unsigned long long);
