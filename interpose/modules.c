@@ -256,12 +256,17 @@ static void modules_init(void)
 	pthread_atfork(NULL, NULL, child_after_fork);
 }
 
+/* Set while this thread holds the lock: a signal handler that lands here and
+ * records a new stack must not wait for the lock its own thread holds. */
+static __thread int tls_in_sync;
+
 void vt_modules_sync(void)
 {
 	pthread_once(&modules_once, modules_init);
-	if (!lists_ok)
+	if (!lists_ok || tls_in_sync)
 		return;
 	int saved_errno = errno;
+	tls_in_sync = 1;
 	pthread_mutex_lock(&lock);
 	struct scan_ctx ctx = {0};
 	ctx.exe_len = readlink("/proc/self/exe", ctx.exe, sizeof ctx.exe - 1);
@@ -277,6 +282,7 @@ void vt_modules_sync(void)
 		vt_log_write_note("vramtrace: too many loaded modules; some frames will not be named");
 	atomic_store(&logged, ok == 0);
 	pthread_mutex_unlock(&lock);
+	tls_in_sync = 0;
 	errno = saved_errno;
 }
 
