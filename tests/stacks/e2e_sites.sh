@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end, stacks part: a client with allocations from three functions in
-# two files, a dlopen'ed + dlclose'd library and 16 threads writes a real log;
+# two files, a dlopen'ed + dlclose'd library, 16 threads and a forked child
+# writes real logs;
 # the sites name the right functions and lines (from the files), the 16
 # threads' identical stacks fold into one, the sidecar names everything after
 # the binary and the library are deleted, and without it the frames are
@@ -27,7 +28,8 @@ $1"
 }
 check_named() { # output, source
 	expect "$1" "client_alloc_dataset (client_b.c:$(line SITE_DATASET client_b.c))" 1 67108864 1 1 "$2"
-	expect "$1" "client_alloc_weights (client.c:$(line SITE_WEIGHTS client.c))" 1 4194304 1 1 "$2"
+	# parent and forked child, one call site: two logs, one stack
+	expect "$1" "client_alloc_weights (client.c:$(line SITE_WEIGHTS client.c))" 2 8388608 1 2 "$2"
 	expect "$1" "dl_lib_site (dl_lib.c:$(line 'asserted by tests' dl_lib.c))" 1 2097152 1 1 "$2"
 	# one call from main, 16 threads x 50: two canonical stacks, the
 	# threads' 16 records folded into one of them
