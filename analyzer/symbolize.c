@@ -26,6 +26,13 @@ struct addr_entry {
 	UT_hash_handle hh;
 };
 
+/* One address range of one compile unit (the fallback index, below). */
+struct cu_range {
+	Dwarf_Addr lo, hi; /* module addresses */
+	Dwarf_Addr bias;
+	Dwarf_Die cu;
+};
+
 struct mod_cache {
 	char *key;
 	unsigned keylen;
@@ -34,6 +41,9 @@ struct mod_cache {
 	enum vt_sym_status file_status; /* VT_SYM_OK once the file is usable */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
+	struct cu_range *cu_ranges;    /* built when the file has no aranges */
+	size_t ncu_ranges;
+	int cu_ranges_built;
 	struct addr_entry *addrs;      /* answers of vt_symbolize */
 	struct addr_entry *file_addrs; /* answers of vt_symbolize_from_file */
 };
@@ -222,11 +232,72 @@ static uint32_t call_line(Dwarf_Die *inl)
  * dwarf_getscopes follows an inline into its *abstract* definition; the
  * concrete callers are the DIE tree parents of the innermost scope, which
  * dwarf_getscopes_die gives (the eu-addr2line -i way). */
-static size_t inline_chain(Dwfl_Module *mod, Dwarf_Addr addr, const char *file, uint32_t line,
-			   struct vt_symbol *out, size_t max)
+static int cmp_range(const void *a, const void *b)
 {
-	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+	const struct cu_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Every CU's address ranges, sorted: for files without .debug_aranges
+ * (clang does not emit them), where dwfl_module_addrdie finds nothing. */
+static void build_cu_ranges(struct mod_cache *mc)
+{
+	mc->cu_ranges_built = 1;
+	size_t n = 0, cap = 0;
+	Dwarf_Die *cu = NULL;
+	Dwarf_Addr bias;
+	while ((cu = dwfl_module_nextcu(mc->mod, cu, &bias)) != NULL) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		while ((off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				struct cu_range *r = realloc(mc->cu_ranges, cap * sizeof *r);
+				if (!r) {
+					fprintf(stderr, "vramtrace: out of memory\n");
+					exit(1);
+				}
+				mc->cu_ranges = r;
+			}
+			mc->cu_ranges[n++] = (struct cu_range){lo + bias, hi + bias, bias, *cu};
+		}
+	}
+	qsort(mc->cu_ranges, n, sizeof *mc->cu_ranges, cmp_range);
+	mc->ncu_ranges = n;
+}
+
+/* The compile unit covering addr, and its bias. */
+static Dwarf_Die *find_cu(struct mod_cache *mc, Dwarf_Addr addr, Dwarf_Addr *bias)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(mc->mod, addr, bias);
+	if (cu)
+		return cu;
+	if (!mc->cu_ranges_built)
+		build_cu_ranges(mc);
+	size_t lo = 0, hi = mc->ncu_ranges;
+	while (lo < hi) { /* last range starting at or below addr */
+		size_t mid = lo + (hi - lo) / 2;
+		if (mc->cu_ranges[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && i + 8 >= lo;) /* nested ranges: look back a little */
+		if (mc->cu_ranges[i].lo <= addr && addr < mc->cu_ranges[i].hi) {
+			*bias = mc->cu_ranges[i].bias;
+			return &mc->cu_ranges[i].cu;
+		}
+	return NULL;
+}
+
+/* The inline chain at addr: the deepest inlined function first, each at the
+ * line it is executing, ending with the real (out-of-line) function.
+ * dwarf_getscopes follows an inline into its *abstract* definition; the
+ * concrete callers are the DIE tree parents of the innermost scope, which
+ * dwarf_getscopes_die gives (the eu-addr2line -i way). */
+static size_t inline_chain(Dwfl_Module *mod, Dwarf_Die *cu, Dwarf_Addr bias, Dwarf_Addr addr,
+			   const char *file, uint32_t line, struct vt_symbol *out, size_t max)
+{
 	Dwarf_Die *scopes = NULL;
 	int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
 	if (nscopes <= 0) {
@@ -234,7 +305,8 @@ static size_t inline_chain(Dwfl_Module *mod, Dwarf_Addr addr, const char *file, 
 		return 0;
 	}
 	Dwarf_Die innermost;
-	Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+	Dwarf_Addr dwbias;
+	Dwarf *dw = dwfl_module_getdwarf(mod, &dwbias);
 	int ok = dw && dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &innermost);
 	free(scopes);
 	scopes = NULL;
@@ -262,13 +334,17 @@ static size_t inline_chain(Dwfl_Module *mod, Dwarf_Addr addr, const char *file, 
 static void resolve_in_file(struct mod_cache *mc, uint64_t offset, struct addr_entry *e)
 {
 	struct vt_symbol syms[MAX_INLINE];
-	Dwarf_Addr addr = offset;
+	Dwarf_Addr addr = offset, bias = 0;
 	const char *file = NULL;
 	int line = 0;
-	Dwfl_Line *ln = dwfl_module_getsrc(mc->mod, addr);
-	if (ln)
-		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
-	size_t n = inline_chain(mc->mod, addr, file, line > 0 ? (uint32_t)line : 0, syms, MAX_INLINE);
+	Dwarf_Die *cu = find_cu(mc, addr, &bias);
+	Dwarf_Line *dl = cu ? dwarf_getsrc_die(cu, addr - bias) : NULL;
+	if (dl) {
+		file = dwarf_linesrc(dl, NULL, NULL);
+		dwarf_lineno(dl, &line);
+	}
+	size_t n = inline_chain(mc->mod, cu, bias, addr, file, line > 0 ? (uint32_t)line : 0, syms,
+				MAX_INLINE);
 	const char *source = "dwarf";
 	if (n == 0) {
 		GElf_Off off;
@@ -420,6 +496,7 @@ void vt_symbolizer_close(struct vt_symbolizer *sym)
 		HASH_DEL(sym->mods, mc);
 		free_entries(&mc->addrs, 0);
 		free_entries(&mc->file_addrs, 1);
+		free(mc->cu_ranges);
 		if (mc->dwfl)
 			dwfl_end(mc->dwfl);
 		free(mc->key);
