@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Run every libFuzzer target for about SECONDS each (default 60) from its
-# committed seed corpus (fuzz/corpus/<name>/). Builds them first with clang
-# (ASan+UBSan+libFuzzer) in BUILD_DIR (default build-fuzz).
+# committed seed corpus (fuzz/corpus/<name>/, or the corpus beside a target
+# another part keeps: VT_FUZZ_EXTERNAL in fuzz/CMakeLists.txt). Builds them
+# first with clang (ASan+UBSan+libFuzzer) in BUILD_DIR (default build-fuzz).
 #   fuzz/run.sh [SECONDS] [BUILD_DIR]
 # Exit 0: no target crashed, leaked, timed out or ran out of memory. On a
 # finding it prints the reproducer; fix the bug, then commit the input into
-# fuzz/corpus/<name>/ so the replay test (ctest fuzz_<name>_corpus) keeps it.
+# its corpus folder so the replay test (ctest ..._corpus) keeps it.
 # New coverage-increasing inputs stay in BUILD_DIR/fuzz-work/<name> (not
 # committed automatically: merge them with -merge=1 when worthwhile).
 # Needs: clang, libclang-rt-14-dev (Debian packages).
@@ -24,31 +25,32 @@ CC=clang cmake -S . -B "$build" -G Ninja -DVT_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWith
 cmake --build "$build" -j"$jobs" --target fuzz_all || exit 2
 
 status=0
-targets=$(cd "$build/fuzz" && ls fuzz_* 2>/dev/null | grep -v '_replay$' | sed 's/^fuzz_//')
-[[ -n $targets ]] || { echo "fuzz/run.sh: no fuzz targets built" >&2; exit 2; }
-for name in $targets; do
+list=$build/fuzz/targets.tsv
+[[ -s $list ]] || { echo "fuzz/run.sh: no fuzz targets built" >&2; exit 2; }
+while IFS=$'\t' read -r name binary corpus; do
 	work=$build/fuzz-work/$name
 	art=$build/fuzz-artifacts/$name
 	mkdir -p "$work" "$art"
-	dict=fuzz/$name.dict
-	[[ -f $dict ]] || dict=fuzz/log.dict
-	printf '\n== fuzz_%s for %ss (corpus fuzz/corpus/%s)\n' "$name" "$secs" "$name"
+	dict=()
+	[[ -f fuzz/$name.dict ]] && dict=(-dict="fuzz/$name.dict")
+	[[ $name == log_* ]] && dict=(-dict=fuzz/log.dict)
+	printf '\n== fuzz %s for %ss (corpus %s)\n' "$name" "$secs" "${corpus#"$PWD"/}"
 	start=$SECONDS
 	# close_fd_mask=3: the commands print every record; crash reports still
 	# reach the terminal. malloc_limit: one allocation past 1 GiB is a bug
 	# (the reader never allocates in proportion to a length it read).
-	"$build/fuzz/fuzz_$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+	"$binary" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-malloc_limit_mb=1024 -max_len=65536 -close_fd_mask=3 -print_final_stats=1 \
-		-dict="$dict" -artifact_prefix="$art/" "$work" "fuzz/corpus/$name" 2>&1 |
+		"${dict[@]}" -artifact_prefix="$art/" "$work" "$corpus" </dev/null 2>&1 |
 		sed '/Recommended dictionary/,/End of recommended dictionary/d' | grep -vE '^#[0-9]+\s+(NEW|REDUCE|pulse)' | tail -30
 	rc=${PIPESTATUS[0]}
-	echo "fuzz_$name: exit $rc after $((SECONDS - start))s"
+	echo "fuzz $name: exit $rc after $((SECONDS - start))s"
 	if ((rc != 0)); then
 		status=1
-		echo "FINDING in fuzz_$name: reproduce with"
+		echo "FINDING in fuzz $name: reproduce with"
 		for f in "$art"/*; do
-			[[ -f $f ]] && echo "  $build/fuzz/fuzz_$name $f"
+			[[ -f $f ]] && echo "  $binary $f"
 		done
 	fi
-done
+done <"$list"
 exit $status

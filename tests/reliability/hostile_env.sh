@@ -88,7 +88,7 @@ fi
 echo "== VRAMTRACE_DISABLE=1: nothing recorded, nothing created"
 expect_job disable_preload 0 env VRAMTRACE_DISABLE=1 VRAMTRACE_DIR="$work/disabled" LD_PRELOAD="$shim" "$job"
 [[ ! -e $work/disabled ]] || fail "disabled shim created $work/disabled"
-expect_job disable_run 0 env VRAMTRACE_DISABLE=1 "$vt" run -o "$work/disabled-run" -- "$job"
+expect_job disable_run 1 env VRAMTRACE_DISABLE=1 "$vt" run -o "$work/disabled-run" -- "$job"
 no_logs "$work/disabled-run"
 
 echo "== an older driver lacking entry points (VT_SIM_MISSING, VT_SIM_DRIVER_VERSION)"
