@@ -514,6 +514,107 @@ static void c_random_garbage(struct out *o)
 	}
 }
 
+/* ---- symbol sidecars that lie ------------------------------------------------------ */
+
+static const uint8_t sidecar_build_id[20] = {0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab,
+                                             0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab,
+                                             0xab, 0xab, 0xab, 0xab, 0xab, 0xab};
+
+/* A log whose stack 1 has a frame in a module with a build id, and the
+ * sidecar text beside it. */
+static void sidecar_case(struct out *o, const char *text, size_t len)
+{
+	struct lb *b = &o->log;
+	lb_init(b, PID, CHUNK);
+	lb_chunk(b, 100, 0);
+	struct {
+		struct vt_module_rec m;
+		char path[24];
+	} mod = {.m = {.seq = b->seq++, .base = 0x7f0000000000ull, .lo = 0x7f0000000000ull,
+	               .hi = 0x7f0000100000ull, .build_id_len = 20, .path_len = 20},
+	         .path = "/usr/lib/libjob.so.1"};
+	memcpy(mod.m.build_id, sidecar_build_id, 20);
+	lb_raw(b, VT_REC_MODULE, sizeof mod, &mod);
+	static const uint64_t frames[] = {0x7f0000001000, 0x7f0000002000};
+	lb_stack(b, 1, frames, 2);
+	lb_event(b, VT_REC_ALLOC, (struct vt_event){.stack_id = 1, .addr = 0x1000, .bytes = 4096,
+	                                            .api = API_ALLOC});
+	char *p = path_in(o->dir, "symbols.vtsym");
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
+		perror(p);
+		exit(1);
+	}
+	close(fd);
+	free(p);
+}
+#define SIDECAR(o, lit) sidecar_case(o, lit, sizeof lit - 1)
+#define BID "abababababababababababababababababababab"
+
+static void c_sidecar_honest(struct out *o)
+{
+	SIDECAR(o, "vtsym\t1\nM\t1\t" BID "\t/usr/lib/libjob.so.1\nA\t1\t1000\t1\n"
+	           "F\tupload_batch\t/src/job.c\t42\t0\nE\t1\n");
+}
+
+/* names for a module with another build id, and for a module number never declared */
+static void c_sidecar_wrong_build_id(struct out *o)
+{
+	SIDECAR(o, "vtsym\t1\nM\t1\tcdcdcdcd\t/usr/lib/libjob.so.1\nA\t1\t1000\t1\n"
+	           "F\tlying_function\t/src/lie.c\t1\t0\nA\t7\t2000\t1\nF\tghost\t/x.c\t2\t0\nE\t2\n");
+}
+
+/* counts that lie: k = 64 F lines promised, 1 given; E says a billion;
+ * module number past the limit; an offset of 17 hex digits */
+static void c_sidecar_lying_counts(struct out *o)
+{
+	SIDECAR(o, "vtsym\t1\nM\t1\t" BID "\t/usr/lib/libjob.so.1\nA\t1\t1000\t64\n"
+	           "F\tonly_one\t/src/a.c\t1\t1\nM\t99999999\t\t/huge\n"
+	           "A\t1\t12345678901234567\t1\nF\tf\t/b.c\t2\t0\nE\t1000000000\n");
+}
+
+static void c_sidecar_future_version(struct out *o)
+{
+	SIDECAR(o, "vtsym\t99\nM\t1\t" BID "\t/usr/lib/libjob.so.1\nE\t0\n");
+}
+
+static void c_sidecar_garbage(struct out *o)
+{
+	char junk[3000];
+	uint32_t x = 777;
+	for (size_t i = 0; i < sizeof junk; i++) {
+		x = x * 1103515245u + 12345u;
+		junk[i] = (char)(x >> 16);
+	}
+	memcpy(junk, "vtsym\t1\n", 8);
+	sidecar_case(o, junk, sizeof junk);
+}
+
+/* cut short (no E line), with a line longer than the 64 KiB limit */
+static void c_sidecar_cut_long_line(struct out *o)
+{
+	size_t n = 100 * 1024;
+	char *text = malloc(n + 200);
+	int k = snprintf(text, 200, "vtsym\t1\nM\t1\t" BID "\t/usr/lib/libjob.so.1\nA\t1\t1000\t1\nF\t");
+	memset(text + k, 'x', n);
+	memcpy(text + k + n, "\t/a.c\t1\t0\n", 11);
+	sidecar_case(o, text, (size_t)k + n + 11);
+	free(text);
+}
+
+/* a link to /dev/zero where the sidecar should be */
+static void c_sidecar_dev_zero(struct out *o)
+{
+	sidecar_case(o, "", 0);
+	char *p = path_in(o->dir, "symbols.vtsym");
+	unlink(p);
+	if (symlink("/dev/zero", p) < 0) {
+		perror(p);
+		exit(1);
+	}
+	free(p);
+}
+
 struct hcase {
 	const char *name;
 	void (*build)(struct out *);
@@ -561,6 +662,13 @@ static const struct hcase cases[] = {
 	CASE(one_bad_log_of_two),
 	CASE(all_zero_file),
 	CASE(random_garbage),
+	CASE(sidecar_honest),
+	CASE(sidecar_wrong_build_id),
+	CASE(sidecar_lying_counts),
+	CASE(sidecar_future_version),
+	CASE(sidecar_garbage),
+	CASE(sidecar_cut_long_line),
+	CASE(sidecar_dev_zero),
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

@@ -75,6 +75,11 @@ check() { # want_rc want_lines want_records patterns
 		json_is_valid || { bad "invalid JSON lines"; return; }
 	fi
 	if grep -q $'\x1b' "$work/out"; then bad "raw escape byte in the output"; return; fi
+	# a sidecar's names are used only where its module and address match
+	if [[ $case == sidecar_honest ]] && ! grep -q 'upload_batch (job.c:42)' "$work/out"; then
+		bad "the honest sidecar's name is not used"; return
+	fi
+	if grep -qE 'lying_function|ghost|only_one' "$work/out"; then bad "a lying sidecar's name was used"; return; fi
 }
 
 declare -A covered
