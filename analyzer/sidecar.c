@@ -387,7 +387,9 @@ struct vt_sidecar *vt_sidecar_load(const char *path, char *err, size_t errlen)
 {
 	if (errlen)
 		err[0] = '\0';
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted as the sidecar must not block the open
+	 * forever (fstat then refuses it); no effect on a regular file. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno != ENOENT && errno != ENOTDIR) /* absent is not an error */
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));

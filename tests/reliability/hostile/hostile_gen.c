@@ -602,7 +602,19 @@ static void c_sidecar_cut_long_line(struct out *o)
 	free(text);
 }
 
-/* a link to /dev/zero where the sidecar should be */
+/* a FIFO and a link to /dev/zero where the sidecar should be */
+static void c_sidecar_fifo(struct out *o)
+{
+	sidecar_case(o, "", 0);
+	char *p = path_in(o->dir, "symbols.vtsym");
+	unlink(p);
+	if (mkfifo(p, 0600) < 0) {
+		perror(p);
+		exit(1);
+	}
+	free(p);
+}
+
 static void c_sidecar_dev_zero(struct out *o)
 {
 	sidecar_case(o, "", 0);
@@ -669,6 +681,7 @@ static const struct hcase cases[] = {
 	CASE(sidecar_garbage),
 	CASE(sidecar_cut_long_line),
 	CASE(sidecar_dev_zero),
+	CASE(sidecar_fifo),
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
