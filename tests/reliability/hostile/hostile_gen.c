@@ -210,8 +210,11 @@ static void c_record_size_unaligned(struct out *o)
 	lb_init(&o->log, PID, CHUNK);
 	lb_chunk(&o->log, 100, 0);
 	lb_event(&o->log, VT_REC_ALLOC, (struct vt_event){.addr = 0x1000, .bytes = 4096, .api = API_ALLOC});
-	struct vt_event ev = {.addr = 0x2000, .bytes = 4096};
-	lb_raw(&o->log, VT_REC_ALLOC, 65, &ev);
+	struct {
+		struct vt_event ev;
+		uint8_t pad[8];
+	} rec = {.ev = {.addr = 0x2000, .bytes = 4096}};
+	lb_raw(&o->log, VT_REC_ALLOC, 65, &rec);
 	second_thread(&o->log);
 }
 
