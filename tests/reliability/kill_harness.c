@@ -14,8 +14,8 @@
  *   VT_KILL_SEED (default 9) seeds the moments; each is printed, so a failing
  *   run is reproduced with the same seed.
  *
- * Run 0 is not killed: it measures how long the job takes (D) and proves a
- * complete run is complete. Runs 1..RUNS wait a uniformly random time in
+ * Run 0 is not killed: it proves a complete run is complete, and (with two
+ * more) measures how long the job takes, D. Runs 1..RUNS wait a uniformly random time in
  * [0, D) after the job said it started, then kill it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -380,13 +380,23 @@ int main(int argc, char **argv)
 	struct outcome o;
 	if (run_once(&c, 0, -1, &o) < 0)
 		return 1;
+	/* D: the fastest of three complete runs (the first is often slow: cold
+	 * caches), so most kills land while the job runs */
+	uint64_t fastest = o.elapsed_ns;
+	for (unsigned i = 0; i < 2 && c.runs; i++) {
+		struct outcome again;
+		if (run_once(&c, 0, -1, &again) < 0)
+			return 1;
+		if (again.elapsed_ns < fastest)
+			fastest = again.elapsed_ns;
+	}
 	if (o.dropped)
 		printf("size cap: %llu acknowledged events dropped and counted in the truncated log; "
 		       "every recorded one valid, each thread's a gap-free prefix\n",
 		       (unsigned long long)o.dropped);
 	if (o.acked != (uint64_t)c.threads * c.per_thread)
 		return fail(0, c.work, "complete run acknowledged %llu events", (unsigned long long)o.acked) ? 1 : 1;
-	uint64_t span = o.elapsed_ns + 1;
+	uint64_t span = fastest + 1;
 	printf("%s job: %u threads x %u events, complete run %.1f ms: %llu of %llu acknowledged "
 	       "events in the trace, each exactly once; seed %u\n", argv[1], c.threads, c.per_thread,
 	       o.elapsed_ns / 1e6, (unsigned long long)o.found, (unsigned long long)o.acked, seed);
