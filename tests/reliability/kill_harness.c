@@ -37,7 +37,8 @@
 
 #define ACK_FD 100
 #define MAX_THREADS 64
-#define RUN_TIMEOUT_NS (60ull * 1000000000ull)
+/* a run that takes longer failed (VT_KILL_TIMEOUT_S overrides: sanitizer builds) */
+static uint64_t g_run_timeout_ns = 60ull * 1000000000ull;
 
 struct cfg {
 	int shim;
@@ -114,7 +115,7 @@ static int watch(int rfd, int64_t delay_ns, uint64_t acked[], pid_t *job, int *s
 			}
 			timeout = (int)((due - t) / 1000000);
 		}
-		if (now_ns() - began > RUN_TIMEOUT_NS) {
+		if (now_ns() - began > g_run_timeout_ns) {
 			fprintf(stderr, "run timed out\n");
 			return -1;
 		}
@@ -371,6 +372,8 @@ int main(int argc, char **argv)
 	if (c.threads == 0 || c.threads > MAX_THREADS || c.per_thread == 0)
 		return 2;
 	c.allow_truncation = getenv("VT_KILL_ALLOW_TRUNCATION") != NULL;
+	if (getenv("VT_KILL_TIMEOUT_S"))
+		g_run_timeout_ns = strtoull(getenv("VT_KILL_TIMEOUT_S"), NULL, 10) * 1000000000ull;
 	const char *s = getenv("VT_KILL_SEED");
 	unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 9;
 	remove_tree(c.work);
