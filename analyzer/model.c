@@ -208,6 +208,9 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 {
 	struct vt_proc *p = &m->procs[pi];
 	uint64_t t = trace_t(p, ev->t_ns);
+	struct vt_device *d = device_of(m, ev->device);
+	if (d)
+		d->alloc_calls++; /* failed ones too: the device was used */
 	if (ev->result != 0) {
 		GROW(m->failed, m->cap_failed, m->nfailed);
 		m->failed[m->nfailed++] = (struct vt_failed_alloc){
@@ -253,9 +256,6 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	if (is_charged(ev->kind))
 		a->flags |= VT_AF_CHARGED;
 	p->alloc_end = m->nallocs;
-	struct vt_device *d = device_of(m, ev->device);
-	if (d)
-		d->alloc_calls++;
 	if (handle) {
 		a->flags |= VT_AF_HANDLE;
 		struct vt_handle_entry *h;

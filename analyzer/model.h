@@ -265,6 +265,9 @@ const struct vt_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, u
 /* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
 const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc,
                                             uint32_t *n);
+/* Devices a report lists: those the job allocated on (failed attempts
+ * included); every device seen when it allocated nothing at all. */
+int vt_model_device_used(const struct vt_model *m, int dev);
 /* Device total bytes known from DEVICE/MEMINFO records (0 if never seen). */
 uint64_t vt_model_device_total(const struct vt_model *m, int dev);
 

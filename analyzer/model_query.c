@@ -144,6 +144,18 @@ int vt_model_parse_at(const struct vt_model *m, const char *spec, struct vt_mome
 	return 0;
 }
 
+int vt_model_device_used(const struct vt_model *m, int dev)
+{
+	if (dev < 0 || dev >= VT_MAX_DEVICES || !m->devices[dev].seen)
+		return 0;
+	if (m->devices[dev].alloc_calls)
+		return 1;
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		if (m->devices[d].alloc_calls)
+			return 0;
+	return 1;
+}
+
 uint64_t vt_model_device_total(const struct vt_model *m, int dev)
 {
 	return dev >= 0 && dev < VT_MAX_DEVICES ? m->devices[dev].total_bytes : 0;
