@@ -10,6 +10,7 @@
 
 /* Per-allocation facts the rules read, computed once. */
 struct facts {
+	int32_t born, died;     /* step of the allocation and of its free */
 	uint8_t recurring, host_filled, decided, twin_size;
 };
 
@@ -130,7 +131,7 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 		const struct vt_alloc *a = &c->m->allocs[i];
 		struct key_count *k = key_of(keys, a, 1);
 		k->count++;
-		int s = vt_step_of(c->p, a->t_alloc);
+		int s = c->f[i - c->p->alloc_begin].born;
 		if (s >= 0 && s != k->last_step) {
 			k->steps_seen++;
 			k->last_step = s;
@@ -140,15 +141,14 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 
 /* Made again in most steps, and this one does not live through most of the
  * training (a prefetched batch lives a few steps, a weight all of them). */
-static int recurs(const struct ctx *c, const struct key_count *k, const struct vt_alloc *a)
+static int recurs(const struct ctx *c, const struct key_count *k, const struct vt_alloc *a,
+                  const struct facts *f)
 {
 	uint32_t steps = c->p->nsteps;
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
 			return 0;
-		int born = vt_step_of(c->p, a->t_alloc);
-		int died = a->t_free == VT_T_NEVER ? (int)steps : vt_step_of(c->p, a->t_free);
-		return (uint32_t)(died - born) * 4 < steps * 3;
+		return (uint32_t)(f->died - f->born) * 4 < steps * 3;
 	}
 	/* no steps: made again and again, each one short-lived */
 	return k->count >= 3 && lifetime(c->m, a) * 4 < c->span_ns;
@@ -162,7 +162,7 @@ static void mark_recurring(struct ctx *c)
 		const struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
 		k = key_of(&keys, a, 0);
-		f->recurring = k && recurs(c, k, a);
+		f->recurring = k && recurs(c, k, a, f);
 		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
 	}
 	HASH_ITER(hh, keys, k, tmp) {
@@ -281,7 +281,7 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 			continue;
 		struct size_count *s = size_entry(sizes, a->bytes);
 		s->recurring++;
-		int st = vt_step_of(c->p, a->t_alloc);
+		int st = f->born;
 		if (st != s->last_step) {
 			close_step(s);
 			s->steps_seen++;
@@ -372,6 +372,39 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	free_sizes(&sizes);
 }
 
+/* The step of every allocation and free. Allocations and frees are each in
+ * time order, so a cursor walks the steps; a binary search only where time
+ * went backwards (threads racing for the clock). */
+static int step_cursor(const struct vt_proc *p, uint32_t *cur, uint64_t t)
+{
+	if (!p->nsteps)
+		return -1;
+	if (*cur > 0 && t < p->step_t[*cur - 1]) {
+		int s = vt_step_of(p, t);
+		*cur = (uint32_t)(s + 1);
+		return s;
+	}
+	while (*cur < p->nsteps && p->step_t[*cur] <= t)
+		(*cur)++;
+	return (int)*cur - 1;
+}
+
+static void step_indexes(struct ctx *c)
+{
+	const struct vt_proc *p = c->p;
+	uint32_t cur = 0;
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		struct facts *f = &c->f[i - p->alloc_begin];
+		f->born = step_cursor(p, &cur, c->m->allocs[i].t_alloc);
+		f->died = (int)p->nsteps; /* until a free says otherwise */
+	}
+	cur = 0;
+	for (uint32_t k = p->free_begin; k < p->free_end; k++) {
+		uint32_t i = c->m->free_order[k];
+		c->f[i - p->alloc_begin].died = step_cursor(p, &cur, c->m->allocs[i].t_free);
+	}
+}
+
 static void classify_proc(struct vt_model *m, uint32_t pi)
 {
 	struct vt_proc *p = &m->procs[pi];
@@ -394,6 +427,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		if (a->device != VT_DEVICE_UNKNOWN)
 			devs[a->device] = 1;
 	}
+	step_indexes(&c);
 	classify_pools(&c);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)

@@ -416,10 +416,15 @@ void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
 		r->kind = VT_FLAG_REPLICATED;
 		replicated_advice(r);
 	}
-	for (uint32_t pi = 0; pi < m->nprocs; pi++)
+	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
+		uint8_t has[VT_MAX_DEVICES] = {0};
+		for (uint32_t i = m->procs[pi].alloc_begin; i < m->procs[pi].alloc_end; i++)
+			if (m->allocs[i].category == VT_CAT_PREFETCH && m->allocs[i].device != VT_DEVICE_UNKNOWN)
+				has[m->allocs[i].device] = 1;
 		for (int d = 0; d < VT_MAX_DEVICES; d++)
-			if (m->devices[d].seen)
+			if (has[d])
 				prefetch_on(m, pi, (uint8_t)d, out);
+	}
 	for (uint32_t i = 0; i < m->nallocs; i++)
 		if (vt_alloc_is_pool(&m->allocs[i]))
 			pool_flag(m, i, out);
