@@ -86,6 +86,11 @@ static void free_proc(struct vt_proc *p)
 		HASH_DEL(p->handles, h);
 		free(h);
 	}
+	struct vt_frame_fanin *fi, *ftmp;
+	HASH_ITER(hh, p->fanin, fi, ftmp) {
+		HASH_DEL(p->fanin, fi);
+		free(fi);
+	}
 	if (p->live) {
 		vt_ival_destroy(p->live);
 		free(p->live);

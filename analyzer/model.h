@@ -133,6 +133,7 @@ struct vt_stack {
 	uint32_t id;
 	uint16_t depth, py_depth;
 	uint64_t *frames;       /* depth native ips (+ 2*py_depth words) */
+	uint32_t alloc_uses;    /* allocations made with this stack (after finish) */
 };
 
 /* Steps of one process (filled by steps.c). */
@@ -158,6 +159,8 @@ struct vt_proc {
 	struct vt_module *modules; uint32_t nmodules, cap_modules;
 	struct vt_meminfo *meminfo; uint32_t nmeminfo, cap_meminfo;
 	struct vt_stack_entry *stacks;    /* uthash by id */
+	struct vt_frame_fanin *fanin;     /* uthash ip -> allocation stacks holding it */
+	uint32_t alloc_stacks;            /* unique stacks that allocated */
 	/* replay state (freed at end_process) */
 	struct vt_ival_map *live;         /* address -> allocation / mapping */
 	struct vt_handle_entry *handles;  /* uthash: VMM handle / array -> allocation */
@@ -261,6 +264,9 @@ void vt_model_bytes_by_category(const struct vt_model *m, const struct vt_moment
 int vt_model_parse_at(const struct vt_model *m, const char *spec, struct vt_moment *out,
                       char *label, size_t labellen);
 
+/* How many of process proc's unique allocation stacks contain ip: a frame
+ * every allocation passes through (an allocator wrapper) names no site. */
+uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip);
 const struct vt_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id);
 /* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
 const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc,

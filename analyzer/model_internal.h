@@ -11,6 +11,12 @@ struct vt_stack_entry {
 	UT_hash_handle hh;
 };
 
+struct vt_frame_fanin {
+	uint64_t ip;
+	uint32_t stacks;
+	UT_hash_handle hh;
+};
+
 struct vt_handle_entry {
 	uint64_t handle;
 	uint32_t alloc;

@@ -285,6 +285,55 @@ static void sweep_peaks(struct vt_model *m)
 	free(cur);
 }
 
+uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip)
+{
+	if (proc >= m->nprocs)
+		return 0;
+	struct vt_frame_fanin *f;
+	HASH_FIND(hh, m->procs[proc].fanin, &ip, sizeof ip, f);
+	return f ? f->stacks : 0;
+}
+
+/* Per process: which stacks allocated, and in how many of them each frame
+ * appears (a frame counted once per stack). */
+static void frame_fanin(struct vt_model *m)
+{
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		struct vt_stack_entry *e;
+		uint32_t id = m->allocs[i].stack_id;
+		HASH_FIND(hh, m->procs[m->allocs[i].proc].stacks, &id, sizeof id, e);
+		if (e)
+			e->s.alloc_uses++;
+	}
+	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
+		struct vt_proc *p = &m->procs[pi];
+		struct vt_stack_entry *e, *tmp;
+		HASH_ITER(hh, p->stacks, e, tmp) {
+			if (!e->s.alloc_uses)
+				continue;
+			p->alloc_stacks++;
+			for (uint16_t k = 0; k < e->s.depth; k++) {
+				uint64_t ip = e->s.frames[k];
+				int again = 0; /* recursion: count a frame once per stack */
+				for (uint16_t j = 0; j < k && !again; j++)
+					again = e->s.frames[j] == ip;
+				if (again)
+					continue;
+				struct vt_frame_fanin *f;
+				HASH_FIND(hh, p->fanin, &ip, sizeof ip, f);
+				if (!f) {
+					f = calloc(1, sizeof *f);
+					if (!f)
+						exit(3);
+					f->ip = ip;
+					HASH_ADD(hh, p->fanin, ip, sizeof f->ip, f);
+				}
+				f->stacks++;
+			}
+		}
+	}
+}
+
 void vt_model_finish(struct vt_model *m)
 {
 	if (m->finished)
@@ -292,6 +341,7 @@ void vt_model_finish(struct vt_model *m)
 	for (uint32_t i = 0; i < m->nprocs; i++)
 		vt_model_end_process(m, i);
 	sweep_peaks(m);
+	frame_fanin(m);
 	/* ranges sorted by (alloc, offset) for vt_model_ranges; the hash index
 	 * pointing into them is no longer needed */
 	vt_model_drop_range_index(m);

@@ -40,12 +40,18 @@ void vt_report_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, 
 	const struct vt_proc *p = &m->procs[proc];
 	uint64_t ip = s->frames[0];
 	const struct vt_module *mod = module_of(p, ip);
+	/* a funnel: a frame more than half of the allocation stacks pass
+	 * through (the job's own allocator wrapper) says nothing about who
+	 * asked; only with a few distinct stacks to compare */
+	uint32_t funnel = p->alloc_stacks >= 3 ? p->alloc_stacks / 2 + 1 : UINT32_MAX;
 	for (uint16_t i = 0; i < s->depth; i++) {
 		const struct vt_module *fm = module_of(p, s->frames[i]);
 		if (fm && is_plumbing(fm->path))
 			continue;
 		ip = s->frames[i];
 		mod = fm;
+		if (i + 1 < s->depth && vt_model_frame_fanin(m, proc, ip) >= funnel)
+			continue;
 		break;
 	}
 	if (!mod) {
