@@ -73,7 +73,7 @@ def run_config(args, name, opts, work):
         env.setdefault("VT_SIM_DEVICES", "4")
         env.setdefault("VT_SIM_CAPACITY", str(16 << 30))
         subprocess.run([args.vramtrace, "run", "-o", trace, "--"] + trainer, env=env,
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         report = [args.vramtrace, "report", trace, "--json", "--allocs"]
     out = subprocess.run(report, env=env, check=True, stdout=subprocess.PIPE).stdout
     return parse_truth(truth), json.loads(out)
@@ -171,7 +171,9 @@ def main():
                 (cfg, truth_allocs, datasets), rep = run_config(args, name, opts, work)
                 acc, errors = check(name, cfg, truth_allocs, datasets, rep)
             except (subprocess.CalledProcessError, ValueError, KeyError) as e:
-                acc, errors, cfg = 0.0, ["run failed: %s" % e], {"mode": "?"}
+                detail = getattr(e, "stderr", None)
+                detail = detail.decode(errors="replace").strip() if detail else ""
+                acc, errors, cfg = 0.0, ["run failed: %s %s" % (e, detail)], {"mode": "?"}
             failed += bool(errors)
             print("%-26s %-10s %8.1f%%  %s" % (name, cfg.get("mode", "?"), 100 * acc,
                                               "ok" if not errors else "FAIL: " + "; ".join(errors)))
