@@ -87,7 +87,8 @@ static void categories(const struct vt_report *r, FILE *out)
 	}
 	char when[32];
 	vt_format_seconds(r->at.t_ns == VT_T_NEVER ? 0 : r->at.t_ns, when, sizeof when);
-	fprintf(out, "\nBytes by category at %s (%s, all devices)\n", r->at_label, when);
+	fprintf(out, "\nBytes by category at %s (t = %s, all devices)\n",
+	        !strncmp(r->at_label, "t=", 2) ? "that moment" : r->at_label, when);
 	category_table(out, r->at_cats);
 }
 
