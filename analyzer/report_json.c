@@ -48,6 +48,9 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_kv_i64(j, "ppid", p->ppid);
 		vt_json_kv_string(j, "exe", p->exe);
 		vt_json_kv_bool(j, "clean_exit", p->clean_exit);
+		vt_json_kv_string(j, "state", p->clean_exit ? "exited"
+		                              : VT_STATE_OF(p->state_word) == VT_STATE_EXECED ? "exec"
+		                                                                               : "died");
 		vt_json_key(j, "exit_code");
 		if (p->clean_exit || p->have_exit_rec)
 			vt_json_i64(j, p->exit_code);
