@@ -3,7 +3,7 @@
  * optimizer state, a whole-dataset upload, then steps that each upload a
  * batch, allocate activations and gradients, mark the step and free them.
  *
- *   gen_trace DIR EVENTS [LAYERS]
+ *   gen_trace DIR EVENTS [LAYERS]       (built with -DVT_GEN_TRACE_MAIN)
  *
  * Used by the analyzer benchmark (bench_analyzer.c) with >= 10 million
  * events; deterministic, so the same arguments give the same bytes. */
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gen_trace.h"
 #include "vramtrace/format.h"
 
 #define CHUNK (1u << 20)
@@ -175,20 +176,13 @@ static void write_header(FILE *f, uint64_t chunks)
 	}
 }
 
-int main(int argc, char **argv)
+int vt_gen_trace(const char *dir, uint64_t target, int layers, uint64_t *events_out)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace DIR EVENTS [LAYERS]\n");
-		return 2;
-	}
-	const char *dir = argv[1];
-	uint64_t target = strtoull(argv[2], NULL, 10);
-	int layers = argc > 3 ? atoi(argv[3]) : 16;
 	if (layers < 1 || layers > 256)
 		layers = 16;
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		perror(dir);
-		return 1;
+		return -1;
 	}
 	char path[4096];
 	snprintf(path, sizeof path, "%s/vramtrace.%d.0.log", dir, PID);
@@ -197,7 +191,10 @@ int main(int argc, char **argv)
 	g.chunk = malloc(CHUNK);
 	if (!g.f || !g.chunk) {
 		perror(path);
-		return 1;
+		if (g.f)
+			fclose(g.f);
+		free(g.chunk);
+		return -1;
 	}
 	g.next_addr = 0x7f0000000000ull;
 	write_header(g.f, 0); /* rewritten at the end with the chunk count */
@@ -236,11 +233,28 @@ int main(int argc, char **argv)
 	}
 	flush_chunk(&g);
 	write_header(g.f, g.chunk_index);
+	free(g.chunk);
 	if (fclose(g.f) != 0) {
 		perror(path);
-		return 1;
+		return -1;
 	}
-	printf("gen_trace: %s: %" PRIu64 " events, %" PRIu64 " steps, %" PRIu64 " chunks\n", path,
-	       g.events, step, g.chunk_index);
+	if (events_out)
+		*events_out = g.events;
 	return 0;
 }
+
+#ifdef VT_GEN_TRACE_MAIN
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: gen_trace DIR EVENTS [LAYERS]\n");
+		return 2;
+	}
+	uint64_t events;
+	if (vt_gen_trace(argv[1], strtoull(argv[2], NULL, 10), argc > 3 ? atoi(argv[3]) : 16,
+	                 &events) != 0)
+		return 1;
+	printf("gen_trace: %s: %" PRIu64 " events\n", argv[1], events);
+	return 0;
+}
+#endif
