@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pool_alloc.h"
 
@@ -49,6 +50,7 @@ struct options {
 	int pool_mode;
 	enum dataset_mode dataset;
 	int weights_from_host, flat_grads, markers, opt_early, dataset_first;
+	int step_sleep_ms;       /* pause per step: time to kill the job mid-run */
 	const char *truth_path;
 };
 
@@ -79,6 +81,7 @@ static void usage(FILE *to)
 	        "  --opt-early           optimizer state created before the first step (JAX)\n"
 	        "  --markers             call vramtrace_mark(\"step N\") (default)\n"
 	        "  --no-markers          do not\n"
+	        "  --step-sleep-ms N     sleep N ms in every step (to interrupt a run)\n"
 	        "  --truth FILE          write the ground truth here\n");
 }
 
@@ -220,6 +223,7 @@ static void parse_options(struct options *o, int argc, char **argv)
 		else if (!strcmp(a, "--opt-early")) o->opt_early = 1;
 		else if (!strcmp(a, "--markers")) o->markers = 1;
 		else if (!strcmp(a, "--no-markers")) o->markers = 0;
+		else if (!strcmp(a, "--step-sleep-ms")) o->step_sleep_ms = (int)parse_u64(a, VALUE());
 		else if (!strcmp(a, "--truth")) o->truth_path = VALUE();
 		else {
 			fprintf(stderr, "vt-trainer: unknown option '%s'\n", a);
@@ -603,6 +607,10 @@ int main(int argc, char **argv)
 		}
 		for (int d = 0; d < o->devices; d++)
 			train_step(j, d, &rep[d], s);
+		if (o->step_sleep_ms) {
+			struct timespec ts = {o->step_sleep_ms / 1000, (long)(o->step_sleep_ms % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+		}
 	}
 	/* teardown: everything back, as a framework does at exit */
 	for (int d = 0; d < o->devices; d++) {
