@@ -129,7 +129,7 @@ struct vt_failed_alloc {
 	uint8_t device, kind;
 };
 
-struct vt_stack {
+struct vt_model_stack {
 	uint32_t id;
 	uint16_t depth, py_depth;
 	uint64_t *frames;       /* depth native ips (+ 2*py_depth words) */
@@ -267,7 +267,7 @@ int vt_model_parse_at(const struct vt_model *m, const char *spec, struct vt_mome
 /* How many of process proc's unique allocation stacks contain ip: a frame
  * every allocation passes through (an allocator wrapper) names no site. */
 uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip);
-const struct vt_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id);
+const struct vt_model_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id);
 /* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
 const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc,
                                             uint32_t *n);

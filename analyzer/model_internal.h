@@ -7,7 +7,7 @@
 #include "model.h"
 
 struct vt_stack_entry {
-	struct vt_stack s;
+	struct vt_model_stack s;
 	UT_hash_handle hh;
 };
 

@@ -163,7 +163,7 @@ uint64_t vt_model_device_total(const struct vt_model *m, int dev)
 
 /* ---- stacks and ranges ------------------------------------------------ */
 
-const struct vt_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id)
+const struct vt_model_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id)
 {
 	if (proc >= m->nprocs || id == 0)
 		return NULL;

@@ -32,7 +32,7 @@ static const struct vt_module *module_of(const struct vt_proc *p, uint64_t ip)
 void vt_report_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, char *buf,
                     size_t len)
 {
-	const struct vt_stack *s = vt_model_stack(m, proc, stack_id);
+	const struct vt_model_stack *s = vt_model_stack(m, proc, stack_id);
 	if (!s || s->depth == 0) {
 		snprintf(buf, len, "(no stack)");
 		return;
