@@ -117,6 +117,23 @@ void vt_model_free(struct vt_model *m)
 	for (uint32_t i = 0; i < m->nprocs; i++)
 		free_proc(&m->procs[i]);
 	vt_model_drop_range_index(m);
+	struct vt_site_name *sn, *sntmp;
+	HASH_ITER(hh, m->site_names, sn, sntmp) {
+		HASH_DEL(m->site_names, sn);
+		free(sn->name);
+		free(sn);
+	}
+	for (int k = 0; k < 2; k++) {
+		struct vt_site_funnel *fu, *futmp;
+		HASH_ITER(hh, m->site_funnels[k], fu, futmp) {
+			HASH_DEL(m->site_funnels[k], fu);
+			free(fu->function);
+			free(fu->inner);
+			free(fu);
+		}
+	}
+	if (m->sites && m->sites_close)
+		m->sites_close(m->sites);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		free(m->devices[d].name);
 	free(m->allocs);

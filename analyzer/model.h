@@ -134,6 +134,8 @@ struct vt_model_stack {
 	uint16_t depth, py_depth;
 	uint64_t *frames;       /* depth native ips (+ 2*py_depth words) */
 	uint32_t alloc_uses;    /* allocations made with this stack (after finish) */
+	uint32_t copy_uses;     /* first host-to-device copies into an allocation
+	                           (or a part of one) made with it */
 };
 
 /* Steps of one process (filled by steps.c). */
@@ -210,6 +212,14 @@ struct vt_model {
 	uint64_t end_t_ns;            /* last event time seen */
 	int finished;
 	unsigned warnings;            /* reader damage warnings, if loaded */
+	/* site naming (report_site.c): symbolized stacks when the loader set
+	 * them up, and the names already made, per (process, stack) */
+	struct vt_sites *sites;
+	void (*sites_close)(struct vt_sites *sites);
+	struct vt_site_name *site_names;
+	struct vt_site_funnel *site_funnels[2];  /* [0] allocation stacks, [1] copy stacks */
+	uint32_t site_funnel_stacks[2];         /* stacks they were counted over */
+	int site_funnels_ready;
 };
 
 struct vt_model *vt_model_new(void);

@@ -17,6 +17,24 @@ struct vt_frame_fanin {
 	UT_hash_handle hh;
 };
 
+struct vt_site_name {
+	struct {
+		uint32_t proc, stack;
+	} key;
+	char *name;
+	UT_hash_handle hh;
+};
+
+/* A function the allocation stacks pass through (report_site.c): in how
+ * many stacks, and whether it always calls the same function below it. */
+struct vt_site_funnel {
+	char *function;
+	uint32_t stacks, last_stack;
+	char *inner;           /* the function below it, first seen */
+	int many_inner;        /* it calls different functions: a dispatcher */
+	UT_hash_handle hh;
+};
+
 struct vt_handle_entry {
 	uint64_t handle;
 	uint32_t alloc;

@@ -300,10 +300,22 @@ static void frame_fanin(struct vt_model *m)
 {
 	for (uint32_t i = 0; i < m->nallocs; i++) {
 		struct vt_stack_entry *e;
+		struct vt_proc *p = &m->procs[m->allocs[i].proc];
 		uint32_t id = m->allocs[i].stack_id;
-		HASH_FIND(hh, m->procs[m->allocs[i].proc].stacks, &id, sizeof id, e);
+		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
 		if (e)
 			e->s.alloc_uses++;
+		id = m->allocs[i].h2d_stack_id;
+		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
+		if (e)
+			e->s.copy_uses++;
+	}
+	for (uint32_t r = 0; r < m->nranges; r++) {
+		struct vt_stack_entry *e;
+		uint32_t id = m->ranges[r].stack_id;
+		HASH_FIND(hh, m->procs[m->allocs[m->ranges[r].alloc].proc].stacks, &id, sizeof id, e);
+		if (e)
+			e->s.copy_uses++;
 	}
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		struct vt_proc *p = &m->procs[pi];

@@ -1,8 +1,11 @@
-/* Naming a call site for reports: ONE function, so switching from raw
- * addresses to symbolized frames (analyzer/sites.h, the stacks part) is one
- * change. Until then a site is the first frame outside the CUDA libraries
- * and the shim, written "module+0xOFFSET" (or "0xADDRESS" when no module
- * contains it), "(no stack)" without one. */
+/* Naming a call site for reports: ONE function. With the stacks part
+ * (analyzer/sites.h) a site is "function (file:line)" of the frame its rules
+ * choose (past the driver, runtime, shim and framework allocators); without
+ * it, "module+0xOFFSET" of the first frame outside libcuda, libcudart and
+ * the shim. Either way a frame that more than half of the process's
+ * allocation stacks pass through (the job's own allocator wrapper) is
+ * stepped over to the next frame out. "(no stack)" without one. Names are
+ * cached on the model. */
 #ifndef VT_REPORT_SITE_H
 #define VT_REPORT_SITE_H
 

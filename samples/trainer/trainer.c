@@ -370,7 +370,7 @@ static void use_device(struct job *j, int dev)
 	CHECK(j->drv.CtxSetCurrent(j->ctx[dev]));
 }
 
-static CUdeviceptr driver_alloc(struct job *j, int dev, uint64_t bytes, enum category cat)
+__attribute__((noinline)) static CUdeviceptr driver_alloc(struct job *j, int dev, uint64_t bytes, enum category cat)
 {
 	CUdeviceptr p = 0;
 	use_device(j, dev);
@@ -382,9 +382,11 @@ static CUdeviceptr driver_alloc(struct job *j, int dev, uint64_t bytes, enum cat
 	return p;
 }
 
-/* A tensor: a driver allocation in per-tensor mode, a piece of the device's
+/* (The allocation helpers are noinline so that stacks show the job's
+ * functions the same way at every optimisation level.)
+ * A tensor: a driver allocation in per-tensor mode, a piece of the device's
  * pool region in pool mode (the driver only ever sees the region). */
-static CUdeviceptr tensor_alloc(struct job *j, int dev, uint64_t bytes, enum category cat)
+__attribute__((noinline)) static CUdeviceptr tensor_alloc(struct job *j, int dev, uint64_t bytes, enum category cat)
 {
 	if (!j->o.pool_mode)
 		return driver_alloc(j, dev, bytes, cat);
@@ -395,7 +397,7 @@ static CUdeviceptr tensor_alloc(struct job *j, int dev, uint64_t bytes, enum cat
 	return j->region[dev] + off;
 }
 
-static void tensor_free(struct job *j, int dev, CUdeviceptr p)
+__attribute__((noinline)) static void tensor_free(struct job *j, int dev, CUdeviceptr p)
 {
 	if (!p)
 		return;
@@ -407,7 +409,7 @@ static void tensor_free(struct job *j, int dev, CUdeviceptr p)
 	CHECK(j->drv.MemFree(p));
 }
 
-static void upload(struct job *j, int dev, CUdeviceptr dst, uint64_t host_off, uint64_t bytes,
+__attribute__((noinline)) static void upload(struct job *j, int dev, CUdeviceptr dst, uint64_t host_off, uint64_t bytes,
                    uint64_t chunk)
 {
 	use_device(j, dev);
