@@ -10,6 +10,7 @@
 
 /* Per-allocation facts the rules read, computed once. */
 struct facts {
+	struct key_count *key;  /* its (size, device) recurrence counter */
 	int32_t born, died;     /* step of the allocation and of its free */
 	uint8_t recurring, host_filled, decided, twin_size;
 };
@@ -82,8 +83,9 @@ static int one_contiguous_upload(const struct vt_copy_range *r, uint32_t n, uint
 static int looks_like_pool(const struct ctx *c, uint32_t idx)
 {
 	const struct vt_alloc *a = &c->m->allocs[idx];
-	uint32_t n;
-	const struct vt_copy_range *r = vt_model_ranges(c->m, idx, &n);
+	uint32_t n = 0;
+	const struct vt_copy_range *r =
+		a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, idx, &n) : NULL;
 	if (n >= 2 && !one_contiguous_upload(r, n, a->bytes))
 		return 1;
 	uint64_t total = vt_model_device_total(c->m, a->device);
@@ -130,6 +132,7 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
 		struct key_count *k = key_of(keys, a, 1);
+		c->f[i - c->p->alloc_begin].key = k;
 		k->count++;
 		int s = c->f[i - c->p->alloc_begin].born;
 		if (s >= 0 && s != k->last_step) {
@@ -161,7 +164,7 @@ static void mark_recurring(struct ctx *c)
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		k = key_of(&keys, a, 0);
+		k = f->key;
 		f->recurring = k && recurs(c, k, a, f);
 		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
 	}

@@ -95,32 +95,45 @@ static void add_device(struct vt_flag *f, uint8_t dev, uint64_t bytes)
 	f->ndev++;
 }
 
-/* ---- per-step upload, the yardstick of "many times a batch" ------------ */
+/* ---- one scan: what the flags look at, and the per-step upload ---------- */
 
-struct dev_stats {
+struct scan {
 	uint64_t step_h2d[VT_MAX_DEVICES];  /* host-to-device bytes per step */
+	uint32_t *idx;                      /* datasets, pools, prefetch buffers */
+	uint32_t n;
 };
 
-static void per_step_uploads(const struct vt_model *m, struct dev_stats *ds)
+static void scan_allocs(const struct vt_model *m, struct scan *ds)
 {
 	uint64_t h2d[VT_MAX_DEVICES] = {0};
-	uint32_t steps[VT_MAX_DEVICES] = {0};
+	uint32_t steps[VT_MAX_DEVICES] = {0}, cap = 0;
+	memset(ds, 0, sizeof *ds);
 	for (uint32_t i = 0; i < m->nallocs; i++) {
 		const struct vt_alloc *a = &m->allocs[i];
-		if (a->device == VT_DEVICE_UNKNOWN)
+		int c = a->category;
+		if (c == VT_CAT_DATASET || c == VT_CAT_POOL || c == VT_CAT_PREFETCH) {
+			if (ds->n == cap) {
+				cap = cap ? cap * 2 : 64;
+				uint32_t *v = realloc(ds->idx, cap * sizeof *v);
+				if (!v)
+					exit(3);
+				ds->idx = v;
+			}
+			ds->idx[ds->n++] = i;
+		}
+		if (a->device == VT_DEVICE_UNKNOWN || !a->h2d_bytes)
 			continue;
 		const struct vt_proc *p = &m->procs[a->proc];
 		if (p->nsteps > steps[a->device])
 			steps[a->device] = p->nsteps;
-		if (a->category == VT_CAT_PREFETCH || a->category == VT_CAT_ACTIVATIONS ||
-		    a->category == VT_CAT_GRADIENTS)
+		if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
 			h2d[a->device] += a->h2d_bytes;
 	}
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		ds->step_h2d[d] = steps[d] ? h2d[d] / steps[d] : 0;
 }
 
-static int big_enough(const struct vt_model *m, const struct dev_stats *ds, uint8_t dev,
+static int big_enough(const struct vt_model *m, const struct scan *ds, uint8_t dev,
                       uint64_t bytes)
 {
 	uint64_t total = vt_model_device_total(m, dev);
@@ -261,11 +274,11 @@ static void note_dataset(const struct vt_model *m, struct vt_flags *out, uint32_
 		f->t_ns = t;
 }
 
-static void datasets_per_tensor(const struct vt_model *m, const struct dev_stats *ds,
+static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
                                 struct vt_flags *out, uint32_t first)
 {
-	for (uint32_t i = 0; i < m->nallocs; i++) {
-		const struct vt_alloc *a = &m->allocs[i];
+	for (uint32_t k = 0; k < ds->n; k++) {
+		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
 		if (a->category != VT_CAT_DATASET || !big_enough(m, ds, a->device, a->bytes))
 			continue;
 		note_dataset(m, out, first, a->proc, a->h2d_stack_id ? a->h2d_stack_id : a->stack_id,
@@ -275,7 +288,7 @@ static void datasets_per_tensor(const struct vt_model *m, const struct dev_stats
 
 /* In a pool: contiguous ranges copied once each, from one site, close in
  * time, are one upload; a big one is a dataset. */
-static void datasets_in_pool(const struct vt_model *m, const struct dev_stats *ds,
+static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
                              struct vt_flags *out, uint32_t first, uint32_t idx)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
@@ -319,12 +332,15 @@ static int edge_cmp(const void *x, const void *y)
 	return a->delta - b->delta; /* frees first */
 }
 
-static void prefetch_on(const struct vt_model *m, uint32_t proc, uint8_t dev, struct vt_flags *out)
+/* The prefetch buffers of one process on one device, from the scan. */
+static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_t proc, uint8_t dev,
+                        struct vt_flags *out)
 {
-	const struct vt_proc *p = &m->procs[proc];
 	uint32_t n = 0;
-	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++)
-		n += m->allocs[i].category == VT_CAT_PREFETCH && m->allocs[i].device == dev;
+	for (uint32_t k = 0; k < ds->n; k++) {
+		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
+		n += a->category == VT_CAT_PREFETCH && a->proc == proc && a->device == dev;
+	}
 	if (n < 3)
 		return;
 	struct edge *e = malloc(2 * n * sizeof *e);
@@ -333,9 +349,10 @@ static void prefetch_on(const struct vt_model *m, uint32_t proc, uint8_t dev, st
 	uint32_t k = 0;
 	uint64_t copies = 0, batch = 0;
 	uint32_t stack = 0;
-	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+	for (uint32_t x = 0; x < ds->n; x++) {
+		uint32_t i = ds->idx[x];
 		const struct vt_alloc *a = &m->allocs[i];
-		if (a->category != VT_CAT_PREFETCH || a->device != dev)
+		if (a->category != VT_CAT_PREFETCH || a->proc != proc || a->device != dev)
 			continue;
 		e[k++] = (struct edge){a->t_alloc, a->seq_alloc, +1, i};
 		if (a->t_free != VT_T_NEVER)
@@ -365,7 +382,7 @@ static void prefetch_on(const struct vt_model *m, uint32_t proc, uint8_t dev, st
 	f->stack_id = stack;
 	f->t_ns = when;
 	f->confidence = 80;
-	f->framework = vt_framework_of(p);
+	f->framework = vt_framework_of(&m->procs[proc]);
 	prefetch_advice(f);
 }
 
@@ -396,13 +413,13 @@ static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_flags *o
 void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
 {
 	memset(out, 0, sizeof *out);
-	struct dev_stats ds;
-	per_step_uploads(m, &ds);
+	struct scan ds;
+	scan_allocs(m, &ds);
 	uint32_t first = out->n;
 	datasets_per_tensor(m, &ds, out, first);
-	for (uint32_t i = 0; i < m->nallocs; i++)
-		if (vt_alloc_is_pool(&m->allocs[i]))
-			datasets_in_pool(m, &ds, out, first, i);
+	for (uint32_t k = 0; k < ds.n; k++)
+		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]))
+			datasets_in_pool(m, &ds, out, first, ds.idx[k]);
 	uint32_t ndatasets = out->n;
 	for (uint32_t i = first; i < ndatasets; i++) {
 		char size[32];
@@ -418,16 +435,19 @@ void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
 	}
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		uint8_t has[VT_MAX_DEVICES] = {0};
-		for (uint32_t i = m->procs[pi].alloc_begin; i < m->procs[pi].alloc_end; i++)
-			if (m->allocs[i].category == VT_CAT_PREFETCH && m->allocs[i].device != VT_DEVICE_UNKNOWN)
-				has[m->allocs[i].device] = 1;
+		for (uint32_t k = 0; k < ds.n; k++) {
+			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
+			if (a->category == VT_CAT_PREFETCH && a->proc == pi && a->device != VT_DEVICE_UNKNOWN)
+				has[a->device] = 1;
+		}
 		for (int d = 0; d < VT_MAX_DEVICES; d++)
 			if (has[d])
-				prefetch_on(m, pi, (uint8_t)d, out);
+				prefetch_on(m, &ds, pi, (uint8_t)d, out);
 	}
-	for (uint32_t i = 0; i < m->nallocs; i++)
-		if (vt_alloc_is_pool(&m->allocs[i]))
-			pool_flag(m, i, out);
+	for (uint32_t k = 0; k < ds.n; k++)
+		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]))
+			pool_flag(m, ds.idx[k], out);
+	free(ds.idx);
 }
 
 void vt_flags_free(struct vt_flags *f)

@@ -94,14 +94,29 @@ static void build_sites(struct vt_report *r)
 	struct site_entry *by_stack = NULL, *e, *etmp;
 	struct name_entry *by_name = NULL, *n, *ntmp;
 	uint32_t cap = 0;
+	struct vt_moment peak[VT_MAX_DEVICES];
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		peak[d] = vt_moment_peak(r->m, d);
+	/* one pass: sites, bytes by category at each device's peak and at --at */
 	for (uint32_t i = 0; i < r->m->nallocs; i++) {
 		const struct vt_alloc *a = &r->m->allocs[i];
 		if (!(a->flags & VT_AF_CHARGED))
 			continue;
+		int cat = a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN;
+		if (vt_alloc_live_at(r->m, a, &r->at)) {
+			r->at_cats[cat] += a->bytes;
+			if (a->device != VT_DEVICE_UNKNOWN)
+				r->at_dev_bytes[a->device] += a->bytes;
+		}
+		int at_peak = a->device != VT_DEVICE_UNKNOWN && vt_alloc_live_at(r->m, a, &peak[a->device]);
+		if (at_peak) {
+			r->dev_cats[a->device][cat] += a->bytes;
+			r->cats_at_peak[cat] += a->bytes;
+		}
 		uint32_t s = site_index(r, &by_stack, &by_name, &cap, a);
 		struct vt_site_stat *st = &r->sites[s];
 		st->allocs++;
-		if (vt_report_live_at_peak(r, a)) {
+		if (at_peak) {
 			st->bytes_at_peak += a->bytes;
 			st->bytes_by_cat[a->category] += a->bytes;
 		} else if (st->bytes_at_peak == 0) {
@@ -154,16 +169,6 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 	}
 	vt_classify(m);
 	vt_flags_find(m, &r->flags);
-	for (int d = 0; d < VT_MAX_DEVICES; d++) {
-		if (!vt_model_device_used(m, d))
-			continue;
-		struct vt_moment peak = vt_moment_peak(m, d);
-		vt_model_bytes_by_category(m, &peak, d, r->dev_cats[d]);
-		for (int c = 0; c < VT_CAT_COUNT; c++)
-			r->cats_at_peak[c] += r->dev_cats[d][c];
-		r->at_dev_bytes[d] = vt_model_live_bytes(m, &r->at, d);
-	}
-	vt_model_bytes_by_category(m, &r->at, -1, r->at_cats);
 	build_sites(r);
 	r->main_proc = busiest_proc(m);
 	return 0;
