@@ -7,31 +7,23 @@
 #include "log_reader.h"
 #include "model.h"
 
-#if __has_include("sites.h")
 #include "sites.h"
-#define VT_HAVE_SITES 1
-#endif
 
 struct feed_ctx {
 	struct vt_model *m;
 	uint32_t proc;
-#ifdef VT_HAVE_SITES
 	struct vt_sites *sites;
-#endif
 };
 
 static int feed_one(const struct vt_record_view *rec, void *vctx)
 {
 	struct feed_ctx *c = vctx;
 	vt_model_feed(c->m, c->proc, rec->type, rec->data, rec->size);
-#ifdef VT_HAVE_SITES
 	if (c->sites && (rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE))
 		vt_stack_store_add(c->sites->store, c->proc, rec, NULL, 0);
-#endif
 	return 0;
 }
 
-#ifdef VT_HAVE_SITES
 static void close_sites(struct vt_sites *s)
 {
 	vt_sites_close(s);
@@ -56,7 +48,6 @@ static struct vt_sites *open_sites(const char *dir)
 	s->sym = vt_symbolizer_open(dir, 0);
 	return s;
 }
-#endif
 
 struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 {
@@ -75,11 +66,9 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 		return NULL;
 	}
 	struct feed_ctx c = {.m = m};
-#ifdef VT_HAVE_SITES
 	c.sites = open_sites(trace.dir);
 	m->sites = c.sites;
 	m->sites_close = close_sites;
-#endif
 	uint64_t start = vt_trace_start_ns(&trace);
 	for (size_t i = 0; i < trace.nlogs; i++) {
 		c.proc = vt_model_begin_process(m, vt_log_header(trace.logs[i]), start);
