@@ -191,6 +191,14 @@ static struct size_count *size_entry(struct size_count **sizes, uint64_t bytes)
 	return s;
 }
 
+/* Lookup only: every size the rules ask about was entered by count_sizes. */
+static struct size_count *size_find(struct size_count *sizes, uint64_t bytes)
+{
+	struct size_count *s;
+	HASH_FIND(hh, sizes, &bytes, sizeof bytes, s);
+	return s;
+}
+
 static void free_sizes(struct size_count **sizes)
 {
 	struct size_count *s, *tmp;
@@ -234,7 +242,7 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 				set_cat(a, &c->f[ll[i] - c->p->alloc_begin], VT_CAT_WEIGHTS, 85,
 				        "long-lived; with its neighbours it adds up to the flat gradient "
 				        "bucket made every step");
-				size_entry(&sizes, a->bytes)->weights++;
+				size_find(sizes, a->bytes)->weights++;
 			}
 			s->gradient_size = 1;
 			return 1;
@@ -303,7 +311,7 @@ static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 	for (uint32_t i = 0; i < n; i++) {
 		struct vt_alloc *a = &c->m->allocs[ll[i]];
 		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
-		struct size_count *s = size_entry(&sizes, a->bytes);
+		struct size_count *s = size_find(sizes, a->bytes);
 		if (f->decided || !s->recurring)
 			continue;
 		s->gradient_size = 1;
@@ -326,7 +334,7 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
 		if (f->decided)
 			continue;
-		struct size_count *s = size_entry(&sizes, a->bytes);
+		struct size_count *s = size_find(sizes, a->bytes);
 		if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85,
 			        "long-lived, the size of a weight and made after it (optimizer slot)");
@@ -349,11 +357,11 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (a->device != dev || f->decided || !f->recurring)
 			continue;
-		struct size_count *s = size_entry(&sizes, a->bytes);
+		struct size_count *s = size_find(sizes, a->bytes);
 		if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85,
 			        "filled from the host every step: a batch buffer");
-		else if (s->gradient_size)
+		else if (s && s->gradient_size)
 			set_cat(a, f, VT_CAT_GRADIENTS, 85,
 			        "made every step, the size of the weights (or of all of them: a flat "
 			        "bucket)");
