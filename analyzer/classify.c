@@ -148,6 +148,9 @@ static int recurs(const struct ctx *c, const struct key_count *k, const struct v
                   const struct facts *f)
 {
 	uint32_t steps = c->p->nsteps;
+	/* still there when the job exited normally: it outlived every step */
+	if (a->t_free == VT_T_NEVER && c->p->clean_exit)
+		return 0;
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
 			return 0;

@@ -19,6 +19,7 @@
 
 struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
+	int leak;               /* keep 4 KiB more every step (metrics) */
 	uint64_t wbytes[8];
 };
 
@@ -81,6 +82,8 @@ static struct vt_model *run_job(const struct job *j)
 		for (int l = 0; !j->flat && l < j->layers; l++)
 			b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
 		b_free(&b, t++, batch[s], 0);
+		if (j->leak)
+			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x10000ull, 4096, 0);
 	}
 	/* no teardown: the job is killed while everything is live */
 	vt_model_end_process(m, b.proc);
@@ -160,6 +163,22 @@ static void test_adversarial(void **state)
 	assert_int_equal(m->procs[0].nsteps, 9);
 	check_roles(m, &j);
 	assert_int_equal(category_of(m, 0x900000000ull), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
+/* Without markers, a level that creeps up a little every step still gives
+ * the steps. */
+static void test_period_with_drift(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 12, .leak = 1, .dataset = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 12);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 12);
 	vt_model_free(m);
 }
 
@@ -249,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_markers_twins),
 		cmocka_unit_test(test_adversarial),
+		cmocka_unit_test(test_period_with_drift),
 		cmocka_unit_test(test_host_weights_per_tensor),
 		cmocka_unit_test(test_pool_region),
 		cmocka_unit_test(test_chunked_upload_is_not_a_pool),
