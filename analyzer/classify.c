@@ -40,6 +40,11 @@ struct size_count {
 		uint32_t count, steps;
 	} hist[PER_STEP_HIST];  /* how many steps made `count` of them */
 	uint8_t gradient_size;   /* recurring allocations of this size are gradients */
+	uint32_t ll_before, ll_during; /* long-lived ones made before / during training */
+	uint32_t grads_per_step; /* of the recurring ones each step, the last this many
+	                            are gradients (the rest: activations of that size) */
+	int cur_step;            /* recurring_ones: the step being walked */
+	uint32_t idx_in_step;
 	UT_hash_handle hh;
 };
 
@@ -189,6 +194,7 @@ static struct size_count *size_entry(struct size_count **sizes, uint64_t bytes)
 			exit(3);
 		s->bytes = bytes;
 		s->last_step = -2;
+		s->cur_step = -2;
 		HASH_ADD(hh, *sizes, bytes, sizeof s->bytes, s);
 	}
 	return s;
@@ -209,6 +215,35 @@ static void free_sizes(struct size_count **sizes)
 		HASH_DEL(*sizes, s);
 		free(s);
 	}
+}
+
+/* The step just left made in_step allocations of this size: count it. */
+static void close_step(struct size_count *s)
+{
+	if (!s->in_step)
+		return;
+	for (int i = 0; i < PER_STEP_HIST; i++) {
+		if (s->hist[i].steps && s->hist[i].count != s->in_step)
+			continue;
+		s->hist[i].count = s->in_step;
+		s->hist[i].steps++;
+		break;
+	}
+	s->in_step = 0;
+}
+
+/* How many of this size a step makes: the most common count (a step cut in
+ * two by an estimated boundary, or one that made extra, does not move it). */
+static uint32_t per_step(const struct size_count *s)
+{
+	uint32_t best = 0, best_steps = 0;
+	for (int i = 0; i < PER_STEP_HIST; i++)
+		if (s->hist[i].steps > best_steps ||
+		    (s->hist[i].steps == best_steps && s->hist[i].count > best)) {
+			best = s->hist[i].count;
+			best_steps = s->hist[i].steps;
+		}
+	return best ? best : 1;
 }
 
 /* Undecided long-lived allocations of one device, in time order. */
@@ -248,39 +283,11 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 				size_find(sizes, a->bytes)->weights++;
 			}
 			s->gradient_size = 1;
+			s->grads_per_step = per_step(s);
 			return 1;
 		}
 	}
 	return 0;
-}
-
-/* The step just left made in_step allocations of this size: count it. */
-static void close_step(struct size_count *s)
-{
-	if (!s->in_step)
-		return;
-	for (int i = 0; i < PER_STEP_HIST; i++) {
-		if (s->hist[i].steps && s->hist[i].count != s->in_step)
-			continue;
-		s->hist[i].count = s->in_step;
-		s->hist[i].steps++;
-		break;
-	}
-	s->in_step = 0;
-}
-
-/* How many of this size a step makes: the most common count (a step cut in
- * two by an estimated boundary, or one that made extra, does not move it). */
-static uint32_t per_step(const struct size_count *s)
-{
-	uint32_t best = 0, best_steps = 0;
-	for (int i = 0; i < PER_STEP_HIST; i++)
-		if (s->hist[i].steps > best_steps ||
-		    (s->hist[i].steps == best_steps && s->hist[i].count > best)) {
-			best = s->hist[i].count;
-			best_steps = s->hist[i].steps;
-		}
-	return best ? best : 1;
 }
 
 /* Per size: how many recurring (not host-filled) allocations each step makes,
@@ -305,8 +312,29 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 	}
 	struct size_count *s, *tmp;
 	HASH_ITER(hh, *sizes, s, tmp) close_step(s);
-	for (uint32_t i = 0; i < n; i++)
-		size_entry(sizes, c->m->allocs[ll[i]].bytes)->long_lived++;
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct size_count *s = size_entry(sizes, a->bytes);
+		s->long_lived++;
+		if (a->t_alloc < first_step)
+			s->ll_before++;
+		else
+			s->ll_during++;
+	}
+}
+
+/* How many long-lived allocations of a size are weights: one per gradient
+ * made each step. When activations share the size, a step makes more of it
+ * than there are weights; then, if the optimizer state was made during
+ * training (lazily, as PyTorch and Keras do), the weights are those made
+ * before it. */
+static uint32_t weights_of_size(const struct size_count *s)
+{
+	uint32_t n = per_step(s);
+	if (s->ll_before && s->ll_during && s->ll_before < n)
+		n = s->ll_before;
+	return n;
 }
 
 static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
@@ -318,8 +346,9 @@ static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 		if (f->decided || !s->recurring)
 			continue;
 		s->gradient_size = 1;
-		if (s->weights < per_step(s)) {
+		if (s->weights < weights_of_size(s)) {
 			s->weights++;
+			s->grads_per_step = s->weights;
 			set_cat(a, f, VT_CAT_WEIGHTS, 90,
 			        "long-lived; a gradient of the same size is made every step");
 		}
@@ -353,6 +382,19 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 	}
 }
 
+/* Within a step, the allocations of a gradient size that come before its
+ * gradients are the forward pass's activations of that size. */
+static int activation_of_weight_size(struct size_count *s, int step)
+{
+	if (step != s->cur_step) {
+		s->cur_step = step;
+		s->idx_in_step = 0;
+	}
+	uint32_t idx = s->idx_in_step++;
+	uint32_t made = per_step(s);
+	return s->grads_per_step && s->grads_per_step < made && idx < made - s->grads_per_step;
+}
+
 static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
@@ -364,6 +406,9 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85,
 			        "filled from the host every step: a batch buffer");
+		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 60,
+			        "made every step before the gradients of its size (forward pass)");
 		else if (s && s->gradient_size)
 			set_cat(a, f, VT_CAT_GRADIENTS, 85,
 			        "made every step, the size of the weights (or of all of them: a flat "

@@ -144,26 +144,55 @@ static uint64_t level_slack(uint64_t level)
 	return level / 200; /* 0.5 % */
 }
 
-/* The step-end level: the lowest valley level that recurs >= 3 times. */
+struct level_pick {
+	uint64_t bytes;
+	uint32_t index;         /* position in the valley sequence */
+};
+
+static int cmp_level(const void *a, const void *b)
+{
+	const struct level_pick *x = a, *y = b;
+	return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+}
+
+/* The step-end level: the lowest valley level that recurs >= 3 times across
+ * at least half of the run (the first step's own valleys, before the
+ * optimizer state exists, recur too but only at the start). */
 static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
 {
-	uint64_t *b = malloc((n ? n : 1) * sizeof *b);
+	struct level_pick *b = malloc((n ? n : 1) * sizeof *b);
 	if (!b)
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
-		b[i] = v[i].bytes;
-	qsort(b, n, sizeof *b, cmp_u64);
+		b[i] = (struct level_pick){v[i].bytes, i};
+	qsort(b, n, sizeof *b, cmp_level);
+	/* sliding window [i, j) of levels within the slack of b[i]; the
+	 * smallest and largest position inside it from two monotonic queues */
+	uint32_t *qmin = malloc((n ? n : 1) * sizeof *qmin), *qmax = malloc((n ? n : 1) * sizeof *qmax);
+	uint32_t hmin = 0, tmin = 0, hmax = 0, tmax = 0, j = 0;
 	int found = 0;
-	for (uint32_t i = 0, j = 0; i < n && !found; i++) {
-		if (j < i)
-			j = i;
-		while (j < n && b[j] <= b[i] + level_slack(b[i]))
+	for (uint32_t i = 0; qmin && qmax && i < n && !found; i++) {
+		while (j < n && b[j].bytes <= b[i].bytes + level_slack(b[i].bytes)) {
+			while (tmin > hmin && b[qmin[tmin - 1]].index >= b[j].index)
+				tmin--;
+			qmin[tmin++] = j;
+			while (tmax > hmax && b[qmax[tmax - 1]].index <= b[j].index)
+				tmax--;
+			qmax[tmax++] = j;
 			j++;
-		if (j - i >= 3) {
-			*level = b[i];
+		}
+		while (hmin < tmin && qmin[hmin] < i)
+			hmin++;
+		while (hmax < tmax && qmax[hmax] < i)
+			hmax++;
+		uint32_t lo = b[qmin[hmin]].index, hi = b[qmax[hmax]].index;
+		if (j - i >= 3 && (hi - lo) * 2 >= n - 1) {
+			*level = b[i].bytes;
 			found = 1;
 		}
 	}
+	free(qmin);
+	free(qmax);
 	free(b);
 	return found;
 }

@@ -20,6 +20,7 @@
 struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
 	int leak;               /* keep 4 KiB more every step (metrics) */
+	uint64_t act;           /* activation bytes (default 768 KiB) */
 	uint64_t wbytes[8];
 };
 
@@ -62,7 +63,8 @@ static struct vt_model *run_job(const struct job *j)
 			b_htod(&b, t++, batch[s + 1], 2 * MIB, 0);
 		}
 		for (int l = 0; l < j->layers; l++)
-			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x1000000ull, 768 << 10, 0);
+			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
+			        j->act ? j->act : 768 << 10, 0);
 		uint64_t wsum = 0;
 		for (int l = 0; l < j->layers; l++)
 			wsum += j->wbytes[l];
@@ -71,7 +73,7 @@ static struct vt_model *run_job(const struct job *j)
 		for (int l = j->layers - 1; l >= 0; l--) {
 			if (!j->flat)
 				b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, j->wbytes[l], 0);
-			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x1000000ull, 0);
+			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
 		}
 		if (s == 0 && !j->opt_early)
 			for (int l = 0; l < j->layers; l++)
@@ -182,6 +184,18 @@ static void test_period_with_drift(void **state)
 	vt_model_free(m);
 }
 
+/* Square layers: activations the size of the weights. The optimizer is
+ * made in the first step, so the weights are what existed before it. */
+static void test_activations_of_weight_size(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4, .steps = 8, .markers = 1, .dataset = 1, .act = 2 * MIB,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	check_roles(m, &j);
+	vt_model_free(m);
+}
+
 static void test_host_weights_per_tensor(void **state)
 {
 	(void)state;
@@ -269,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_markers_twins),
 		cmocka_unit_test(test_adversarial),
 		cmocka_unit_test(test_period_with_drift),
+		cmocka_unit_test(test_activations_of_weight_size),
 		cmocka_unit_test(test_host_weights_per_tensor),
 		cmocka_unit_test(test_pool_region),
 		cmocka_unit_test(test_chunked_upload_is_not_a_pool),
