@@ -24,7 +24,7 @@ struct key_count {
 		uint32_t device;
 		uint32_t pad;
 	} key;
-	uint32_t count, steps_seen;
+	uint32_t count, steps_seen, freed;
 	int last_step;
 	UT_hash_handle hh;
 };
@@ -139,6 +139,7 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 		struct key_count *k = key_of(keys, a, 1);
 		c->f[i - c->p->alloc_begin].key = k;
 		k->count++;
+		k->freed += a->t_free != VT_T_NEVER;
 		int s = c->f[i - c->p->alloc_begin].born;
 		if (s >= 0 && s != k->last_step) {
 			k->steps_seen++;
@@ -153,8 +154,10 @@ static int recurs(const struct ctx *c, const struct key_count *k, const struct v
                   const struct facts *f)
 {
 	uint32_t steps = c->p->nsteps;
-	/* still there when the job exited normally: it outlived every step */
-	if (a->t_free == VT_T_NEVER && c->p->clean_exit)
+	/* still there at the end while most of its kind were freed: a batch or
+	 * an activation in flight when the job stopped; while most were kept:
+	 * state that grows (a leak, metrics), not a per-step tensor */
+	if (a->t_free == VT_T_NEVER && k->freed * 2 < k->count)
 		return 0;
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)

@@ -4,8 +4,8 @@
  *
  * The evidence, per process and device:
  *  - recurring: allocations of a size made in most steps (and at least 3),
- *    each living through less than 3/4 of the steps and not outliving a
- *    clean exit; long-lived: the others. The call site is not part of the
+ *    each living through less than 3/4 of the steps (one still live at the
+ *    end only if most of its size were freed); long-lived: the others. The call site is not part of the
  *    key: frameworks allocate everything through the same frames;
  *  - host-filled: at least half of the bytes arrived by host-to-device copies;
  *  - a gradient twin: a recurring, not host-filled allocation of the same

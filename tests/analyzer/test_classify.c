@@ -21,6 +21,7 @@ struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
 	int leak;               /* keep 4 KiB more every step (metrics) */
 	uint64_t act;           /* activation bytes (default 768 KiB) */
+	int stop_mid_step;      /* the last step stops after its forward pass */
 	uint64_t wbytes[8];
 };
 
@@ -65,6 +66,8 @@ static struct vt_model *run_job(const struct job *j)
 		for (int l = 0; l < j->layers; l++)
 			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
 			        j->act ? j->act : 768 << 10, 0);
+		if (j->stop_mid_step && s + 1 == j->steps)
+			break; /* killed: activations and batches stay live */
 		uint64_t wsum = 0;
 		for (int l = 0; l < j->layers; l++)
 			wsum += j->wbytes[l];
@@ -196,6 +199,24 @@ static void test_activations_of_weight_size(void **state)
 	vt_model_free(m);
 }
 
+/* A job that stops in the middle of a step: what was in flight keeps its
+ * role (a batch is no dataset, an activation no weight). */
+static void test_stopped_mid_step(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 10, .markers = 1, .dataset = 1, .stop_mid_step = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(count_cat(m, VT_CAT_DATASET), 1);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
+	assert_int_equal(count_cat(m, VT_CAT_PREFETCH), 10);
+	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), 3 * 10);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 9);
+	assert_int_equal(count_cat(m, VT_CAT_UNKNOWN), 0);
+	vt_model_free(m);
+}
+
 static void test_host_weights_per_tensor(void **state)
 {
 	(void)state;
@@ -284,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_adversarial),
 		cmocka_unit_test(test_period_with_drift),
 		cmocka_unit_test(test_activations_of_weight_size),
+		cmocka_unit_test(test_stopped_mid_step),
 		cmocka_unit_test(test_host_weights_per_tensor),
 		cmocka_unit_test(test_pool_region),
 		cmocka_unit_test(test_chunked_upload_is_not_a_pool),
