@@ -7,9 +7,11 @@ has its sections.
     report_check.py VRAMTRACE VT_TRAINER SIMDRIVER_DIR"""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 failures = []
 
@@ -23,6 +25,53 @@ def check(cond, what):
 def report(vt, trace, *args):
     return subprocess.run([vt, "report", trace] + list(args), check=True,
                           stdout=subprocess.PIPE, text=True).stdout
+
+
+def identity(rows):
+    """(device, address, n-th allocation at that address) for each."""
+    seen, out = {}, []
+    for key in rows:
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        out.append(key + (n,))
+    return out
+
+
+def killed_mid_run(vt, trainer, env, work):
+    """SIGKILL the trainer mid-run: the report still works, says the process
+    died, and what was live at the end carries its true category."""
+    trace, truth = os.path.join(work, "killed"), os.path.join(work, "killed.truth")
+    run = subprocess.Popen([vt, "run", "-o", trace, "--", trainer, "--dataset", "whole",
+                            "--steps", "2000", "--step-sleep-ms", "2", "--prefetch", "3",
+                            "--truth", truth], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    child = None
+    for _ in range(200):  # the launcher's child, once it has started steps
+        time.sleep(0.02)
+        kids = open("/proc/%d/task/%d/children" % (run.pid, run.pid)).read().split()
+        if kids and os.path.exists(truth) and os.path.getsize(truth) > 4096:
+            child = int(kids[0])
+            break
+    check(child is not None, "trainer started under vramtrace run")
+    if child is None:
+        run.kill()
+        run.wait()
+        return
+    os.kill(child, signal.SIGKILL)
+    check(run.wait() == 128 + signal.SIGKILL, "vramtrace run exits 128+SIGKILL")
+    r = json.loads(report(vt, trace, "--json", "--allocs", "--at", "end"))
+    check(r["processes"][0]["state"] == "died" and not r["processes"][0]["clean_exit"],
+          "killed process reported as died")
+    rows = [l.split() for l in open(truth) if l.startswith("alloc ") and len(l.split()) == 6]
+    true_cat = dict(zip(identity([(int(t[1]), int(t[2], 16)) for t in rows]), [t[4] for t in rows]))
+    got = r["allocations"]
+    keys = identity([(a["device"], int(a["addr"], 16)) for a in got])
+    live = [(k, a) for k, a in zip(keys, got) if a["t_free_ns"] is None]
+    wrong = [(a["bytes"], true_cat.get(k), a["category"]) for k, a in live
+             if true_cat.get(k) != a["category"]]
+    check(live and not wrong, "live at the kill: %d allocations, wrong %s" % (len(live), wrong))
+    check([f["depth"] for f in r["flags"] if f["kind"] == "prefetch_depth"] == [3],
+          "killed run: prefetch depth 3")
 
 
 def main():
@@ -73,6 +122,7 @@ def main():
         bad = subprocess.run([vt, "report", trace, "--at", "soon"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         check(bad.returncode == 2 and bad.stderr.count("\n") == 1, "bad --at: exit 2, one line")
+        killed_mid_run(vt, trainer, env, work)
     print("%d failed" % len(failures))
     return 1 if failures else 0
 
