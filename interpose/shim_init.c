@@ -4,7 +4,11 @@
  * never calls CUDA and never creates the log (a process that never touches
  * the driver leaves no file). The log is created by the first record
  * (vt_shim_log_ready). At exit an on_exit handler, which receives the real
- * exit status even on a return from main, finishes the log. */
+ * exit status even on a return from main, finishes the log. It is registered
+ * when the log is created, not in the constructor: exit handlers run last-in
+ * first-out, and a preloaded library's constructor runs before libc registers
+ * the loader's _dl_fini, which would then run our destructor (status unknown)
+ * before an on_exit handler registered that early. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -71,6 +75,24 @@ int vt_is_own_address(const void *p)
 	return p && dladdr(p, &info) && info.dli_fbase == base;
 }
 
+/* ---- lifetime ----------------------------------------------------------- */
+
+static atomic_int finished;
+
+static void finish(int status)
+{
+	if (atomic_exchange(&finished, 1))
+		return;
+	vt_guard = VT_GUARD_EXITED; /* this thread's frees from later destructors pass through */
+	vt_log_finish(status);
+}
+
+static void on_exit_handler(int status, void *arg)
+{
+	(void)arg;
+	finish(status);
+}
+
 /* ---- the log, created on first use -------------------------------------- */
 
 enum { LOG_NONE, LOG_OPENING, LOG_READY };
@@ -89,6 +111,7 @@ int vt_shim_log_ready(void)
 		memset(&cfg, 0, sizeof cfg);
 		vt_log_config_from_env(&cfg);
 		vt_log_init(&cfg); /* on failure the writer warns once, drops */
+		on_exit(on_exit_handler, NULL);
 		atomic_store_explicit(&log_state, LOG_READY, memory_order_release);
 		return 1;
 	}
@@ -101,24 +124,6 @@ int vt_shim_log_ready(void)
 		nanosleep(&ts, NULL);
 	}
 	return 0;
-}
-
-/* ---- lifetime ----------------------------------------------------------- */
-
-static atomic_int finished;
-
-static void finish(int status)
-{
-	if (atomic_exchange(&finished, 1))
-		return;
-	vt_guard = VT_GUARD_EXITED; /* this thread's frees from later destructors pass through */
-	vt_log_finish(status);
-}
-
-static void on_exit_handler(int status, void *arg)
-{
-	(void)arg;
-	finish(status);
 }
 
 static pid_t start_pid; /* set by the constructor, again in each exec'd image */
@@ -143,8 +148,6 @@ __attribute__((constructor)) static void vt_shim_constructor(void)
 	start_pid = getpid();
 	if (disabled)
 		return;
-	/* Registered first, so it runs after the job's own atexit handlers. */
-	on_exit(on_exit_handler, NULL);
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
 
