@@ -459,10 +459,15 @@ static void on_copy(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	case VT_COPY_HTOD:
 		m->totals.htod_calls++;
 		m->totals.htod_bytes += ev->bytes;
-		if (dst != VT_NO_INDEX)
+		if (dst != VT_NO_INDEX) {
 			attach_h2d(m, dst, doff, ev, t);
-		else
+		} else {
 			m->totals.copy_unattached++;
+			struct vt_handle_entry *h; /* an array: a handle, not an address */
+			HASH_FIND(hh, p->handles, &ev->addr, sizeof ev->addr, h);
+			if (!h)
+				m->totals.copies_to_nowhere++;
+		}
 		break;
 	case VT_COPY_DTOH:
 		m->totals.dtoh_calls++;
@@ -580,6 +585,25 @@ static void on_exit_rec(struct vt_proc *p, const struct vt_exit_rec *r, uint32_t
 
 /* ---- feed ----------------------------------------------------------- */
 
+/* A size no device can hold (summed, it would wrap every total) or a range
+ * that runs past 2^64 is damage, not memory: the event is counted and
+ * ignored. A stack id never recorded is only counted (the site is unknown). */
+static int event_is_plausible(struct vt_model *m, const struct vt_proc *p,
+                              const struct vt_event *ev)
+{
+	if (ev->bytes > VT_MODEL_MAX_BYTES || ev->addr + ev->bytes < ev->addr) {
+		m->totals.implausible++;
+		return 0;
+	}
+	if (ev->stack_id) {
+		struct vt_stack_entry *e;
+		HASH_FIND(hh, p->stacks, &ev->stack_id, sizeof ev->stack_id, e);
+		if (!e)
+			m->totals.unknown_stacks++;
+	}
+	return 1;
+}
+
 void vt_model_feed(struct vt_model *m, uint32_t pi, uint32_t type, const void *rec,
                    uint32_t size)
 {
@@ -592,7 +616,11 @@ void vt_model_feed(struct vt_model *m, uint32_t pi, uint32_t type, const void *r
 			return;
 		const struct vt_event *ev = rec;
 		m->totals.events++;
+		if (!event_is_plausible(m, p, ev))
+			return;
 		uint64_t t = trace_t(p, ev->t_ns);
+		if (t < p->last_t_ns)
+			m->totals.time_backwards++;
 		if (t > p->last_t_ns)
 			p->last_t_ns = t;
 		if (t > m->end_t_ns)

@@ -191,7 +191,14 @@ struct vt_totals {
 	uint64_t map_calls, unmap_calls, events, records;
 	uint64_t frees_unmatched;     /* a FREE of an address nobody allocated */
 	uint64_t implicit_frees;      /* an ALLOC over a live address */
+	/* what a damaged or hostile trace shows (model_load.c says so) */
+	uint64_t time_backwards;      /* an event earlier than the one before it */
+	uint64_t unknown_stacks;      /* an event naming a stack never recorded */
+	uint64_t copies_to_nowhere;   /* H2D into no allocation, mapping or handle */
+	uint64_t implausible;         /* size > VT_MODEL_MAX_BYTES or a range past
+	                                 2^64: the event is ignored */
 };
+#define VT_MODEL_MAX_BYTES (1ull << 50) /* 1 PiB: no device holds more */
 
 struct vt_moment {
 	uint64_t t_ns;

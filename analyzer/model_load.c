@@ -49,6 +49,33 @@ static struct vt_sites *open_sites(const char *dir)
 	return s;
 }
 
+/* One line naming what does not add up in the trace (double frees, lost
+ * records, damage, a hostile log), so a report built on the rest is read
+ * with that in mind. Nothing when all is consistent. */
+static void warn_inconsistencies(const struct vt_model *m, const char *dir)
+{
+	const struct vt_totals *t = &m->totals;
+	const struct {
+		uint64_t n;
+		const char *what;
+	} items[] = {
+		{t->frees_unmatched, "frees of memory never allocated (double frees or lost records)"},
+		{t->implicit_frees, "allocations over live memory (its free was lost)"},
+		{t->copies_to_nowhere, "host-to-device copies into memory never allocated"},
+		{t->time_backwards, "events earlier than the one before them"},
+		{t->unknown_stacks, "events naming a stack never recorded"},
+		{t->implausible, "events of impossible size (ignored)"},
+	};
+	char line[512];
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
+		if (items[i].n && len < sizeof line)
+			len += (size_t)snprintf(line + len, sizeof line - len, "%s%llu %s",
+			                        len ? ", " : "", (unsigned long long)items[i].n, items[i].what);
+	if (len)
+		fprintf(stderr, "vramtrace: %s: inconsistent trace: %s; the report uses the rest\n", dir, line);
+}
+
 struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 {
 	struct vt_trace trace;
@@ -76,7 +103,8 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 		m->warnings += vt_log_warnings(trace.logs[i]);
 		vt_model_end_process(m, c.proc);
 	}
-	vt_trace_close(&trace);
 	vt_model_finish(m);
+	warn_inconsistencies(m, trace.dir);
+	vt_trace_close(&trace);
 	return m;
 }

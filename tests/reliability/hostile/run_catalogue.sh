@@ -36,11 +36,15 @@ count_records() {
 	else grep -vc '^log ' "$work/out"; fi
 }
 
+# dump --json: one JSON object a line; report --json: one document
 json_is_valid() {
 	((have_py)) || return 0
-	python3 - "$work/out" <<'PY'
+	python3 - "$work/out" "$cmd" <<'PY'
 import json, sys
 with open(sys.argv[1], encoding="utf-8", errors="strict") as f:
+    if sys.argv[2] != "dump":
+        json.load(f)
+        sys.exit(0)
     for n, line in enumerate(f, 1):
         try:
             json.loads(line)
