@@ -13,6 +13,21 @@
 
 #define BAR_WIDTH 40
 
+/* Text that comes from the trace (the job's exe, names from its symbol files
+ * or sidecar) is shown, never obeyed: ASCII and C1 control characters become
+ * '?', so a hostile trace cannot send escape sequences to the terminal. */
+static const char *shown(const char *s, char *buf, size_t n)
+{
+	size_t i = 0;
+	for (const unsigned char *p = (const unsigned char *)s; p && *p && i + 1 < n; p++) {
+		int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f; /* U+0080..U+009F */
+		buf[i++] = *p < 0x20 || *p == 0x7f || c1 ? '?' : (char)*p;
+		p += c1;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
 static void bar(FILE *out, uint64_t part, uint64_t whole)
 {
 	int n = whole ? (int)((part * BAR_WIDTH + whole / 2) / whole) : 0;
@@ -27,14 +42,15 @@ static void processes(const struct vt_report *r, FILE *out)
 	fprintf(out, "Processes\n");
 	for (uint32_t i = 0; i < r->m->nprocs; i++) {
 		const struct vt_proc *p = &r->m->procs[i];
-		char status[64];
+		char status[64], exe[1024];
 		if (p->clean_exit)
 			snprintf(status, sizeof status, "exited %d", p->exit_code);
 		else if (VT_STATE_OF(p->state_word) == VT_STATE_EXECED)
 			snprintf(status, sizeof status, "exec'd");
 		else
 			snprintf(status, sizeof status, "did NOT exit cleanly");
-		fprintf(out, "  pid %-7d %s  %s, %s allocator, %u steps (%s)%s%s\n", p->pid, p->exe,
+		fprintf(out, "  pid %-7d %s  %s, %s allocator, %u steps (%s)%s%s\n", p->pid,
+		        shown(p->exe, exe, sizeof exe),
 		        status, p->pool_mode ? "pool" : "per-tensor", p->nsteps,
 		        vt_step_source_name(p->step_source),
 		        vt_framework_of(p) ? ", " : "", vt_framework_of(p) ? vt_framework_name(vt_framework_of(p)) : "");
@@ -97,10 +113,10 @@ static void sites(const struct vt_report *r, FILE *out)
 	fprintf(out, "\nTop sites at peak\n  %10s %8s  %-12s %s\n", "bytes", "allocs", "category", "site");
 	for (uint32_t i = 0; i < r->nsites && i < (uint32_t)r->opt.top; i++) {
 		const struct vt_site_stat *s = &r->sites[i];
-		char b[32];
+		char b[32], name[4096];
 		vt_format_bytes(s->bytes_at_peak, b, sizeof b);
 		fprintf(out, "  %10s %8" PRIu64 "  %-12s %s\n", b, s->allocs,
-		        vt_category_name(s->category), s->name);
+		        vt_category_name(s->category), shown(s->name, name, sizeof name));
 	}
 }
 
@@ -115,11 +131,12 @@ static void gpus(FILE *out, const struct vt_flag *f)
 /* One sentence per flag, then its advice. */
 static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *out)
 {
-	char site[256], b[32], when[32], all[32];
+	char raw[256], site[256], b[32], when[32], all[32];
 	uint64_t sum = 0;
 	for (uint32_t d = 0; d < f->ndev; d++)
 		sum += f->bytes[d];
-	vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
+	vt_report_site(r->m, f->proc, f->stack_id, raw, sizeof raw);
+	shown(raw, site, sizeof site);
 	vt_format_bytes(vt_flag_bytes_max(f), b, sizeof b);
 	vt_format_bytes(sum, all, sizeof all);
 	vt_format_seconds(f->t_ns, when, sizeof when);

@@ -605,6 +605,14 @@ static void c_sidecar_cut_long_line(struct out *o)
 	free(text);
 }
 
+/* function and file names that carry terminal escapes (sidecar \\xHH escapes
+ * decode to any byte) */
+static void c_sidecar_escape_names(struct out *o)
+{
+	SIDECAR(o, "vtsym\t1\nM\t1\t" BID "\t/usr/lib/libjob.so.1\nA\t1\t1000\t1\n"
+	           "F\tf\\x1b]0;pwned\\x07\\x1b[2J\t/src/\\x1b[31mred.c\t7\t0\nE\t1\n");
+}
+
 /* a FIFO and a link to /dev/zero where the sidecar should be */
 static void c_sidecar_fifo(struct out *o)
 {
@@ -683,6 +691,7 @@ static const struct hcase cases[] = {
 	CASE(sidecar_future_version),
 	CASE(sidecar_garbage),
 	CASE(sidecar_cut_long_line),
+	CASE(sidecar_escape_names),
 	CASE(sidecar_dev_zero),
 	CASE(sidecar_fifo),
 };
