@@ -517,6 +517,26 @@ static void c_random_garbage(struct out *o)
 	}
 }
 
+/* a module record naming a real system file without debug information
+ * (/bin/true): the symbolizer reads it, finds no compile unit */
+static void c_module_without_debug_info(struct out *o)
+{
+	struct lb *b = &o->log;
+	lb_init(b, PID, CHUNK);
+	lb_chunk(b, 100, 0);
+	struct {
+		struct vt_module_rec m;
+		char path[16];
+	} mod = {.m = {.seq = b->seq++, .base = 0x7f0000000000ull, .lo = 0x7f0000000000ull,
+	               .hi = 0x7f0000100000ull, .path_len = 9},
+	         .path = "/bin/true"};
+	lb_raw(b, VT_REC_MODULE, sizeof mod, &mod);
+	static const uint64_t frames[] = {0x7f0000001000, 0x7f0000002000};
+	lb_stack(b, 1, frames, 2);
+	lb_event(b, VT_REC_ALLOC, (struct vt_event){.stack_id = 1, .addr = 0x1000, .bytes = 4096,
+	                                            .api = API_ALLOC});
+}
+
 /* ---- symbol sidecars that lie ------------------------------------------------------ */
 
 static const uint8_t sidecar_build_id[20] = {0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab,
@@ -685,6 +705,7 @@ static const struct hcase cases[] = {
 	CASE(one_bad_log_of_two),
 	CASE(all_zero_file),
 	CASE(random_garbage),
+	CASE(module_without_debug_info),
 	CASE(sidecar_honest),
 	CASE(sidecar_wrong_build_id),
 	CASE(sidecar_lying_counts),
