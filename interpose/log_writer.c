@@ -81,6 +81,7 @@ static struct vt_proc_token g_token_static;
 static struct vt_proc_token *g_token = &g_token_static;
 static uint32_t g_gen_counter;
 static uint64_t g_seq = 1; /* 0 means "fill in" for vt_log_write_event */
+static int g_opener_tid;   /* the thread creating this process's log */
 static __thread struct vt_thread_log t_log __attribute__((tls_model("initial-exec")));
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -283,8 +284,26 @@ static int open_log(void)
 	return 0;
 }
 
+/* Another thread is creating the file: wait for it (bounded), else every
+ * record this thread makes meanwhile is dropped before there is a header to
+ * count the drop in (the first events of a job's threads went missing when
+ * a dlopen's module records won the race to open the log). Not when this
+ * thread is the opener (a signal handler interrupted it) or opening failed. */
+static int wait_for_opener(void)
+{
+	if (__atomic_load_n(&g_opener_tid, __ATOMIC_ACQUIRE) == (int)syscall(SYS_gettid))
+		return -1;
+	for (int i = 0; i < 20000 && !current_gen(); i++) {
+		if (__atomic_load_n(&g_cfg.disabled, __ATOMIC_ACQUIRE))
+			break;
+		struct timespec pause = {0, 100000};
+		nanosleep(&pause, NULL);
+	}
+	return current_gen() ? 0 : -1;
+}
+
 /* Open the log of the calling process unless it is open, being opened by
- * another thread, or recording is off. */
+ * another thread (then wait for it), or recording is off. */
 static int open_for_this_process(void)
 {
 	if (current_gen())
@@ -295,7 +314,8 @@ static int open_for_this_process(void)
 	uint32_t expected = 0;
 	if (!__atomic_compare_exchange_n(&token()->opening, &expected, 1, 0, __ATOMIC_ACQ_REL,
 	                                  __ATOMIC_ACQUIRE))
-		return current_gen() ? 0 : -1;
+		return wait_for_opener();
+	__atomic_store_n(&g_opener_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	drop_inherited_log();
 	return open_log();
 }
