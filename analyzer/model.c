@@ -209,7 +209,9 @@ static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uin
 	struct vt_alloc *a = &m->allocs[idx];
 	if (a->t_free != VT_T_NEVER)
 		return;
-	a->t_free = t;
+	/* A log whose time goes backwards must not end an allocation before it
+	 * began: every sweep over lifetimes would count it below zero. */
+	a->t_free = t < a->t_alloc ? a->t_alloc : t;
 	a->seq_free = seq;
 	GROW(m->free_order, m->cap_free_order, m->nfree_order);
 	m->free_order[m->nfree_order++] = idx;

@@ -185,6 +185,8 @@ static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
 			hmin++;
 		while (hmax < tmax && qmax[hmax] < i)
 			hmax++;
+		if (hmin == tmin || hmax == tmax)
+			continue; /* an empty window (never with sane levels): no index to read */
 		uint32_t lo = b[qmin[hmin]].index, hi = b[qmax[hmax]].index;
 		if (j - i >= 3 && (hi - lo) * 2 >= n - 1) {
 			*level = b[i].bytes;
@@ -226,8 +228,12 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 	 * valley at or below it ends one more (the last steps drain the batches
 	 * in flight, so their valleys sit lower) */
 	uint32_t first = 0;
-	while (v[first].bytes < level || v[first].bytes > level + level_slack(level))
+	while (first < n && (v[first].bytes < level || v[first].bytes - level > level_slack(level)))
 		first++;
+	if (first == n) { /* cannot happen with sane levels; a hostile trace is not sane */
+		free(v);
+		return 0;
+	}
 	uint64_t *ends = malloc(n * sizeof *ends), *allocs = malloc(n * sizeof *allocs);
 	uint32_t k = 0;
 	uint64_t cur = v[first].bytes; /* follows a slow drift of the level */
