@@ -4,8 +4,13 @@
  * bytes, a NUL, a line longer than the scanner's buffer, and no final
  * newline. It never touches a GPU.
  *
- *   oom_talker ISATTY_FILE    write to fd 2; record isatty(2) in the file
+ *   oom_talker ISATTY_FILE [--cuda BYTES]
+ *                             write to fd 2; record isatty(2) in the file;
+ *                             with --cuda, hold BYTES of device memory
+ *                             (libcuda.so.1 found at run time, as a
+ *                             framework's pool would) while it talks
  *   oom_talker --expected     write the same bytes to stdout in one go */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +61,42 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The few driver calls a framework makes to take its pool. */
+struct pool_hold {
+	int (*mem_free)(unsigned long long);
+	unsigned long long ptr;
+};
+
+static int take_pool(struct pool_hold *h, unsigned long long bytes)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!lib)
+		return -1;
+	int (*init)(unsigned) = (int (*)(unsigned))dlsym(lib, "cuInit");
+	int (*dev_get)(int *, int) = (int (*)(int *, int))dlsym(lib, "cuDeviceGet");
+	int (*retain)(void **, int) = (int (*)(void **, int))dlsym(lib, "cuDevicePrimaryCtxRetain");
+	int (*set_current)(void *) = (int (*)(void *))dlsym(lib, "cuCtxSetCurrent");
+	int (*alloc)(unsigned long long *, size_t) =
+		(int (*)(unsigned long long *, size_t))dlsym(lib, "cuMemAlloc_v2");
+	h->mem_free = (int (*)(unsigned long long))dlsym(lib, "cuMemFree_v2");
+	int dev;
+	void *ctx;
+	if (!init || !dev_get || !retain || !set_current || !alloc || !h->mem_free || init(0) ||
+	    dev_get(&dev, 0) || retain(&ctx, dev) || set_current(ctx) || alloc(&h->ptr, bytes))
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: oom_talker ISATTY_FILE | --expected\n");
+	if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "--cuda"))) {
+		fprintf(stderr, "usage: oom_talker ISATTY_FILE [--cuda BYTES] | --expected\n");
 		return 2;
+	}
+	struct pool_hold pool = {0};
+	if (argc == 4 && take_pool(&pool, strtoull(argv[3], NULL, 10))) {
+		fprintf(stderr, "oom_talker: no device memory\n");
+		return 3;
 	}
 	int expected = !strcmp(argv[1], "--expected");
 	int fd = expected ? 1 : 2;
@@ -84,6 +120,10 @@ int main(int argc, char **argv)
 			put(fd, p, n);
 		if (!expected)
 			pause_ms(15);
+	}
+	if (pool.ptr) { /* the relay has time to see it all while the pool is held */
+		pause_ms(300);
+		pool.mem_free(pool.ptr);
 	}
 	return 0;
 }

@@ -55,6 +55,22 @@ grep -q '^mode=pty ' "$work/pty2.out" || fail "mode: $(cat "$work/pty2.out")"
 cmp "$work/direct.tty" "$work/pty2.tty" || fail "pty: terminal output differs from the job's own"
 cmp -s "$work/direct.tty" "$work/expected.bin" && fail "the terminal did not translate newlines (test is blind)"
 
+# ---- the same through `vramtrace run` (the shim preloaded) -----------------
+# The job's bytes come first, unchanged, then the launcher's summary line.
+n=$(stat -c %s "$work/expected.bin")
+"$vt" run -o "$work/run_pipe" -- "$talker" "$work/run_pipe.isatty" 2>"$work/run_pipe.err" ||
+	fail "vramtrace run (pipe) exit $?"
+cmp -n "$n" "$work/expected.bin" "$work/run_pipe.err" || fail "run pipe: stderr bytes differ"
+tail -c +$((n + 1)) "$work/run_pipe.err" | grep -q '^vramtrace: trace in ' || fail "run pipe: summary"
+[[ $(cat "$work/run_pipe.isatty") == isatty=0 ]] || fail "run pipe: job saw a terminal"
+check_marks "$work/run_pipe"
+script -qefc "'$vt' run -o '$work/run_pty' -- '$talker' '$work/run_pty.isatty'" \
+	/dev/null </dev/null >"$work/run_pty.tty" || fail "vramtrace run (pty) exit $?"
+n=$(stat -c %s "$work/direct.tty")
+cmp -n "$n" "$work/direct.tty" "$work/run_pty.tty" || fail "run pty: terminal bytes differ"
+[[ $(cat "$work/run_pty.isatty") == isatty=1 ]] || fail "run pty: job did not see a terminal"
+check_marks "$work/run_pty"
+
 # ---- off: no relay, no launcher log ----------------------------------------
 VRAMTRACE_RELAY=0 "$runner" "$work/off" "$talker" "$work/off.isatty" >"$work/off.out" 2>"$work/off.err" ||
 	fail "runner (off)"
