@@ -261,9 +261,37 @@ static const struct oom_format formats[] = {
 	{"ResourceExhaustedError", NULL, VT_OOM_FW_TENSORFLOW, "tf_exception", parse_nothing},
 };
 
+/* Every phrase above holds "lloc", "memory" or "Exhaust": one cheap pass
+ * rules out almost every line a job prints (the full table costs a memmem
+ * per row, too slow for a job that logs hundreds of MB). */
+static int may_match(const char *p, size_t n)
+{
+	for (size_t i = 0; i + 4 <= n; i++) {
+		switch (p[i]) {
+		case 'l':
+			if (!memcmp(p + i, "lloc", 4))
+				return 1;
+			break;
+		case 'm':
+			if (i + 6 <= n && !memcmp(p + i, "memory", 6))
+				return 1;
+			break;
+		case 'E':
+			if (i + 7 <= n && !memcmp(p + i, "Exhaust", 7))
+				return 1;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
 int vt_oom_match_line(const char *line, size_t len, struct vt_oom_message *out)
 {
 	struct span s = {line, line + len};
+	if (!may_match(line, len))
+		return 0;
 	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
 		const struct oom_format *f = &formats[i];
 		if (!find(s, f->phrase) || (f->veto && find(s, f->veto)))
