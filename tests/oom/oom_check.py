@@ -184,9 +184,17 @@ def test_framework(e):
 
 # ---- 4: diff of a streaming run and a whole-dataset run ---------------------
 def test_diff(e):
+    # As from two machines: each run's binary at its own path, both gone
+    # before the diff, so each trace is read with its own symbol sidecar.
     common = ["--dataset-bytes", "256M", "--steps", "10"]
-    check(e.run("stream", [e.trainer, "--dataset", "stream"] + common, "4G") == 0, "stream run")
-    check(e.run("whole", [e.trainer, "--dataset", "whole"] + common, "4G") == 0, "whole run")
+    copies = []
+    for name in ("machine_a", "machine_b"):
+        os.makedirs(e.path(name))
+        copies.append(shutil.copy(e.trainer, e.path(name)))
+    check(e.run("stream", [copies[0], "--dataset", "stream"] + common, "4G") == 0, "stream run")
+    check(e.run("whole", [copies[1], "--dataset", "whole"] + common, "4G") == 0, "whole run")
+    for c in copies:
+        os.unlink(c)
     d = e.json("diff", e.path("stream"), e.path("whole"))
     ds = d["categories"]["dataset"]
     check(ds["base"] == 0 and ds["new"] == 256 * MIB and ds["delta"] == 256 * MIB, f"dataset {ds}")
@@ -196,6 +204,9 @@ def test_diff(e):
     check(d["peak"]["0"]["delta"] >= 256 * MIB, f"peak {d['peak']}")
     top = d["sites"][0]
     check(top["delta"] == 256 * MIB and top["category"] == "dataset", f"top mover {top}")
+    check(not top["site"].startswith("0x") and "(" in top["site"],
+          f"sites named from the trace's own symbols: {top['site']}")
+    check(all(s["delta"] == 0 for s in d["sites"][1:]), f"only the dataset moved: {d['sites']}")
     check(d["changed"] is True, "changed")
     rc, out, _ = e.cmd("diff", e.path("stream"), e.path("whole"), "--fail-over", "10")
     check(rc == 1 and "EXCEEDED" in out, f"--fail-over 10 must exit 1, got {rc}")

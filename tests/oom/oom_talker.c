@@ -5,7 +5,8 @@
  * newline. It never touches a GPU.
  *
  *   oom_talker ISATTY_FILE [--cuda BYTES]
- *                             write to fd 2; record isatty(2) in the file;
+ *                             write to fd 2; record isatty(2) (and the
+ *                             terminal's size) in the file;
  *                             with --cuda, hold BYTES of device memory
  *                             (libcuda.so.1 found at run time, as a
  *                             framework's pool would) while it talks
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,7 +106,11 @@ int main(int argc, char **argv)
 		FILE *f = fopen(argv[1], "w");
 		if (!f)
 			return 2;
-		fprintf(f, "isatty=%d\n", isatty(2));
+		struct winsize ws = {0};
+		if (isatty(2) && ioctl(2, TIOCGWINSZ, &ws) == 0)
+			fprintf(f, "isatty=1 rows=%u cols=%u\n", ws.ws_row, ws.ws_col);
+		else
+			fprintf(f, "isatty=%d\n", isatty(2));
 		fclose(f);
 	}
 	static char longline[20000];
