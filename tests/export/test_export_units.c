@@ -1,0 +1,91 @@
+/* Small pieces of the exports: RFC 4180 quoting of CSV fields, colour only
+ * on a terminal and never with NO_COLOR. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "export_csv.h"
+#include "term.h"
+
+static void field(const char *in, const char *want)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	vt_csv_field(f, in);
+	fclose(f);
+	assert_string_equal(buf, want);
+	free(buf);
+}
+
+static void csv_quotes_only_when_needed(void **state)
+{
+	(void)state;
+	field("main (train.c:12)", "main (train.c:12)");
+	field("", "");
+	field("f(a, b) (x.cc:3)", "\"f(a, b) (x.cc:3)\"");
+	field("say \"hi\"", "\"say \"\"hi\"\"\"");
+	field("two\nlines", "\"two\nlines\"");
+	field("cr\rhere", "\"cr\rhere\"");
+}
+
+static void no_color_off_a_terminal(void **state)
+{
+	(void)state;
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	unsetenv("NO_COLOR");
+	assert_int_equal(vt_term_use_color(f), 0);
+	assert_string_equal(vt_term_color(f, VT_COLOR_BOLD), "");
+	fclose(f);
+}
+
+/* A pseudo-terminal stands in for a TTY. */
+static FILE *open_tty(void)
+{
+	int fd = posix_openpt(O_RDWR | O_NOCTTY);
+	if (fd < 0 || grantpt(fd) || unlockpt(fd))
+		return NULL;
+	int slave = open(ptsname(fd), O_RDWR | O_NOCTTY);
+	return slave < 0 ? NULL : fdopen(slave, "w");
+}
+
+static void color_on_a_terminal_unless_no_color(void **state)
+{
+	(void)state;
+	FILE *tty = open_tty();
+	if (!tty)
+		skip();
+	setenv("TERM", "xterm", 1);
+	unsetenv("NO_COLOR");
+	assert_int_equal(vt_term_use_color(tty), 1);
+	assert_string_equal(vt_term_color(tty, VT_COLOR_RESET), "\033[0m");
+	setenv("NO_COLOR", "1", 1);
+	assert_int_equal(vt_term_use_color(tty), 0);
+	assert_string_equal(vt_term_color(tty, VT_COLOR_RED), "");
+	setenv("NO_COLOR", "", 1); /* empty: no-color.org says it does not count */
+	assert_int_equal(vt_term_use_color(tty), 1);
+	setenv("TERM", "dumb", 1);
+	assert_int_equal(vt_term_use_color(tty), 0);
+	unsetenv("NO_COLOR");
+	fclose(tty);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(csv_quotes_only_when_needed),
+		cmocka_unit_test(no_color_off_a_terminal),
+		cmocka_unit_test(color_on_a_terminal_unless_no_color),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
