@@ -9,10 +9,16 @@
 #include "export_csv.h"
 #include "export_data.h"
 #include "export_folded.h"
+#include "export_html.h"
 #include "export_perfetto.h"
 #include "model.h"
 #include "term.h"
 #include "units.h"
+
+static int write_html(const struct vt_export *x, const char *dir, FILE *out)
+{
+	return vt_export_html(x, dir, out);
+}
 
 static int write_perfetto(const struct vt_export *x, const char *dir, FILE *out)
 {
@@ -35,6 +41,7 @@ static const struct format {
 	const char *name;
 	int (*write)(const struct vt_export *x, const char *dir, FILE *out);
 } formats[] = {
+	{"html", write_html},
 	{"perfetto", write_perfetto},
 	{"folded", write_folded},
 	{"csv", write_csv},
