@@ -5,10 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#if __has_include("sites.h")
 #include "sites.h"
-#define VT_HAVE_SITES 1
-#endif
 
 static const char *basename_of(const char *path)
 {
@@ -45,7 +42,6 @@ static int raw_frames(const struct vt_model *m, uint32_t proc, const struct vt_m
 	return s->depth;
 }
 
-#ifdef VT_HAVE_SITES
 static int symbolized_frames(const struct vt_model *m, uint32_t proc, uint32_t stack_id,
                              enum vt_frame_style style, vt_frame_text_fn fn, void *ctx)
 {
@@ -75,21 +71,17 @@ static int symbolized_frames(const struct vt_model *m, uint32_t proc, uint32_t s
 	}
 	return n;
 }
-#endif
 
 int vt_export_stack_frames(const struct vt_model *m, uint32_t proc, uint32_t stack_id,
                            enum vt_frame_style style, vt_frame_text_fn fn, void *ctx)
 {
 	if (proc >= m->nprocs || stack_id == 0)
 		return 0;
-#ifdef VT_HAVE_SITES
 	if (m->sites) {
 		int n = symbolized_frames(m, proc, stack_id, style, fn, ctx);
 		if (n >= 0)
 			return n;
 	}
-#endif
-	(void)style;
 	const struct vt_model_stack *s = vt_model_stack(m, proc, stack_id);
 	return s ? raw_frames(m, proc, s, fn, ctx) : 0;
 }

@@ -1,8 +1,8 @@
 /* The frames of an allocation's stack as text, for exports that show whole
- * stacks (folded flame graphs, the HTML site view). With the stacks part
- * built in (sites.h) frames are symbolized, each inlined function its own
- * entry; without it a frame is "module+0xOFFSET". Python frames are not
- * shown yet. */
+ * stacks (folded flame graphs, the HTML site view). Frames are symbolized
+ * through the stacks part (sites.h), each inlined function its own entry;
+ * a model without it (built in memory) gives "module+0xOFFSET". Python
+ * frames are not shown yet. */
 #ifndef VT_EXPORT_STACK_H
 #define VT_EXPORT_STACK_H
 

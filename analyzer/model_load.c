@@ -8,10 +8,7 @@
 #include "log_reader.h"
 #include "model.h"
 
-#if __has_include("sites.h")
 #include "sites.h"
-#define VT_HAVE_SITES 1
-#endif
 
 static vt_load_progress_fn load_progress;
 static void *load_progress_ctx;
@@ -26,9 +23,7 @@ struct feed_ctx {
 	struct vt_model *m;
 	uint32_t proc;
 	uint64_t records, done_before, total; /* progress: log bytes */
-#ifdef VT_HAVE_SITES
 	struct vt_sites *sites;
-#endif
 };
 
 static int feed_one(const struct vt_record_view *rec, void *vctx)
@@ -37,14 +32,11 @@ static int feed_one(const struct vt_record_view *rec, void *vctx)
 	vt_model_feed(c->m, c->proc, rec->type, rec->data, rec->size);
 	if (load_progress && (++c->records & 0x3fff) == 0)
 		load_progress(c->done_before + rec->offset, c->total, load_progress_ctx);
-#ifdef VT_HAVE_SITES
 	if (c->sites && (rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE))
 		vt_stack_store_add(c->sites->store, c->proc, rec, NULL, 0);
-#endif
 	return 0;
 }
 
-#ifdef VT_HAVE_SITES
 static void close_sites(struct vt_sites *s)
 {
 	vt_sites_close(s);
@@ -69,7 +61,6 @@ static struct vt_sites *open_sites(const char *dir)
 	s->sym = vt_symbolizer_open(dir, 0);
 	return s;
 }
-#endif
 
 struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 {
@@ -88,11 +79,9 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 		return NULL;
 	}
 	struct feed_ctx c = {.m = m};
-#ifdef VT_HAVE_SITES
 	c.sites = open_sites(trace.dir);
 	m->sites = c.sites;
 	m->sites_close = close_sites;
-#endif
 	uint64_t start = vt_trace_start_ns(&trace);
 	for (size_t i = 0; load_progress && i < trace.nlogs; i++) {
 		struct stat st;

@@ -8,10 +8,7 @@
 
 #include "model_internal.h"
 
-#if __has_include("sites.h")
 #include "sites.h"
-#define VT_HAVE_SITES 1
-#endif
 
 /* Frames inside these are the driver's, the runtime's or ours: skip them to
  * reach the caller (raw naming only; the sites part has its own rules). */
@@ -72,7 +69,6 @@ static void raw_site(const struct vt_model *m, uint32_t proc, const struct vt_mo
 	snprintf(buf, len, "%s+0x%" PRIx64, *base ? base : "(main)", ip - mod->base);
 }
 
-#ifdef VT_HAVE_SITES
 /* Named entries of a stack, innermost first: each frame's inline chain,
  * deepest inline first, then the frame's own function. */
 struct entry_walk {
@@ -222,18 +218,15 @@ static void symbolized_site(struct vt_model *m, uint32_t proc, uint32_t stack_id
 	if (moved)
 		format_entry(sites, &w, buf, len);
 }
-#endif
 
 static void name_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, char *buf,
                       size_t len)
 {
 	const struct vt_model_stack *s = vt_model_stack(m, proc, stack_id);
-#ifdef VT_HAVE_SITES
 	if (m->sites && stack_id) {
 		symbolized_site((struct vt_model *)m, proc, stack_id, buf, len);
 		return;
 	}
-#endif
 	if (!s || s->depth == 0)
 		snprintf(buf, len, "(no stack)");
 	else

@@ -1,8 +1,9 @@
-/* Naming a call site for reports: ONE function. With the stacks part
- * (analyzer/sites.h) a site is "function (file:line)" of the frame its rules
- * choose (past the driver, runtime, shim and framework allocators); without
- * it, "module+0xOFFSET" of the first frame outside libcuda, libcudart and
- * the shim. Either way a frame that more than half of the process's
+/* Naming a call site for reports: ONE function. For a trace loaded by
+ * vt_model_load_trace a site is "function (file:line)" of the frame the
+ * stacks part's rules choose (analyzer/sites.h: past the driver, runtime,
+ * shim and framework allocators); for a model fed by hand (tests), it is
+ * "module+0xOFFSET" of the first frame outside libcuda, libcudart and the
+ * shim. Either way a frame that more than half of the process's
  * allocation stacks pass through (the job's own allocator wrapper) is
  * stepped over to the next frame out. "(no stack)" without one. Names are
  * cached on the model. */

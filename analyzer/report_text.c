@@ -104,27 +104,64 @@ static void sites(const struct vt_report *r, FILE *out)
 	}
 }
 
+/* "GPU 0" or "GPUs 0,1" */
+static void gpus(FILE *out, const struct vt_flag *f)
+{
+	fprintf(out, "GPU%s", f->ndev > 1 ? "s" : "");
+	for (uint32_t d = 0; d < f->ndev; d++)
+		fprintf(out, "%s%u", d ? "," : " ", f->devices[d]);
+}
+
+/* One sentence per flag, then its advice. */
+static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *out)
+{
+	char site[256], b[32], when[32], all[32];
+	uint64_t sum = 0;
+	for (uint32_t d = 0; d < f->ndev; d++)
+		sum += f->bytes[d];
+	vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
+	vt_format_bytes(vt_flag_bytes_max(f), b, sizeof b);
+	vt_format_bytes(sum, all, sizeof all);
+	vt_format_seconds(f->t_ns, when, sizeof when);
+	const char *copies = f->copies == 1 ? "copy" : "copies";
+	fprintf(out, "  [%s] ", vt_flag_kind_name(f->kind));
+	switch (f->kind) {
+	case VT_FLAG_WHOLE_DATASET:
+		fprintf(out, "%s dataset%s uploaded to ", b, f->ndev > 1 ? " (each)" : "");
+		gpus(out, f);
+		fprintf(out, " in %" PRIu64 " host-to-device %s at t=%s from %s", f->copies, copies,
+		        when, site);
+		break;
+	case VT_FLAG_PREFETCH_DEPTH:
+		fprintf(out, "prefetch holds %u batch%s (%s) on ", f->depth, f->depth == 1 ? "" : "es",
+		        b);
+		gpus(out, f);
+		fprintf(out, ", filled from %s", site);
+		break;
+	case VT_FLAG_REPLICATED:
+		fprintf(out, "the same %s dataset on ", b);
+		gpus(out, f);
+		fprintf(out, " (%s in all), uploaded from %s", all, site);
+		break;
+	default:
+		fprintf(out, "%s allocator region on ", b);
+		gpus(out, f);
+		fprintf(out, " made at t=%s by %s, %" PRIu64 " host-to-device %s into it", when, site,
+		        f->copies, copies);
+		break;
+	}
+	if (r->m->nprocs > 1)
+		fprintf(out, " in pid %d", r->m->procs[f->proc].pid);
+	fprintf(out, " (confidence %d%%)\n      %s\n", f->confidence, f->advice);
+}
+
 static void flags(const struct vt_report *r, FILE *out)
 {
 	fprintf(out, "\nFlags\n");
 	if (!r->flags.n)
 		fprintf(out, "  none\n");
-	for (uint32_t i = 0; i < r->flags.n; i++) {
-		const struct vt_flag *f = &r->flags.v[i];
-		char site[256], b[32], when[32];
-		vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
-		vt_format_bytes(vt_flag_bytes_max(f), b, sizeof b);
-		vt_format_seconds(f->t_ns, when, sizeof when);
-		fprintf(out, "  [%s] GPU", vt_flag_kind_name(f->kind));
-		for (uint32_t d = 0; d < f->ndev; d++)
-			fprintf(out, "%s%u", d ? "," : " ", f->devices[d]);
-		fprintf(out, ": %s%s", b, f->ndev > 1 ? " each" : "");
-		if (f->kind == VT_FLAG_PREFETCH_DEPTH)
-			fprintf(out, " (depth %u)", f->depth);
-		fprintf(out, ", %" PRIu64 " host-to-device cop%s, at %s, from %s (confidence %d%%)\n",
-		        f->copies, f->copies == 1 ? "y" : "ies", when, site, f->confidence);
-		fprintf(out, "      %s\n", f->advice);
-	}
+	for (uint32_t i = 0; i < r->flags.n; i++)
+		flag_line(r, &r->flags.v[i], out);
 }
 
 int vt_report_write_text(const struct vt_report *r, FILE *out)
