@@ -146,9 +146,21 @@ def check_trace(vt, trace, work, name):
     for extra, tag in (([], "peak"), (["--at", "peak"], "at-peak")):
         check_folded_csv(vt, trace, work, f"{name}-{tag}", extra, want_dev,
                          rep["categories_at_peak"], lambda dev: devs[dev]["peak_t_ns"])
-    # one moment on every device: half-way, and the end
-    half = rep["devices"][0]["peak_t_ns"] / 2e9
-    for spec in (f"{half:.6f}", "end"):
+    # the top site's function is a frame of the folded stacks
+    top = rep["sites"][0]["site"] if rep["sites"] else "(no stack)"
+    if top != "(no stack)":
+        fn = top.split(" (")[0]
+        frames = set()
+        with open(os.path.join(work, f"{name}-peak.folded")) as f:
+            for line in f:
+                frames.update(line.rpartition(" ")[0].split(";"))
+        check(fn in frames, f"{name}: top site {fn} is no frame of the folded stacks")
+    # one moment on every device: between the first allocation and the
+    # first peak, and the end
+    with open(os.path.join(work, f"{name}-peak.csv"), newline="") as f:
+        first = min(int(r["start_ns"]) for r in csv.DictReader(f))
+    mid = (first + min(d["peak_t_ns"] for d in rep["devices"])) / 2e9
+    for spec in (f"{mid:.6f}", "end"):
         at = report_json(vt, trace, "--at", spec)["at"]
         want = {x["ordinal"]: x["bytes"] for x in at["devices"]}
         t = at["t_ns"] if spec != "end" else 1 << 63
