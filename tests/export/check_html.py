@@ -104,6 +104,12 @@ def check_trace(vt, chromium, trace, work, name, want_ooms=False):
     check(band.get("sites", 0) >= 1, f"{name}: clicking the {band.get('category')} band listed no site")
     if rep["sites"] and rep["sites"][0]["site"] != "(no stack)":
         check(band.get("frames", 0) >= 1, f"{name}: the band's first site shows no stack frames")
+    zoom = got.get("zoom") or {}
+    view = zoom.get("view")
+    check(view is not None and abs(view[0] - zoom["end_t_ns"] / 4) <= zoom["end_t_ns"] / 100 and
+          abs(view[1] - zoom["end_t_ns"] * 3 / 4) <= zoom["end_t_ns"] / 100,
+          f"{name}: dragging over the middle half did not zoom to it: {zoom}")
+    check(zoom.get("bands", 0) >= 1 and zoom.get("reset"), f"{name}: zoomed chart empty or not reset: {zoom}")
     if want_ooms:
         check(got["ooms"] >= 1, f"{name}: no out-of-memory marker drawn")
     print(f"ok   {name}: {size} bytes, {got['charts']} chart(s), tooltips at the peaks match "
