@@ -1,5 +1,6 @@
 /* Small pieces of the exports: RFC 4180 quoting of CSV fields, colour only
- * on a terminal and never with NO_COLOR. */
+ * on a terminal and never with NO_COLOR, the progress bar only on a
+ * terminal stderr. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <setjmp.h>
@@ -49,14 +50,23 @@ static void no_color_off_a_terminal(void **state)
 	fclose(f);
 }
 
-/* A pseudo-terminal stands in for a TTY. */
-static FILE *open_tty(void)
+/* A pseudo-terminal stands in for a TTY; *master reads what it shows. */
+static FILE *open_tty_master(int *master)
 {
 	int fd = posix_openpt(O_RDWR | O_NOCTTY);
 	if (fd < 0 || grantpt(fd) || unlockpt(fd))
 		return NULL;
 	int slave = open(ptsname(fd), O_RDWR | O_NOCTTY);
-	return slave < 0 ? NULL : fdopen(slave, "w");
+	if (slave < 0)
+		return NULL;
+	if (master)
+		*master = fd;
+	return fdopen(slave, "w");
+}
+
+static FILE *open_tty(void)
+{
+	return open_tty_master(NULL);
 }
 
 static void color_on_a_terminal_unless_no_color(void **state)
@@ -80,12 +90,52 @@ static void color_on_a_terminal_unless_no_color(void **state)
 	fclose(tty);
 }
 
+/* Draw with stderr on fd `to`; what the other end reads, in buf. */
+static void draw_progress(int to, int from, char *buf, size_t len)
+{
+	int saved = dup(STDERR_FILENO);
+	dup2(to, STDERR_FILENO);
+	struct vt_progress p;
+	vt_progress_begin(&p, "reading trace");
+	p.last_draw_ns = 0; /* past the initial quiet half second */
+	vt_progress_hook(50, 100, &p);
+	vt_progress_end(&p);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	fcntl(from, F_SETFL, O_NONBLOCK);
+	ssize_t n = read(from, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+static void progress_only_on_a_terminal(void **state)
+{
+	(void)state;
+	char buf[512];
+	int pipefd[2];
+	assert_int_equal(pipe(pipefd), 0);
+	draw_progress(pipefd[1], pipefd[0], buf, sizeof buf);
+	assert_string_equal(buf, "");
+	close(pipefd[0]);
+	close(pipefd[1]);
+	int master;
+	FILE *tty = open_tty_master(&master);
+	if (!tty)
+		skip();
+	draw_progress(fileno(tty), master, buf, sizeof buf);
+	assert_non_null(strstr(buf, "reading trace [###############...............]  50%"));
+	assert_non_null(strstr(buf, "\033[K")); /* the line is cleared at the end */
+	fclose(tty);
+	close(master);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(csv_quotes_only_when_needed),
 		cmocka_unit_test(no_color_off_a_terminal),
 		cmocka_unit_test(color_on_a_terminal_unless_no_color),
+		cmocka_unit_test(progress_only_on_a_terminal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
