@@ -1,10 +1,8 @@
 /* vramtrace export DIR --format html|perfetto|folded|csv [--at T] -o FILE */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "export_csv.h"
 #include "export_data.h"
@@ -115,39 +113,31 @@ static struct vt_model *load(const char *dir, char *err, size_t errlen)
 	return m;
 }
 
-/* Write to FILE.tmp then rename: a failed export leaves no half file. */
+struct format_job {
+	const struct export_args *a;
+	const struct vt_export *x;
+};
+
+static int write_format_job(FILE *out, void *ctx)
+{
+	const struct format_job *job = ctx;
+	return job->a->format->write(job->x, job->a->dir, out);
+}
+
 static int write_output(const struct export_args *a, const struct vt_export *x)
 {
+	struct format_job job = {a, x};
+	char err[512];
 	if (!strcmp(a->out, "-")) {
-		if (a->format->write(x, a->dir, stdout) == 0 && fflush(stdout) == 0)
+		if (write_format_job(stdout, &job) == 0 && fflush(stdout) == 0)
 			return 0;
 		fprintf(stderr, "vramtrace export: writing the %s export failed\n", a->format->name);
 		return -1;
 	}
-	size_t len = strlen(a->out) + 32;
-	char *tmp = malloc(len);
-	if (!tmp)
-		return -1;
-	snprintf(tmp, len, "%s.tmp.%ld", a->out, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		fprintf(stderr, "vramtrace export: cannot write %s: %s\n", tmp, strerror(errno));
-		free(tmp);
-		return -1;
-	}
-	int rc = a->format->write(x, a->dir, f);
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc != 0)
-		fprintf(stderr, "vramtrace export: writing %s failed\n", tmp);
-	else if (rename(tmp, a->out) != 0) {
-		fprintf(stderr, "vramtrace export: cannot write %s: %s\n", a->out, strerror(errno));
-		rc = -1;
-	}
-	if (rc != 0)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	if (vt_export_write_file(a->out, write_format_job, &job, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "vramtrace export: %s\n", err);
+	return -1;
 }
 
 static void say_written(const struct export_args *a)

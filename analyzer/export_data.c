@@ -1,9 +1,10 @@
 /* The data every export shares (see export_data.h). */
 #include "export_data.h"
 
-#include <inttypes.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uthash.h>
 
@@ -155,7 +156,33 @@ struct vt_step *vt_export_timeline(const struct vt_export *x, uint32_t *n)
 	return v;
 }
 
-void vt_export_us(FILE *out, uint64_t ns)
+int vt_export_write_file(const char *path, vt_export_writer fn, void *ctx, char *err,
+                         size_t errlen)
 {
-	fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+	size_t len = strlen(path) + 32;
+	char *tmp = malloc(len);
+	if (!tmp) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	int rc = fn(f, ctx);
+	if (fclose(f) != 0)
+		rc = -1;
+	if (rc != 0) {
+		snprintf(err, errlen, "writing %s failed", tmp);
+	} else if (rename(tmp, path) != 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	if (rc != 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
 }

@@ -53,7 +53,10 @@ struct vt_step {
 /* A new array of every step (caller frees), count in *n. NULL on no memory. */
 struct vt_step *vt_export_timeline(const struct vt_export *x, uint32_t *n);
 
-/* Nanoseconds as Trace Event Format microseconds, exact ("12.345"). */
-void vt_export_us(FILE *out, uint64_t ns);
+/* Write path through fn: into "path.tmp.PID" first, renamed when all went
+ * well, so a failed export leaves no half file. 0, or -1 and a reason. */
+typedef int (*vt_export_writer)(FILE *out, void *ctx);
+int vt_export_write_file(const char *path, vt_export_writer fn, void *ctx, char *err,
+                         size_t errlen);
 
 #endif

@@ -350,3 +350,26 @@ int vt_export_html(const struct vt_export *x, const char *dir, FILE *out)
 	free(data);
 	return rc || ferror(out) ? -1 : 0;
 }
+
+struct html_job {
+	const struct vt_export *x;
+	const char *dir;
+};
+
+static int write_html_job(FILE *out, void *ctx)
+{
+	const struct html_job *job = ctx;
+	return vt_export_html(job->x, job->dir, out);
+}
+
+int vt_export_html_file(struct vt_model *m, const char *dir, const char *path, char *err,
+                        size_t errlen)
+{
+	struct vt_export x;
+	if (vt_export_open(&x, m, NULL, err, errlen) != 0)
+		return -1;
+	struct html_job job = {&x, dir};
+	int rc = vt_export_write_file(path, write_html_job, &job, err, errlen);
+	vt_export_close(&x);
+	return rc;
+}

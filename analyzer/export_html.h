@@ -19,6 +19,11 @@
 
 int vt_export_html(const struct vt_export *x, const char *dir, FILE *out);
 
+/* The whole page from a loaded model into path (written beside it, then
+ * renamed): `report --html FILE`. 0, or -1 and a one-line reason. */
+int vt_export_html_file(struct vt_model *m, const char *dir, const char *path, char *err,
+                        size_t errlen);
+
 /* ---- the downsampled series (export_html_series.c) ----------------------- */
 
 #define VT_HTML_TOP_SITES 3

@@ -3,6 +3,7 @@
  * terminal stderr. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,9 +104,16 @@ static void draw_progress(int to, int from, char *buf, size_t len)
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
-	fcntl(from, F_SETFL, O_NONBLOCK);
-	ssize_t n = read(from, buf, len - 1);
-	buf[n > 0 ? n : 0] = 0;
+	/* a pty hands bytes over asynchronously: read until it stays quiet */
+	size_t got = 0;
+	struct pollfd pfd = {.fd = from, .events = POLLIN};
+	while (got + 1 < len && poll(&pfd, 1, 300) > 0) {
+		ssize_t n = read(from, buf + got, len - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
 }
 
 static void progress_only_on_a_terminal(void **state)
