@@ -21,7 +21,8 @@ extern const unsigned long vt_html_template_len;
 #define STACKS_PER_SITE 3
 #define SITES_WITH_STACKS 300     /* the biggest sites carry stacks: size stays bounded */
 #define MAX_STEP_MARKS 20000
-#define POINTS_BUDGET 24000       /* time buckets over all devices */
+#define POINTS_BUDGET 16000       /* time buckets over all devices */
+#define MAX_SITES 2000            /* the site table: the biggest ones */
 
 /* ---- stacks per site ---------------------------------------------------- */
 
@@ -140,7 +141,7 @@ static void write_sites(const struct vt_export *x, struct vt_json *j)
 	struct site_stack **stacks = collect_stacks(x, &nstacks);
 	vt_json_key(j, "sites");
 	vt_json_begin_array(j);
-	for (uint32_t s = 0; s < ns; s++) {
+	for (uint32_t s = 0; s < ns && s < MAX_SITES; s++) {
 		const struct vt_site_stat *st = &x->r.sites[s];
 		vt_json_begin_object(j);
 		vt_json_kv_string(j, "name", st->name);
@@ -154,6 +155,7 @@ static void write_sites(const struct vt_export *x, struct vt_json *j)
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);
+	vt_json_kv_u64(j, "sites_left_out", ns > MAX_SITES ? ns - MAX_SITES : 0);
 	for (size_t k = 0; k < nstacks; k++)
 		free(stacks[k]);
 	free(stacks);
@@ -318,14 +320,16 @@ static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 	return vt_json_finish(&j) || rc ? -1 : 0;
 }
 
-/* JSON inside <script>: "</" would end the element; "<\/" means the same
- * to JSON. */
+/* JSON inside <script>: "</script>" or "<!--" in a site name (C++
+ * templates have '<') would change how HTML reads the element. '<' only
+ * occurs inside JSON strings, where "\u003c" means the same. */
 static void put_script_safe(FILE *out, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		fputc(s[i], out);
-		if (s[i] == '<' && i + 1 < n && s[i + 1] == '/')
-			fputc('\\', out);
+		if (s[i] == '<')
+			fputs("\\u003c", out);
+		else
+			fputc(s[i], out);
 	}
 }
 
