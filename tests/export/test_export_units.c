@@ -19,6 +19,7 @@
 #include "export_data.h"
 #include "export_folded.h"
 #include "export_html.h"
+#include "export_perfetto.h"
 #include "model_builder.h"
 #include "term.h"
 
@@ -120,17 +121,18 @@ static size_t count(const char *hay, const char *needle)
 	return n;
 }
 
-typedef int (*export_fn)(const struct vt_export *x, FILE *out);
-
+/* html: 1 HTML, 2 CSV, 3 Perfetto, 0 folded */
 static char *export_to_string(struct vt_export *x, int html)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	assert_int_equal(html == 1 ? vt_export_html(x, "trace", f) : html == 2 ? vt_export_csv(x, f)
-	                                                                   : vt_export_folded(x, f),
-	                 0);
+	int rc = html == 1   ? vt_export_html(x, "trace", f)
+	         : html == 2 ? vt_export_csv(x, f)
+	         : html == 3 ? vt_export_perfetto(x, NULL, f)
+	                     : vt_export_folded(x, f);
+	assert_int_equal(rc, 0);
 	fclose(f);
 	return buf;
 }
@@ -165,6 +167,36 @@ static void hostile_names_stay_inert(void **state)
 	folded = export_to_string(&x, 0);
 	assert_non_null(strstr(folded, "] 1048576\n"));
 	free(folded);
+	vt_export_close(&x);
+	vt_model_free(m);
+}
+
+/* A process that allocated nothing: every format still writes a file. */
+static void empty_trace_exports(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 78, 1000, 1000);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	char err[256];
+	struct vt_export x;
+	assert_int_equal(vt_export_open(&x, m, NULL, err, sizeof err), 0);
+	char *html = export_to_string(&x, 1);
+	assert_non_null(strstr(html, "\"devices\":[]"));
+	free(html);
+	char *csv = export_to_string(&x, 2);
+	assert_string_equal(csv, "start_ns,end_ns,device,bytes,category,site\n");
+	free(csv);
+	char *folded = export_to_string(&x, 0);
+	assert_string_equal(folded, "");
+	free(folded);
+	char *trace = export_to_string(&x, 3);
+	assert_non_null(strstr(trace, "\"traceEvents\":["));
+	assert_non_null(strstr(trace, "\"name\":\"process_name\",\"ph\":\"M\""));
+	assert_string_equal(trace + strlen(trace) - 4, "\n]}\n"); /* the array and object closed */
+	free(trace);
 	vt_export_close(&x);
 	vt_model_free(m);
 }
@@ -271,6 +303,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(csv_quotes_only_when_needed),
 		cmocka_unit_test(hostile_names_stay_inert),
+		cmocka_unit_test(empty_trace_exports),
 		cmocka_unit_test(no_color_off_a_terminal),
 		cmocka_unit_test(color_on_a_terminal_unless_no_color),
 		cmocka_unit_test(progress_only_on_a_terminal),
