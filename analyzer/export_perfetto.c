@@ -111,15 +111,19 @@ static void name_processes(const struct vt_export *x, struct pf_writer *j)
 	}
 }
 
-/* One counter sample: the device's bytes by category after a step. */
-static void counter(struct pf_writer *j, int dev, uint64_t t_ns, const uint64_t cats[VT_CAT_COUNT])
+/* One counter sample: the device's bytes by category after a step, the
+ * categories the device ever holds (every sample has the same args, as
+ * chrome://tracing's stacked counters want). */
+static void counter(struct pf_writer *j, int dev, uint64_t t_ns, const uint64_t cats[VT_CAT_COUNT],
+                    const uint8_t used[VT_CAT_COUNT])
 {
 	char name[32];
 	snprintf(name, sizeof name, "GPU %d bytes", dev);
 	event_head(j, name, "C", t_ns, VT_PERFETTO_GPU_PID + (uint64_t)dev, 0);
 	args_begin(j);
 	for (int c = 0; c < VT_CAT_COUNT; c++)
-		kv_u64(j, vt_category_name(c), cats[c]);
+		if (used[c])
+			kv_u64(j, vt_category_name(c), cats[c]);
 	object_end(j);
 	object_end(j);
 }
@@ -160,13 +164,19 @@ static int write_timeline(const struct vt_export *x, struct pf_writer *j)
 	if (!steps)
 		return -1;
 	static uint64_t cats[VT_MAX_DEVICES][VT_CAT_COUNT];
+	static uint8_t used[VT_MAX_DEVICES][VT_CAT_COUNT];
 	memset(cats, 0, sizeof cats);
+	memset(used, 0, sizeof used);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_alloc *a = &x->m->allocs[steps[i].alloc];
+		used[a->device][a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN] = 1;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vt_alloc *a = &x->m->allocs[steps[i].alloc];
 		int c = a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN;
 		cats[a->device][c] += steps[i].sign > 0 ? a->bytes : (uint64_t)-a->bytes;
 		alloc_slice(x, j, steps[i].alloc, steps[i].sign > 0, steps[i].when.t_ns);
-		counter(j, a->device, steps[i].when.t_ns, cats[a->device]);
+		counter(j, a->device, steps[i].when.t_ns, cats[a->device], used[a->device]);
 	}
 	free(steps);
 	return 0;

@@ -126,7 +126,7 @@ def check_perfetto(vt, trace, work, name, rep):
         if state is None:
             continue
         for c in CATS:
-            check(state.get(c) == d["categories_at_peak"][c],
+            check(state.get(c, 0) == d["categories_at_peak"][c],
                   f"{name}: perfetto GPU {dev} {c} at peak {state.get(c)}, "
                   f"want {d['categories_at_peak'][c]}")
     kinds = collections.Counter(e["ph"] for e in events)
