@@ -312,6 +312,13 @@ static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 	for (int c = 0; c < VT_CAT_COUNT; c++)
 		vt_json_string(&j, vt_category_name(c));
 	vt_json_end_array(&j);
+	if (!x->at_each_peak) {   /* --at end|SECONDS: marked on every chart */
+		vt_json_key(&j, "at");
+		vt_json_begin_object(&j);
+		vt_json_kv_string(&j, "label", x->r.at_label);
+		vt_json_kv_u64(&j, "t_ns", x->at.t_ns == VT_T_NEVER ? x->m->end_t_ns : x->at.t_ns);
+		vt_json_end_object(&j);
+	}
 	write_processes(x, &j);
 	write_flags(x, &j);
 	int rc = write_devices(x, &j);

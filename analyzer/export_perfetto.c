@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flags.h"
 #include "json_out.h"
 #include "log_reader.h"
 #include "record_text.h"
@@ -229,6 +230,30 @@ static void write_failed(const struct vt_export *x, struct pf_writer *j)
 	}
 }
 
+/* The report's findings, with their advice, where they happened. */
+static void write_flags(const struct vt_export *x, struct pf_writer *j)
+{
+	for (uint32_t i = 0; i < x->r.flags.n; i++) {
+		const struct vt_flag *f = &x->r.flags.v[i];
+		char site[256];
+		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
+		instant(j, vt_flag_kind_name(f->kind), "g", f->t_ns, (uint64_t)x->m->procs[f->proc].pid, 0);
+		kv_string(j, "cat", "flag");
+		args_begin(j);
+		for (uint32_t d = 0; d < f->ndev; d++) {
+			char key[32];
+			snprintf(key, sizeof key, "bytes on GPU %u", f->devices[d]);
+			kv_u64(j, key, f->bytes[d]);
+		}
+		kv_u64(j, "copies", f->copies);
+		kv_string(j, "site", site);
+		kv_i64(j, "confidence", f->confidence);
+		kv_string(j, "advice", f->advice);
+		object_end(j);
+		object_end(j);
+	}
+}
+
 static void write_marks(const struct vt_export *x, struct pf_writer *j)
 {
 	for (uint32_t p = 0; p < x->m->nprocs; p++) {
@@ -324,6 +349,7 @@ int vt_export_perfetto(const struct vt_export *x, const char *dir, FILE *out)
 	int rc = write_timeline(x, &j);
 	write_peaks(x, &j);
 	write_failed(x, &j);
+	write_flags(x, &j);
 	write_marks(x, &j);
 	if (dir)
 		write_copies(x, dir, &j);

@@ -10,8 +10,9 @@
  *  - copies are instants ("ph":"i") on the job's own pid/tid with their
  *    direction, bytes, device and site (read again from the logs, because
  *    the model keeps copies only per allocation);
- *  - step and user marks, failed allocations (OOM) and each device's peak
- *    are instants; process and thread names are metadata ("ph":"M").
+ *  - step and user marks, failed allocations (OOM), each device's peak and
+ *    the report's flags (cat "flag", with their advice) are instants;
+ *    process and thread names are metadata ("ph":"M").
  * Times ("ts") are microseconds with ns decimals; "displayTimeUnit":"ns". */
 #ifndef VT_EXPORT_PERFETTO_H
 #define VT_EXPORT_PERFETTO_H

@@ -129,6 +129,9 @@ def check_perfetto(vt, trace, work, name, rep):
             check(state.get(c, 0) == d["categories_at_peak"][c],
                   f"{name}: perfetto GPU {dev} {c} at peak {state.get(c)}, "
                   f"want {d['categories_at_peak'][c]}")
+    flags = collections.Counter(e["name"] for e in events if e.get("cat") == "flag")
+    want_flags = collections.Counter(f["kind"] for f in rep["flags"])
+    check(flags == want_flags, f"{name}: perfetto flags {dict(flags)}, report {dict(want_flags)}")
     kinds = collections.Counter(e["ph"] for e in events)
     copies = sum(1 for e in events if e.get("cat") == "copy")
     check(copies == rep["totals"]["htod_calls"] + rep["totals"]["dtoh_calls"] +
