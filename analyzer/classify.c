@@ -24,7 +24,7 @@ struct key_count {
 		uint32_t device;
 		uint32_t pad;
 	} key;
-	uint32_t count, steps_seen;
+	uint32_t count, steps_seen, freed;
 	int last_step;
 	UT_hash_handle hh;
 };
@@ -40,6 +40,11 @@ struct size_count {
 		uint32_t count, steps;
 	} hist[PER_STEP_HIST];  /* how many steps made `count` of them */
 	uint8_t gradient_size;   /* recurring allocations of this size are gradients */
+	uint32_t ll_before, ll_during; /* long-lived ones made before / during training */
+	uint32_t grads_per_step; /* of the recurring ones each step, the last this many
+	                            are gradients (the rest: activations of that size) */
+	int cur_step;            /* recurring_ones: the step being walked */
+	uint32_t idx_in_step;
 	UT_hash_handle hh;
 };
 
@@ -134,6 +139,7 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 		struct key_count *k = key_of(keys, a, 1);
 		c->f[i - c->p->alloc_begin].key = k;
 		k->count++;
+		k->freed += a->t_free != VT_T_NEVER;
 		int s = c->f[i - c->p->alloc_begin].born;
 		if (s >= 0 && s != k->last_step) {
 			k->steps_seen++;
@@ -148,6 +154,11 @@ static int recurs(const struct ctx *c, const struct key_count *k, const struct v
                   const struct facts *f)
 {
 	uint32_t steps = c->p->nsteps;
+	/* still there at the end while most of its kind were freed: a batch or
+	 * an activation in flight when the job stopped; while most were kept:
+	 * state that grows (a leak, metrics), not a per-step tensor */
+	if (a->t_free == VT_T_NEVER && k->freed * 2 < k->count)
+		return 0;
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
 			return 0;
@@ -186,8 +197,17 @@ static struct size_count *size_entry(struct size_count **sizes, uint64_t bytes)
 			exit(3);
 		s->bytes = bytes;
 		s->last_step = -2;
+		s->cur_step = -2;
 		HASH_ADD(hh, *sizes, bytes, sizeof s->bytes, s);
 	}
+	return s;
+}
+
+/* Lookup only: every size the rules ask about was entered by count_sizes. */
+static struct size_count *size_find(struct size_count *sizes, uint64_t bytes)
+{
+	struct size_count *s;
+	HASH_FIND(hh, sizes, &bytes, sizeof bytes, s);
 	return s;
 }
 
@@ -198,6 +218,35 @@ static void free_sizes(struct size_count **sizes)
 		HASH_DEL(*sizes, s);
 		free(s);
 	}
+}
+
+/* The step just left made in_step allocations of this size: count it. */
+static void close_step(struct size_count *s)
+{
+	if (!s->in_step)
+		return;
+	for (int i = 0; i < PER_STEP_HIST; i++) {
+		if (s->hist[i].steps && s->hist[i].count != s->in_step)
+			continue;
+		s->hist[i].count = s->in_step;
+		s->hist[i].steps++;
+		break;
+	}
+	s->in_step = 0;
+}
+
+/* How many of this size a step makes: the most common count (a step cut in
+ * two by an estimated boundary, or one that made extra, does not move it). */
+static uint32_t per_step(const struct size_count *s)
+{
+	uint32_t best = 0, best_steps = 0;
+	for (int i = 0; i < PER_STEP_HIST; i++)
+		if (s->hist[i].steps > best_steps ||
+		    (s->hist[i].steps == best_steps && s->hist[i].count > best)) {
+			best = s->hist[i].count;
+			best_steps = s->hist[i].steps;
+		}
+	return best ? best : 1;
 }
 
 /* Undecided long-lived allocations of one device, in time order. */
@@ -234,42 +283,14 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 				set_cat(a, &c->f[ll[i] - c->p->alloc_begin], VT_CAT_WEIGHTS, 85,
 				        "long-lived; with its neighbours it adds up to the flat gradient "
 				        "bucket made every step");
-				size_entry(&sizes, a->bytes)->weights++;
+				size_find(sizes, a->bytes)->weights++;
 			}
 			s->gradient_size = 1;
+			s->grads_per_step = per_step(s);
 			return 1;
 		}
 	}
 	return 0;
-}
-
-/* The step just left made in_step allocations of this size: count it. */
-static void close_step(struct size_count *s)
-{
-	if (!s->in_step)
-		return;
-	for (int i = 0; i < PER_STEP_HIST; i++) {
-		if (s->hist[i].steps && s->hist[i].count != s->in_step)
-			continue;
-		s->hist[i].count = s->in_step;
-		s->hist[i].steps++;
-		break;
-	}
-	s->in_step = 0;
-}
-
-/* How many of this size a step makes: the most common count (a step cut in
- * two by an estimated boundary, or one that made extra, does not move it). */
-static uint32_t per_step(const struct size_count *s)
-{
-	uint32_t best = 0, best_steps = 0;
-	for (int i = 0; i < PER_STEP_HIST; i++)
-		if (s->hist[i].steps > best_steps ||
-		    (s->hist[i].steps == best_steps && s->hist[i].count > best)) {
-			best = s->hist[i].count;
-			best_steps = s->hist[i].steps;
-		}
-	return best ? best : 1;
 }
 
 /* Per size: how many recurring (not host-filled) allocations each step makes,
@@ -294,8 +315,29 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 	}
 	struct size_count *s, *tmp;
 	HASH_ITER(hh, *sizes, s, tmp) close_step(s);
-	for (uint32_t i = 0; i < n; i++)
-		size_entry(sizes, c->m->allocs[ll[i]].bytes)->long_lived++;
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct size_count *s = size_entry(sizes, a->bytes);
+		s->long_lived++;
+		if (a->t_alloc < first_step)
+			s->ll_before++;
+		else
+			s->ll_during++;
+	}
+}
+
+/* How many long-lived allocations of a size are weights: one per gradient
+ * made each step. When activations share the size, a step makes more of it
+ * than there are weights; then, if the optimizer state was made during
+ * training (lazily, as PyTorch and Keras do), the weights are those made
+ * before it. */
+static uint32_t weights_of_size(const struct size_count *s)
+{
+	uint32_t n = per_step(s);
+	if (s->ll_before && s->ll_during && s->ll_before < n)
+		n = s->ll_before;
+	return n;
 }
 
 static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
@@ -303,12 +345,13 @@ static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 	for (uint32_t i = 0; i < n; i++) {
 		struct vt_alloc *a = &c->m->allocs[ll[i]];
 		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
-		struct size_count *s = size_entry(&sizes, a->bytes);
+		struct size_count *s = size_find(sizes, a->bytes);
 		if (f->decided || !s->recurring)
 			continue;
 		s->gradient_size = 1;
-		if (s->weights < per_step(s)) {
+		if (s->weights < weights_of_size(s)) {
 			s->weights++;
+			s->grads_per_step = s->weights;
 			set_cat(a, f, VT_CAT_WEIGHTS, 90,
 			        "long-lived; a gradient of the same size is made every step");
 		}
@@ -326,7 +369,7 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
 		if (f->decided)
 			continue;
-		struct size_count *s = size_entry(&sizes, a->bytes);
+		struct size_count *s = size_find(sizes, a->bytes);
 		if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85,
 			        "long-lived, the size of a weight and made after it (optimizer slot)");
@@ -342,6 +385,19 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 	}
 }
 
+/* Within a step, the allocations of a gradient size that come before its
+ * gradients are the forward pass's activations of that size. */
+static int activation_of_weight_size(struct size_count *s, int step)
+{
+	if (step != s->cur_step) {
+		s->cur_step = step;
+		s->idx_in_step = 0;
+	}
+	uint32_t idx = s->idx_in_step++;
+	uint32_t made = per_step(s);
+	return s->grads_per_step && s->grads_per_step < made && idx < made - s->grads_per_step;
+}
+
 static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
@@ -349,11 +405,14 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (a->device != dev || f->decided || !f->recurring)
 			continue;
-		struct size_count *s = size_entry(&sizes, a->bytes);
+		struct size_count *s = size_find(sizes, a->bytes);
 		if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85,
 			        "filled from the host every step: a batch buffer");
-		else if (s->gradient_size)
+		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 60,
+			        "made every step before the gradients of its size (forward pass)");
+		else if (s && s->gradient_size)
 			set_cat(a, f, VT_CAT_GRADIENTS, 85,
 			        "made every step, the size of the weights (or of all of them: a flat "
 			        "bucket)");

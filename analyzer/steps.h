@@ -5,7 +5,11 @@
  * Without markers a step is found as a valley of the process's live bytes on
  * its busiest device: every step allocates its transient tensors and frees
  * them again, so live bytes come back to the same level (the long-lived
- * state plus the batches in flight) once per step. That works whether or not
+ * state plus the batches in flight) once per step. The step-end level is the
+ * lowest valley level (within 0.5 %, so a slow drift is one level) that
+ * recurs at least 3 times across at least half of the run; valleys at or
+ * below it end steps; one more step is counted after the last valley when
+ * the job allocates about a step's worth after it. That works whether or not
  * the job uploads anything per step (a dataset sliced on the device uploads
  * nothing). */
 #ifndef VT_STEPS_H

@@ -587,6 +587,9 @@ int main(int argc, char **argv)
 		j->truth = fopen(o->truth_path, "w");
 		if (!j->truth)
 			die("cannot write %s: %s", o->truth_path, strerror(errno));
+		/* a line at a time: the truth of a job killed mid-run is complete
+		 * up to the kill */
+		setvbuf(j->truth, NULL, _IOLBF, 0);
 		write_config(j, argc, argv);
 	}
 	setup(j);

@@ -19,6 +19,9 @@
 
 struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
+	int leak;               /* keep 4 KiB more every step (metrics) */
+	uint64_t act;           /* activation bytes (default 768 KiB) */
+	int stop_mid_step;      /* the last step stops after its forward pass */
 	uint64_t wbytes[8];
 };
 
@@ -61,7 +64,10 @@ static struct vt_model *run_job(const struct job *j)
 			b_htod(&b, t++, batch[s + 1], 2 * MIB, 0);
 		}
 		for (int l = 0; l < j->layers; l++)
-			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x1000000ull, 768 << 10, 0);
+			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
+			        j->act ? j->act : 768 << 10, 0);
+		if (j->stop_mid_step && s + 1 == j->steps)
+			break; /* killed: activations and batches stay live */
 		uint64_t wsum = 0;
 		for (int l = 0; l < j->layers; l++)
 			wsum += j->wbytes[l];
@@ -70,7 +76,7 @@ static struct vt_model *run_job(const struct job *j)
 		for (int l = j->layers - 1; l >= 0; l--) {
 			if (!j->flat)
 				b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, j->wbytes[l], 0);
-			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x1000000ull, 0);
+			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
 		}
 		if (s == 0 && !j->opt_early)
 			for (int l = 0; l < j->layers; l++)
@@ -81,6 +87,8 @@ static struct vt_model *run_job(const struct job *j)
 		for (int l = 0; !j->flat && l < j->layers; l++)
 			b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
 		b_free(&b, t++, batch[s], 0);
+		if (j->leak)
+			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x10000ull, 4096, 0);
 	}
 	/* no teardown: the job is killed while everything is live */
 	vt_model_end_process(m, b.proc);
@@ -160,6 +168,52 @@ static void test_adversarial(void **state)
 	assert_int_equal(m->procs[0].nsteps, 9);
 	check_roles(m, &j);
 	assert_int_equal(category_of(m, 0x900000000ull), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
+/* Without markers, a level that creeps up a little every step still gives
+ * the steps. */
+static void test_period_with_drift(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 12, .leak = 1, .dataset = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 12);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 12);
+	vt_model_free(m);
+}
+
+/* Square layers: activations the size of the weights. The optimizer is
+ * made in the first step, so the weights are what existed before it. */
+static void test_activations_of_weight_size(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4, .steps = 8, .markers = 1, .dataset = 1, .act = 2 * MIB,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	check_roles(m, &j);
+	vt_model_free(m);
+}
+
+/* A job that stops in the middle of a step: what was in flight keeps its
+ * role (a batch is no dataset, an activation no weight). */
+static void test_stopped_mid_step(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 10, .markers = 1, .dataset = 1, .stop_mid_step = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(count_cat(m, VT_CAT_DATASET), 1);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
+	assert_int_equal(count_cat(m, VT_CAT_PREFETCH), 10);
+	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), 3 * 10);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 9);
+	assert_int_equal(count_cat(m, VT_CAT_UNKNOWN), 0);
 	vt_model_free(m);
 }
 
@@ -249,6 +303,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_markers_twins),
 		cmocka_unit_test(test_adversarial),
+		cmocka_unit_test(test_period_with_drift),
+		cmocka_unit_test(test_activations_of_weight_size),
+		cmocka_unit_test(test_stopped_mid_step),
 		cmocka_unit_test(test_host_weights_per_tensor),
 		cmocka_unit_test(test_pool_region),
 		cmocka_unit_test(test_chunked_upload_is_not_a_pool),
