@@ -189,6 +189,23 @@ def check_refusals(vt, trace, work):
     print("ok   bad input refused with one line")
 
 
+def check_report_html(vt, trace, work):
+    """`report DIR --html FILE`: the report as usual, and the export's page."""
+    page = os.path.join(work, "report.html")
+    plain = subprocess.run([vt, "report", trace], capture_output=True, text=True)
+    both = subprocess.run([vt, "report", trace, "--html", page], capture_output=True, text=True)
+    check(both.returncode == 0 and both.stdout == plain.stdout,
+          f"report --html: exit {both.returncode}, or its text report changed")
+    ref = export(vt, trace, "html", os.path.join(work, "export.html"))
+    with open(page, "rb") as a, open(ref, "rb") as b:
+        check(a.read() == b.read(), "report --html and export --format html differ")
+    bad = subprocess.run([vt, "report", trace, "--html", os.path.join(work, "nodir", "r.html")],
+                         capture_output=True, text=True)
+    check(bad.returncode == 1 and bad.stderr.count("\n") == 1,
+          f"report --html into a missing dir: exit {bad.returncode}, {bad.stderr!r}")
+    print("ok   report --html writes the export's page")
+
+
 def main():
     vt, trainer, sim, work = sys.argv[1:5]
     shutil.rmtree(work, ignore_errors=True)
@@ -206,6 +223,7 @@ def main():
     failed = [e for e in events if e["ph"] == "i" and "failed" in e["name"]]
     check(len(failed) >= 1, "oom: no failed-allocation instant in the perfetto export")
     check_refusals(vt, two, work)
+    check_report_html(vt, two, work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
