@@ -29,7 +29,8 @@
 
 #define MAX_WALK 4096u     /* frames visited per capture: guards a cycle */
 #define NAME_BUF 1024u     /* longest name read from a str object */
-#define CACHE_SLOTS 128u   /* per-thread (code, offset) -> frame cache */
+#define CACHE_SETS 64u     /* per-thread (code, offset) -> frame cache, */
+#define CACHE_WAYS 2u      /* 2-way: a recursion's two call sites never thrash */
 
 enum py_state { PY_UNKNOWN = 0, PY_INITIALIZING, PY_OFF, PY_CHECKING, PY_ON };
 
@@ -306,7 +307,14 @@ struct frame_info {
 	uint32_t line, file_id, func_id, epoch;
 };
 
-static __thread struct frame_info cache[CACHE_SLOTS];
+static __thread struct frame_info cache[CACHE_SETS][CACHE_WAYS];
+static __thread uint8_t cache_victim[CACHE_SETS]; /* way to replace next */
+
+static inline unsigned cache_set(uintptr_t code, int addr)
+{
+	uint64_t key = (uint64_t)code ^ ((uint64_t)(uint32_t)addr << 40);
+	return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 58) & (CACHE_SETS - 1);
+}
 
 static void resolve(struct reader *r, uintptr_t code, int addr, struct frame_info *fi)
 {
@@ -314,12 +322,14 @@ static void resolve(struct reader *r, uintptr_t code, int addr, struct frame_inf
 	uintptr_t filename = rd_ptr(r, code + L->code_filename);
 	uintptr_t name = rd_ptr(r, code + L->code_name);
 	uint32_t now = atomic_load_explicit(&epoch, memory_order_relaxed);
-	struct frame_info *slot =
-		&cache[((code >> 4) ^ ((uint32_t)addr * 0x9e3779b1u)) & (CACHE_SLOTS - 1)];
-	if (!r->safe && slot->code == code && slot->addr == addr && slot->epoch == now &&
-	    slot->filename == filename && slot->name == name) {
-		*fi = *slot;
-		return;
+	unsigned set = cache_set(code, addr);
+	for (unsigned way = 0; way < CACHE_WAYS && !r->safe; way++) {
+		const struct frame_info *c = &cache[set][way];
+		if (c->code == code && c->addr == addr && c->epoch == now &&
+		    c->filename == filename && c->name == name) {
+			*fi = *c;
+			return;
+		}
 	}
 	int line = code_line(r, code, addr);
 	fi->code = code;
@@ -330,8 +340,11 @@ static void resolve(struct reader *r, uintptr_t code, int addr, struct frame_inf
 	fi->file_id = intern_str(r, filename);
 	fi->func_id = intern_str(r, name);
 	fi->epoch = now;
-	if (!r->failed)
-		*slot = *fi;
+	if (!r->failed) {
+		unsigned way = cache_victim[set];
+		cache[set][way] = *fi;
+		cache_victim[set] = (uint8_t)((way + 1) % CACHE_WAYS);
+	}
 }
 
 /* ---- the walk ----------------------------------------------------------- */
