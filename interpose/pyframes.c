@@ -46,7 +46,7 @@ struct py_runtime {
 
 static struct py_runtime rt;
 static _Atomic int state = PY_UNKNOWN;
-static const char *description = "not initialised";
+static _Atomic(const char *) description = "not initialised";
 static _Atomic uint32_t epoch = 1; /* bumped in a fork child: caches stale */
 static int switched_off;           /* VRAMTRACE_PYTHON=0 */
 static int safe_reads_work;        /* process_vm_readv on ourselves works */
@@ -532,5 +532,5 @@ void vt_py_rescan(void)
 
 const char *vt_py_describe(void)
 {
-	return description;
+	return atomic_load_explicit(&description, memory_order_relaxed);
 }
