@@ -32,6 +32,16 @@
 #define CACHE_SETS 64u     /* per-thread (code, offset) -> frame cache, */
 #define CACHE_WAYS 2u      /* 2-way: a recursion's two call sites never thrash */
 
+/* Weak: the shim always has it; unit tests of other parts that link the
+ * capture code with their own fake log need not provide it. */
+extern int vt_log_write_note(const char *text) __attribute__((weak));
+
+static void note(const char *text)
+{
+	if (vt_log_write_note)
+		vt_log_write_note(text);
+}
+
 enum py_state { PY_UNKNOWN = 0, PY_INITIALIZING, PY_OFF, PY_CHECKING, PY_ON };
 
 /* What the interpreter gave us, resolved once. */
@@ -146,7 +156,7 @@ static int discover(void)
 	if (!rt.layout || odd_build || !rt.code_type || !rt.str_type || !rt.bytes_type ||
 	    (rt.layout->lines != VT_PY_LINES_LOCATIONS && !rt.addr2line)) {
 		description = "CPython found, but not a version/build whose frames it can read";
-		vt_log_write_note("python: unsupported CPython version or build, no Python frames");
+		note("python: unsupported CPython version or build, no Python frames");
 		return PY_OFF;
 	}
 	eval_range(handle);
@@ -435,7 +445,7 @@ static unsigned check_layout(uintptr_t tstate, uint64_t *words, unsigned max_fra
 	if (n < 0) {
 		if (atomic_compare_exchange_strong(&state, &expected, PY_OFF)) {
 			description = "CPython found, but its frames did not match the expected layout";
-			vt_log_write_note("python: frame layout check failed, Python frames off");
+			note("python: frame layout check failed, Python frames off");
 		}
 		return 0;
 	}

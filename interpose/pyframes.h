@@ -55,6 +55,7 @@
 #include <stdint.h>
 
 #define VT_PY_NIDX_UNKNOWN 0xffffu
+#define VT_PY_MAX_FRAMES 256u /* Python frames per stack: the innermost kept */
 #define VT_PY_WORD0(file_id, func_id) (((uint64_t)(file_id) << 32) | (uint32_t)(func_id))
 #define VT_PY_WORD1(line, ord, nidx) \
 	(((uint64_t)(line) << 32) | ((uint64_t)((ord) & 0xffffu) << 16) | ((nidx) & 0xffffu))
