@@ -1,0 +1,169 @@
+"""End-to-end Python frames under `vramtrace run` on the simulated driver.
+
+usage: e2e_check.py SCENARIO VRAMTRACE PYTRACE SIMDRIVER_DIR WORKDIR [PYTHON]
+SCENARIO: frames | killed | off | native NATIVE_CLIENT
+Runs the job, reads the trace with pytrace (analyzer/pystack.c over the real
+log reader) and checks sites and frames against the "# SITE:" markers in
+e2e_job.py / e2e_data.py. Exits non-zero on the first failed check."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "e2e_job.py")
+DATA = os.path.join(HERE, "e2e_data.py")
+DATASET_BYTES = 8 << 20
+BATCH_BYTES = 64 << 10
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def sites(path):
+    out = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(r"# SITE:(\w+)", line)
+            if m:
+                out[m.group(1)] = n
+    return out
+
+
+def env_for(simdir, extra=None):
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = simdir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["VT_TEST_LIBCUDA"] = os.path.join(simdir, "libcuda.so.1")
+    env.update(extra or {})
+    return env
+
+
+def read_trace(pytrace, trace):
+    out = subprocess.run([pytrace, trace], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail(f"pytrace failed: {out.stderr.strip()}")
+    lines = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
+    return [x for x in lines if "type" in x], lines[-1]["summary"]
+
+
+def frames_of(ev):
+    return [(os.path.realpath(f[0]), f[1], f[2]) for f in ev["python"]]
+
+
+def find(events, kind, nbytes, main_tid=None, other_thread=False):
+    for ev in events:
+        if ev["type"] == kind and ev["bytes"] == nbytes:
+            if main_tid is None or (ev["tid"] != main_tid) == other_thread:
+                return ev
+    fail(f"no {kind} of {nbytes} bytes in the trace")
+
+
+def expect_frames(name, ev, want_prefix):
+    got = frames_of(ev)
+    if got[:len(want_prefix)] != want_prefix:
+        fail(f"{name}: Python frames\n  got  {got}\n  want {want_prefix} (innermost first)")
+    # every frame bound to an eval-loop native frame, outward order
+    nidx = [f[4] for f in ev["python"]]
+    if any(i < 0 or i >= ev["depth"] for i in nidx) or nidx != sorted(nidx):
+        fail(f"{name}: native binding {nidx} (native depth {ev['depth']})")
+    print(f"ok   {name}: {len(got)} Python frames, site {ev.get('site')}")
+
+
+def expect_site(name, ev, func, path, line):
+    want = f"{func} ({path}:{line})"
+    if ev.get("site") != want:
+        fail(f"{name}: site {ev.get('site')!r}, want {want!r}")
+
+
+def run_job(vramtrace, trace, simdir, python, extra_env=None, hang=False):
+    cmd = [vramtrace, "run", "-o", trace, "--", python, JOB] + (["--hang"] if hang else [])
+    if not hang:
+        r = subprocess.run(cmd, env=env_for(simdir, extra_env), cwd=HERE,
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            fail(f"job failed ({r.returncode}): {r.stdout}{r.stderr}")
+        return
+    # Killed mid-run: the job prints "uploaded" after its uploads, then
+    # waits; SIGKILL the Python process itself (the launcher's child).
+    p = subprocess.Popen(cmd, env=env_for(simdir, extra_env), cwd=HERE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = p.stdout.readline()
+    if "uploaded" not in line:
+        p.kill()
+        fail(f"job did not reach its uploads: {line!r}")
+    logs = [f for f in os.listdir(trace) if f.endswith(".log")]
+    pid = int(logs[0].split(".")[1])
+    os.kill(pid, signal.SIGKILL)
+    p.wait(timeout=30)
+
+
+def check_frames(events, main_tid):
+    j, d = sites(JOB), sites(DATA)
+    job, data = os.path.realpath(JOB), os.path.realpath(DATA)
+    module_line = next(n for n, l in enumerate(open(JOB), 1) if l.strip() == "main()")
+    # 1. the dataset upload on the main thread
+    copy = find(events, "copy", DATASET_BYTES)
+    expect_site("dataset upload site", copy, "upload", data, d["copy"])
+    expect_frames("dataset upload stack", copy, [
+        (data, "upload", d["copy"]), (job, "load_dataset", j["load_dataset"]),
+        (job, "main", j["main"]), (job, "<module>", module_line)])
+    alloc = find(events, "alloc", DATASET_BYTES)
+    expect_site("dataset alloc site", alloc, "alloc", data, d["alloc"])
+    # 2. the same calls from a second thread (ctypes released the GIL)
+    tcopy = find(events, "copy", BATCH_BYTES, main_tid, other_thread=True)
+    expect_site("thread upload site", tcopy, "upload", data, d["copy"])
+    expect_frames("thread upload stack", tcopy, [
+        (data, "upload", d["copy"]), (job, "worker", j["worker"])])
+    outer = frames_of(tcopy)[-1]
+    if not outer[0].endswith("threading.py"):
+        fail(f"thread stack should end in threading.py, ends {outer}")
+
+
+def main():
+    scenario, vramtrace, pytrace, simdir, work = sys.argv[1:6]
+    python = sys.argv[6] if len(sys.argv) > 6 and scenario != "native" else sys.executable
+    trace = os.path.join(work, f"pyframes_{scenario}")
+    shutil.rmtree(trace, ignore_errors=True)
+    if scenario == "native":
+        client = sys.argv[6]
+        r = subprocess.run([vramtrace, "run", "-o", trace, "--", client],
+                           env=env_for(simdir), capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            fail(f"native client failed: {r.stdout}{r.stderr}")
+        events, summary = read_trace(pytrace, trace)
+        if not events:
+            fail("native client recorded no events")
+        if any(ev["python"] for ev in events) or summary["pystr"] or summary["notes"]:
+            fail(f"native process has Python frames/strings/notes: {summary}")
+        print(f"ok   native process: {len(events)} events, no Python frames, no notes")
+        return
+    if scenario == "off":
+        run_job(vramtrace, trace, simdir, python, {"VRAMTRACE_PYTHON": "0"})
+        events, summary = read_trace(pytrace, trace)
+        if not events or any(ev["python"] for ev in events) or summary["pystr"]:
+            fail(f"VRAMTRACE_PYTHON=0 still recorded Python frames: {summary}")
+        print(f"ok   VRAMTRACE_PYTHON=0: {len(events)} events, no Python frames")
+        return
+    run_job(vramtrace, trace, simdir, python, hang=(scenario == "killed"))
+    events, summary = read_trace(pytrace, trace)
+    main_tid = find(events, "copy", DATASET_BYTES)["tid"]
+    check_frames(events, main_tid)
+    if summary["notes"]:
+        fail(f"the shim wrote {summary['notes']} note(s)")
+    if scenario == "killed":
+        if summary["died"] != 1 or any(ev["type"] == "free" for ev in events):
+            fail(f"the job was not killed mid-run: {summary}")
+        print("ok   killed: the log says the process died; its frames read back")
+    # names interned once per process: never more strings than distinct names
+    names = {n for ev in events for f in ev["python"] for n in (f[0], f[1])}
+    if summary["pystr"] > len(names) + 2:
+        fail(f"{summary['pystr']} string records for {len(names)} distinct names")
+    print(f"ok   {scenario}: {summary['pystr']} string records for {len(names)} names")
+
+
+main()
