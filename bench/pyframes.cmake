@@ -14,3 +14,13 @@ add_custom_target(bench_pyframes_run
   COMMAND bench_pyframes ${CMAKE_CURRENT_LIST_DIR}/bench_pyframes.py
     $<TARGET_FILE:vt_bench_pyframes> ${VT_PYTHONS}
   DEPENDS bench_pyframes vt_bench_pyframes USES_TERMINAL)
+
+# The same in a real traced job (needs the launcher and the simulated driver):
+# `cmake --build build --target bench_pyframes_job`
+if(TARGET vramtrace-cli AND TARGET vtsim_cuda AND VT_PYTHONS)
+  list(GET VT_PYTHONS 0 _vt_bench_py)
+  add_custom_target(bench_pyframes_job
+    COMMAND ${CMAKE_COMMAND} -E env ${_vt_bench_py} ${CMAKE_CURRENT_LIST_DIR}/bench_pyframes_job.py
+      $<TARGET_FILE:vramtrace-cli> ${VT_SIMDRIVER_DIR} ${VT_PYTHONS}
+    DEPENDS vramtrace-cli vramtrace vtsim_cuda USES_TERMINAL)
+endif()
