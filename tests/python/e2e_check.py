@@ -1,7 +1,7 @@
 """End-to-end Python frames under `vramtrace run` on the simulated driver.
 
 usage: e2e_check.py SCENARIO VRAMTRACE PYTRACE SIMDRIVER_DIR WORKDIR [PYTHON]
-SCENARIO: frames | killed | off | native NATIVE_CLIENT
+SCENARIO: frames | killed | fork | off | native NATIVE_CLIENT
 Runs the job, reads the trace with pytrace (analyzer/pystack.c over the real
 log reader) and checks sites and frames against the "# SITE:" markers in
 e2e_job.py / e2e_data.py. Exits non-zero on the first failed check."""
@@ -80,8 +80,9 @@ def expect_site(name, ev, func, path, line):
         fail(f"{name}: site {ev.get('site')!r}, want {want!r}")
 
 
-def run_job(vramtrace, trace, simdir, python, extra_env=None, hang=False):
+def run_job(vramtrace, trace, simdir, python, extra_env=None, hang=False, flags=()):
     cmd = [vramtrace, "run", "-o", trace, "--", python, JOB] + (["--hang"] if hang else [])
+    cmd += list(flags)
     if not hang:
         r = subprocess.run(cmd, env=env_for(simdir, extra_env), cwd=HERE,
                            capture_output=True, text=True, timeout=60)
@@ -149,21 +150,37 @@ def main():
             fail(f"VRAMTRACE_PYTHON=0 still recorded Python frames: {summary}")
         print(f"ok   VRAMTRACE_PYTHON=0: {len(events)} events, no Python frames")
         return
-    run_job(vramtrace, trace, simdir, python, hang=(scenario == "killed"))
+    run_job(vramtrace, trace, simdir, python, hang=(scenario == "killed"),
+            flags=["--fork"] if scenario == "fork" else [])
     events, summary = read_trace(pytrace, trace)
+    if scenario == "fork":
+        # the child's log has its own strings: its frames read by name
+        j, d = sites(JOB), sites(DATA)
+        job, data = os.path.realpath(JOB), os.path.realpath(DATA)
+        child = find(events, "copy", 2 * BATCH_BYTES)
+        if child["log"] == find(events, "copy", DATASET_BYTES)["log"]:
+            fail("the forked child's upload is in the parent's log")
+        expect_site("forked child site", child, "upload", data, d["copy"])
+        expect_frames("forked child stack", child, [
+            (data, "upload", d["copy"]), (job, "forked_upload", j["child"]),
+            (job, "main", j["fork"])])
     main_tid = find(events, "copy", DATASET_BYTES)["tid"]
     check_frames(events, main_tid)
     if summary["notes"]:
         fail(f"the shim wrote {summary['notes']} note(s)")
+    if scenario == "fork" and summary["logs"] != 2:
+        fail(f"expected 2 process logs, got {summary}")
     if scenario == "killed":
         if summary["died"] != 1 or any(ev["type"] == "free" for ev in events):
             fail(f"the job was not killed mid-run: {summary}")
         print("ok   killed: the log says the process died; its frames read back")
     # names interned once per process: never more strings than distinct names
-    names = {n for ev in events for f in ev["python"] for n in (f[0], f[1])}
-    if summary["pystr"] > len(names) + 2:
-        fail(f"{summary['pystr']} string records for {len(names)} distinct names")
-    print(f"ok   {scenario}: {summary['pystr']} string records for {len(names)} names")
+    # (each process writes its own: count distinct names per log)
+    names = sum(len({n for ev in events if ev["log"] == log for f in ev["python"]
+                     for n in (f[0], f[1])}) for log in {ev["log"] for ev in events})
+    if summary["pystr"] > names + 2:
+        fail(f"{summary['pystr']} string records for {names} distinct names")
+    print(f"ok   {scenario}: {summary['pystr']} string records for {names} names")
 
 
 main()

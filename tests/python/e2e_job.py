@@ -2,8 +2,11 @@
 GPU through ctypes from nested functions in two files, on the main thread and
 on a second thread; ctypes releases the GIL around every driver call.
 
-usage: e2e_job.py [--hang]   (--hang: after the uploads, wait to be killed)"""
+usage: e2e_job.py [--hang|--fork]
+  --hang: after the uploads, wait to be killed
+  --fork: after the uploads, fork; the child uploads from its own function"""
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -24,6 +27,17 @@ def worker(cuda, out):
     out.append(e2e_data.upload(cuda, host))  # SITE:worker
 
 
+def forked_upload(cuda):
+    pid = os.fork()
+    if pid == 0:
+        host = ctypes.create_string_buffer(BATCH_BYTES * 2)
+        e2e_data.upload(cuda, host)  # SITE:child
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        sys.exit(f"forked child failed: {status}")
+
+
 def main():
     cuda = e2e_data.open_driver()
     dataset = load_dataset(cuda)  # SITE:main
@@ -37,6 +51,8 @@ def main():
     t = threading.Thread(target=in_thread, name="uploader")
     t.start()
     t.join()
+    if "--fork" in sys.argv:
+        forked_upload(cuda)  # SITE:fork
     if "--hang" in sys.argv:
         print("uploaded", flush=True)
         time.sleep(60)
