@@ -309,3 +309,23 @@ int vt_pystack_format(const struct vt_pyframe *f, char *buf, size_t len)
 		return snprintf(buf, len, "%s (%s:%u)", f->func, f->file, f->line);
 	return snprintf(buf, len, "%s (%s)", f->func, f->file);
 }
+
+int vt_pystack_site_of_record(const struct vt_pystrs *ps, uint32_t log_index,
+			      const uint64_t *py_words, unsigned py_depth, char *buf, size_t len)
+{
+	if (!py_depth)
+		return -1;
+	struct vt_pyframe *frames = calloc(py_depth, sizeof *frames);
+	uint64_t *words = calloc(2 * (size_t)py_depth, sizeof *words);
+	int site = -1;
+	if (frames && words) {
+		vt_pystack_globalize(ps, log_index, py_words, py_depth, words);
+		vt_pystack_decode(ps, words, py_depth, frames);
+		site = vt_pystack_site(frames, py_depth);
+		if (site >= 0)
+			vt_pystack_format(&frames[site], buf, len);
+	}
+	free(frames);
+	free(words);
+	return site;
+}

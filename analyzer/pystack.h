@@ -124,4 +124,11 @@ int vt_pystack_site(const struct vt_pyframe *py, unsigned n);
 /* "function (file:line)" into buf (the site format of the reports). */
 int vt_pystack_format(const struct vt_pyframe *f, char *buf, size_t len);
 
+/* One call for the reports: the Python site of a stack record's Python
+ * words as recorded in log log_index (2 * py_depth words, raw PYSTR ids),
+ * formatted into buf. Returns the index of the Python frame chosen, or -1
+ * (buf untouched) when the stack has no Python frames. */
+int vt_pystack_site_of_record(const struct vt_pystrs *ps, uint32_t log_index,
+			      const uint64_t *py_words, unsigned py_depth, char *buf, size_t len);
+
 #endif

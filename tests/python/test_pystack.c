@@ -168,6 +168,23 @@ static void test_sites(void **state)
 	unsetenv("VRAMTRACE_PY_USER_PATHS");
 }
 
+static void test_site_of_record(void **state)
+{
+	(void)state;
+	struct vt_pystrs *ps = vt_pystrs_new();
+	add_str(ps, 3, 1, "/venv/lib/python3.12/site-packages/torch/cuda/memory.py");
+	add_str(ps, 3, 2, "malloc");
+	add_str(ps, 3, 3, "/job/train.py");
+	add_str(ps, 3, 4, "fit");
+	const uint64_t words[4] = {W0(1, 2), W1(80, 0, 5), W0(3, 4), W1(12, 0, 5)};
+	char site[256] = "untouched";
+	assert_int_equal(vt_pystack_site_of_record(ps, 3, words, 0, site, sizeof site), -1);
+	assert_string_equal(site, "untouched");
+	assert_int_equal(vt_pystack_site_of_record(ps, 3, words, 2, site, sizeof site), 1);
+	assert_string_equal(site, "fit (/job/train.py:12)");
+	vt_pystrs_free(ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_roles),
 		cmocka_unit_test(test_sites),
+		cmocka_unit_test(test_site_of_record),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
