@@ -1,10 +1,12 @@
 /* Cost of Python frames per event (issue 8).
  *
  * Built twice from this file:
- *  - bench_pyframes (program): a process WITHOUT CPython. Times
- *    vt_py_capture() there (what every event of a C/C++ job pays), then runs
- *    bench_pyframes.py under each Python given on the command line, with
- *    frames on and with VRAMTRACE_PYTHON=0, and prints one table;
+ *  - bench_pyframes (program, no arguments: paths are compiled in): a
+ *    process WITHOUT CPython. Times vt_py_capture() there (what every event
+ *    of a C/C++ job pays), then runs bench_pyframes.py under this machine's
+ *    python3 with frames on and with VRAMTRACE_PYTHON=0 (and the perf
+ *    trampoline comparison under every 3.12+ found), then
+ *    bench_pyframes_job.py (a traced job on the simulated driver);
  *  - vt_bench_pyframes (module): loaded by bench_pyframes.py with ctypes; its
  *    timing loops run inside the interpreter, on a thread with Python frames.
  * Both link the shim's capture code and tests/python/fake_log.c (records go
@@ -100,39 +102,46 @@ void vt_bench_native_walk(unsigned *depth, unsigned *eval_frames)
 }
 
 #ifdef VT_BENCH_MAIN
-static int run_python(const char *python, const char *script, const char *module, int off)
+/* Rows go to stdout as "pyframes<TAB>case<TAB>value<TAB>unit" (bench/run_all.sh
+ * protocol); the Python halves print theirs the same way. */
+static void run(char *const argv[], const char *python_env)
 {
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (off)
-			setenv("VRAMTRACE_PYTHON", "0", 1);
+		if (python_env)
+			setenv("VRAMTRACE_PYTHON", python_env, 1);
 		else
 			unsetenv("VRAMTRACE_PYTHON");
-		execl(python, python, script, module, off ? "off" : "on", (char *)NULL);
+		execv(argv[0], argv);
 		_exit(127);
 	}
 	int status = 0;
 	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		printf("pyframes\t%s %s\tn/a (failed)\t\n", argv[0], argv[1]);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: bench_pyframes SCRIPT MODULE [PYTHON...]\n");
-		return 2;
-	}
 	unsigned frames;
 	double off = vt_bench_capture_ns(10000000, 256, &frames);
-	printf("| process | python frames | stack depth | ns per event |\n");
-	printf("| --- | --- | --- | --- |\n");
-	printf("| C program (no CPython) | %s | - | %.2f |\n", vt_py_describe(), off);
-	int rc = 0;
-	for (int i = 3; i < argc; i++) {
-		rc |= run_python(argv[i], argv[1], argv[2], 0);
-		rc |= run_python(argv[i], argv[1], argv[2], 1);
+	printf("pyframes\tcapture in a C process (no CPython)\t%.2f\tns/event\n", off);
+	/* This machine's python3 in full; the others' perf trampolines only. */
+	char *pythons[] = {VT_BENCH_PYTHONS, NULL};
+	for (int i = 0; pythons[i]; i++) {
+		char *on[] = {pythons[i], VT_BENCH_PY_SCRIPT, VT_BENCH_PY_MODULE, "on",
+			      i ? "trampolines-only" : "full", NULL};
+		char *off_[] = {pythons[i], VT_BENCH_PY_SCRIPT, VT_BENCH_PY_MODULE, "off", "full", NULL};
+		run(on, NULL);
+		if (i == 0)
+			run(off_, "0");
 	}
-	return rc;
+#ifdef VT_BENCH_VRAMTRACE
+	char *job[] = {pythons[0], VT_BENCH_JOB_SCRIPT, VT_BENCH_VRAMTRACE, VT_BENCH_SIMDRIVER_DIR,
+		       pythons[0], NULL};
+	run(job, NULL);
+#endif
+	return 0;
 }
 #endif

@@ -1,15 +1,17 @@
-"""Python half of bench_pyframes (see bench_pyframes.c): rows of the table
-for the interpreter running this script.  usage: PY bench_pyframes.py MODULE on|off"""
+"""Python half of bench_pyframes (see bench_pyframes.c): rows of the bench
+table ("pyframes<TAB>case<TAB>value<TAB>unit") for the interpreter running
+this script.  usage: PY bench_pyframes.py MODULE on|off full|trampolines-only"""
 import ctypes
 import sys
 import time
 
 lib = ctypes.CDLL(sys.argv[1])
 mode = sys.argv[2]
+only_trampolines = len(sys.argv) > 3 and sys.argv[3] == "trampolines-only"
 lib.vt_bench_capture_ns.restype = ctypes.c_double
 lib.vt_bench_capture_ns.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_uint)]
 lib.vt_bench_capture_once_ns.restype = ctypes.c_double
-ver = "%d.%d.%d" % sys.version_info[:3]
+ver = "%d.%d" % sys.version_info[:2]
 
 
 def at_depth(depth, fn):
@@ -18,18 +20,21 @@ def at_depth(depth, fn):
     return at_depth(depth - 1, fn)
 
 
-def row(label, depth, ns):
-    print(f"| python {ver} | {label} | {depth} | {ns:.1f} |")
+def row(case, value, unit):
+    print(f"pyframes\tpy{ver} {case}\t{value}\t{unit}")
 
 
 frames = ctypes.c_uint()
-for depth in (1, 10, 50, 200):
+for depth in (() if only_trampolines else (1, 10, 50, 200)):
     # best of many short runs: the machine is shared, the minimum is the cost
     best = min(at_depth(depth, lambda: lib.vt_bench_capture_ns(2000, 256, ctypes.byref(frames)))
                for _ in range(100))
-    row(f"{mode} (same stack again: cached)", frames.value, best)
+    if mode == "off":
+        row("capture, VRAMTRACE_PYTHON=0 (a Python thread)", f"{best:.1f}", "ns/event")
+        break
+    row(f"capture, {frames.value} frames, same stack again", f"{best:.1f}", "ns/event")
 
-if mode == "on":
+if mode == "on" and not only_trampolines:
     # A new stack each time: new code objects, new names: lines decoded and
     # names interned (written once) on every capture.
     samples = []
@@ -39,7 +44,8 @@ if mode == "on":
                      f"/bench/generated_{i}.py", "exec"), ns)
         samples.append(at_depth(10, lambda: ns[f"f_{i}"](lib)))
     samples.sort()
-    row("on (new code objects: cold)", "~11", samples[len(samples) // 2])
+    row("capture, ~11 frames, new code objects (names interned, lines decoded)",
+        f"{samples[len(samples) // 2]:.0f}", "ns/event")
 
     # Our location-table decoder against PyCode_Addr2Line (3.11+).
     if sys.version_info >= (3, 11):
@@ -57,9 +63,9 @@ if mode == "on":
         ok = lib.vt_bench_lines(id(biggest), biggest.co_linetable, len(biggest.co_linetable),
                                 biggest.co_firstlineno, arr, len(addrs), 200,
                                 ctypes.byref(own), ctypes.byref(api))
-        print(f"| python {ver} | line of one offset in {biggest.co_name} ({len(addrs)} "
-              f"offsets): own decoder {own.value:.0f} ns, PyCode_Addr2Line {api.value:.0f} ns"
-              f"{'' if ok >= 0 else ' (RESULTS DIFFER)'} | - | - |")
+        what = f"line of an offset in a {len(addrs)}-offset function"
+        row(f"{what}: own co_linetable decoder", f"{own.value:.0f}" if ok >= 0 else "differs", "ns")
+        row(f"{what}: PyCode_Addr2Line", f"{api.value:.0f}", "ns")
 
 if mode == "on" and sys.version_info >= (3, 12) and hasattr(sys, "activate_stack_trampoline"):
     # The other route: perf trampolines (PYTHONPERFSUPPORT=1 / -X perf). They
@@ -94,7 +100,6 @@ if mode == "on" and sys.version_info >= (3, 12) and hasattr(sys, "activate_stack
             os.remove(f"/tmp/perf-{os.getpid()}.map")
         except OSError:
             pass
-    print(f"| python {ver} | perf trampolines: fib(22) {plain / 1e6:.1f} ms -> {tramp / 1e6:.1f} ms "
-          f"({100 * (tramp - plain) / plain:+.0f}%); backtrace from depth 10: {walk_plain[0]} native "
-          f"frames / {walk_plain[1]} eval -> {walk_tramp[0]} / {walk_tramp[1]} with trampolines; "
-          f"no line numbers | - | - |")
+    row("perf trampolines: pure-Python fib(22) slowdown", f"{100 * (tramp - plain) / plain:+.0f}", "%")
+    row("perf trampolines: native frames a DWARF unwinder sees from depth 10",
+        f"{walk_plain[0]} -> {walk_tramp[0]}", "frames")

@@ -3,8 +3,9 @@ calls cuMemAlloc_v2/cuMemFree_v2 on the simulated driver through ctypes,
 N times at a given Python stack depth, under `vramtrace run`.
 
 usage: bench_pyframes_job.py VRAMTRACE SIMDRIVER_DIR [PYTHON...]
-Prints rows of the bench table: ns per event (one alloc or one free) with no
-shim, with the shim and VRAMTRACE_PYTHON=0, and with Python frames on."""
+Prints rows of the bench table ("pyframes<TAB>case<TAB>value<TAB>unit"): ns
+per event (one alloc or one free) with no shim, with the shim and
+VRAMTRACE_PYTHON=0, and with Python frames on."""
 import ctypes
 import os
 import shutil
@@ -52,10 +53,9 @@ def main():
     work = tempfile.mkdtemp(prefix="vt-bench-py-")
     try:
         for py in pythons:
-            ver = subprocess.run([py, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+            ver = subprocess.run([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                                  capture_output=True, text=True).stdout.strip()
             for depth in (10, 50):
-                row = []
                 for label, shim, env in (("no shim", False, {}),
                                          ("shim, VRAMTRACE_PYTHON=0", True, {"VRAMTRACE_PYTHON": "0"}),
                                          ("shim, Python frames on", True, {})):
@@ -66,9 +66,8 @@ def main():
                         shutil.rmtree(trace, ignore_errors=True)
                         cmd = [vramtrace, "run", "-o", trace, "--"] + cmd
                     out = subprocess.run(cmd, env=e, capture_output=True, text=True)
-                    row.append(out.stdout.split()[0] if out.returncode == 0 else "failed")
-                print(f"| python {ver} job, alloc+free via ctypes | Python depth {depth} | "
-                      f"{row[0]} ns no shim; {row[1]} ns frames off; {row[2]} ns frames on |")
+                    value = out.stdout.split()[0] if out.returncode == 0 else "n/a (failed)"
+                    print(f"pyframes\tpy{ver} traced job, depth {depth}: {label}\t{value}\tns/event")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
