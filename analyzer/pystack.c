@@ -310,22 +310,35 @@ int vt_pystack_format(const struct vt_pyframe *f, char *buf, size_t len)
 	return snprintf(buf, len, "%s (%s)", f->func, f->file);
 }
 
+int vt_pystack_site_text(const struct vt_pystrs *ps, const uint64_t *words, unsigned n, char *buf,
+			 size_t len, unsigned *native_index)
+{
+	if (!n)
+		return -1;
+	struct vt_pyframe *frames = calloc(n, sizeof *frames);
+	if (!frames)
+		return -1;
+	vt_pystack_decode(ps, words, n, frames);
+	int site = vt_pystack_site(frames, n);
+	if (site >= 0) {
+		vt_pystack_format(&frames[site], buf, len);
+		if (native_index)
+			*native_index = frames[site].native_index;
+	}
+	free(frames);
+	return site;
+}
+
 int vt_pystack_site_of_record(const struct vt_pystrs *ps, uint32_t log_index,
 			      const uint64_t *py_words, unsigned py_depth, char *buf, size_t len)
 {
 	if (!py_depth)
 		return -1;
-	struct vt_pyframe *frames = calloc(py_depth, sizeof *frames);
 	uint64_t *words = calloc(2 * (size_t)py_depth, sizeof *words);
-	int site = -1;
-	if (frames && words) {
-		vt_pystack_globalize(ps, log_index, py_words, py_depth, words);
-		vt_pystack_decode(ps, words, py_depth, frames);
-		site = vt_pystack_site(frames, py_depth);
-		if (site >= 0)
-			vt_pystack_format(&frames[site], buf, len);
-	}
-	free(frames);
+	if (!words)
+		return -1;
+	vt_pystack_globalize(ps, log_index, py_words, py_depth, words);
+	int site = vt_pystack_site_text(ps, words, py_depth, buf, len, NULL);
 	free(words);
 	return site;
 }

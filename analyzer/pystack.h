@@ -124,6 +124,12 @@ int vt_pystack_site(const struct vt_pyframe *py, unsigned n);
 /* "function (file:line)" into buf (the site format of the reports). */
 int vt_pystack_format(const struct vt_pyframe *f, char *buf, size_t len);
 
+/* The Python site of globalized words (a canonical stack's py_words),
+ * formatted into buf. Returns the Python frame chosen (its native_index
+ * into *native_index when not NULL), or -1 (buf untouched) when n is 0. */
+int vt_pystack_site_text(const struct vt_pystrs *ps, const uint64_t *words, unsigned n, char *buf,
+			 size_t len, unsigned *native_index);
+
 /* One call for the reports: the Python site of a stack record's Python
  * words as recorded in log log_index (2 * py_depth words, raw PYSTR ids),
  * formatted into buf. Returns the index of the Python frame chosen, or -1
