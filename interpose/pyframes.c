@@ -314,11 +314,18 @@ static int code_line(struct reader *r, uintptr_t code, int addr)
 struct frame_info {
 	uintptr_t code, filename, name; /* names checked: code addresses get reused */
 	int32_t addr;
+	int32_t first_shown;            /* offset of the first traceable code unit */
 	uint32_t line, file_id, func_id, epoch;
 };
 
-static __thread struct frame_info cache[CACHE_SETS][CACHE_WAYS];
-static __thread uint8_t cache_victim[CACHE_SETS]; /* way to replace next */
+struct frame_cache {
+	struct frame_info way[CACHE_SETS][CACHE_WAYS];
+	uint8_t victim[CACHE_SETS]; /* way to replace next */
+};
+
+/* One TLS access per capture (the walk passes the pointer on): outside the
+ * shim's initial-exec TLS, each access is a __tls_get_addr call. */
+static __thread struct frame_cache thread_cache;
 
 static inline unsigned cache_set(uintptr_t code, int addr)
 {
@@ -326,7 +333,8 @@ static inline unsigned cache_set(uintptr_t code, int addr)
 	return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 58) & (CACHE_SETS - 1);
 }
 
-static void resolve(struct reader *r, uintptr_t code, int addr, struct frame_info *fi)
+static void resolve(struct reader *r, struct frame_cache *cache, uintptr_t code, int addr,
+                    struct frame_info *fi)
 {
 	const struct vt_py_layout *L = rt.layout;
 	uintptr_t filename = rd_ptr(r, code + L->code_filename);
@@ -334,7 +342,7 @@ static void resolve(struct reader *r, uintptr_t code, int addr, struct frame_inf
 	uint32_t now = atomic_load_explicit(&epoch, memory_order_relaxed);
 	unsigned set = cache_set(code, addr);
 	for (unsigned way = 0; way < CACHE_WAYS && !r->safe; way++) {
-		const struct frame_info *c = &cache[set][way];
+		const struct frame_info *c = &cache->way[set][way];
 		if (c->code == code && c->addr == addr && c->epoch == now &&
 		    c->filename == filename && c->name == name) {
 			*fi = *c;
@@ -342,6 +350,11 @@ static void resolve(struct reader *r, uintptr_t code, int addr, struct frame_inf
 		}
 	}
 	int line = code_line(r, code, addr);
+	/* Frames still in their prologue (3.11+ "incomplete" frames) are hidden
+	 * by Python's own tracebacks; kept here so hits need not read it. */
+	fi->first_shown = L->walk == VT_PY_WALK_FRAMEOBJ
+	                          ? INT32_MIN
+	                          : 2 * (int32_t)rd_u32(r, code + L->code_firsttraceable);
 	fi->code = code;
 	fi->filename = filename;
 	fi->name = name;
@@ -351,9 +364,9 @@ static void resolve(struct reader *r, uintptr_t code, int addr, struct frame_inf
 	fi->func_id = intern_str(r, name);
 	fi->epoch = now;
 	if (!r->failed) {
-		unsigned way = cache_victim[set];
-		cache[set][way] = *fi;
-		cache_victim[set] = (uint8_t)((way + 1) % CACHE_WAYS);
+		unsigned way = cache->victim[set];
+		cache->way[set][way] = *fi;
+		cache->victim[set] = (uint8_t)((way + 1) % CACHE_WAYS);
 	}
 }
 
@@ -368,14 +381,14 @@ static uintptr_t innermost_frame(struct reader *r, uintptr_t tstate)
 	return p;
 }
 
-/* One frame: its code object, instruction byte offset, whether to show it,
- * and whether it is the first frame of its eval-loop invocation. Returns 0
- * for a C-stack shim frame (3.12+), -1 on a bad read, else 1. */
-static int read_frame(struct reader *r, uintptr_t f, uintptr_t *code, int *addr, int *shown,
+/* One frame: its code object, instruction byte offset, whether a generator
+ * owns it, and whether it is the first frame of its eval-loop invocation.
+ * Returns 0 for a C-stack shim frame (3.12+), -1 on a bad read, else 1. */
+static int read_frame(struct reader *r, uintptr_t f, uintptr_t *code, int *addr, int *generator,
                       int *ends_invocation)
 {
 	const struct vt_py_layout *L = rt.layout;
-	*shown = 1;
+	*generator = 0;
 	*ends_invocation = 1;
 	if (L->walk == VT_PY_WALK_FRAMEOBJ) {
 		*code = rd_ptr(r, f + L->frame_code);
@@ -391,10 +404,7 @@ static int read_frame(struct reader *r, uintptr_t f, uintptr_t *code, int *addr,
 		return -1;
 	uintptr_t instr = rd_ptr(r, f + L->frame_instr);
 	*addr = (int)((intptr_t)instr - (intptr_t)(*code + L->code_adaptive));
-	/* Frames still in their prologue (3.11+ "incomplete" frames) are hidden
-	 * by Python's own tracebacks: hide them too. */
-	int first = (int)rd_u32(r, *code + L->code_firsttraceable);
-	*shown = owner == L->owner_generator || *addr >= 2 * first;
+	*generator = owner == L->owner_generator;
 	*ends_invocation = L->entry == VT_PY_ENTRY_IS_ENTRY ? rd_u8(r, f + L->frame_is_entry) != 0 : 0;
 	return r->failed ? -1 : 1;
 }
@@ -406,21 +416,22 @@ static int walk(struct reader *r, uintptr_t tstate, uint64_t *words, unsigned ma
 {
 	const struct vt_py_layout *L = rt.layout;
 	unsigned n = 0, ord = 0;
+	struct frame_cache *cache = &thread_cache;
 	uintptr_t f = innermost_frame(r, tstate);
 	for (unsigned steps = 0; f && n < max_frames && steps < MAX_WALK; steps++) {
 		uintptr_t code = 0;
-		int addr = 0, shown, ends;
-		int kind = read_frame(r, f, &code, &addr, &shown, &ends);
+		int addr = 0, generator, ends;
+		int kind = read_frame(r, f, &code, &addr, &generator, &ends);
 		if (kind < 0)
 			return -1;
 		if (kind == 0) {
 			ord++; /* the shim frame below an invocation's frames */
 		} else {
-			if (shown) {
-				struct frame_info fi;
-				resolve(r, code, addr, &fi);
-				if (r->failed)
-					return -1;
+			struct frame_info fi;
+			resolve(r, cache, code, addr, &fi);
+			if (r->failed)
+				return -1;
+			if (generator || addr >= fi.first_shown) {
 				words[2 * n] = VT_PY_WORD0(fi.file_id, fi.func_id);
 				words[2 * n + 1] = VT_PY_WORD1(fi.line, ord, VT_PY_NIDX_UNKNOWN);
 				n++;
