@@ -121,6 +121,25 @@ static void eval_range(void *handle)
 	}
 }
 
+/* 3.13+ publishes its own struct offsets for debuggers at the start of
+ * _PyRuntime (_Py_DebugOffsets, stable within a minor version): where they
+ * overlap our table, they must agree, or a patch release moved something. */
+static int debug_offsets_agree(void *handle)
+{
+	if (rt.version != 0x030d)
+		return 1; /* only 3.13's struct shape is known here */
+	const struct vt_py_debug_offsets_313 *d = py_symbol(handle, "_PyRuntime");
+	if (!d || memcmp(d->cookie, "xdebugpy", 8) || ((d->version >> 16) & 0xffff) != rt.version)
+		return 0;
+	const struct vt_py_layout *L = rt.layout;
+	return !d->free_threaded && d->thread_state[4] == L->tstate_frame &&
+	       d->interpreter_frame[1] == L->frame_back && d->interpreter_frame[2] == L->frame_code &&
+	       d->interpreter_frame[3] == L->frame_instr && d->interpreter_frame[5] == L->frame_owner &&
+	       d->code_object[1] == L->code_filename && d->code_object[2] == L->code_name &&
+	       d->code_object[4] == L->code_linetable && d->code_object[5] == L->code_firstlineno &&
+	       d->code_object[9] == L->code_adaptive && d->pyobject[1] == VT_PY_OB_TYPE;
+}
+
 static void forget_after_fork(void)
 {
 	vt_py_intern_reset();
@@ -157,6 +176,11 @@ static int discover(void)
 	    (rt.layout->lines != VT_PY_LINES_LOCATIONS && !rt.addr2line)) {
 		description = "CPython found, but not a version/build whose frames it can read";
 		note("python: unsupported CPython version or build, no Python frames");
+		return PY_OFF;
+	}
+	if (!debug_offsets_agree(handle)) {
+		description = "CPython found, but its published offsets differ from ours";
+		note("python: _Py_DebugOffsets disagree with the frame layout, no Python frames");
 		return PY_OFF;
 	}
 	eval_range(handle);

@@ -73,6 +73,25 @@ struct vt_py_layout {
 #define VT_PY_BYTES_SIZE 16      /* PyBytesObject.ob_size */
 #define VT_PY_BYTES_DATA 32      /* PyBytesObject.ob_sval */
 
+/* The head of 3.13's _Py_DebugOffsets (the first member of _PyRuntime), as
+ * far as pyframes.c compares it with the table (layout_probe.c checks these
+ * positions against the real header). */
+struct vt_py_debug_offsets_313 {
+	char cookie[8];   /* "xdebugpy" */
+	uint64_t version; /* PY_VERSION_HEX */
+	uint64_t free_threaded;
+	uint64_t runtime_state[3];
+	uint64_t interpreter_state[13];
+	uint64_t thread_state[9];      /* size, prev, next, interp, current_frame, ... */
+	uint64_t interpreter_frame[6]; /* size, previous, executable, instr_ptr, localsplus, owner */
+	uint64_t code_object[10];      /* size, filename, name, qualname, linetable,
+	                                  firstlineno, argcount, localsplusnames,
+	                                  localspluskinds, co_code_adaptive */
+	uint64_t pyobject[2];          /* size, ob_type */
+};
+_Static_assert(sizeof(struct vt_py_debug_offsets_313) == 8 * (1 + 1 + 1 + 3 + 13 + 9 + 6 + 10 + 2),
+               "3.13 debug offsets head");
+
 /* The layout for a major.minor version (0x030b = 3.11), or NULL. */
 const struct vt_py_layout *vt_py_layout_for(unsigned version);
 

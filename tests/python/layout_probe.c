@@ -9,6 +9,9 @@
 #if PY_VERSION_HEX >= 0x030b0000
 #include "internal/pycore_code.h"
 #include "internal/pycore_frame.h"
+#if PY_VERSION_HEX >= 0x030d0000
+#include "internal/pycore_runtime.h"
+#endif
 #else
 #include <frameobject.h>
 #endif
@@ -58,6 +61,13 @@ int main(void)
 	P("str_compact_size", sizeof(PyCompactUnicodeObject));
 	P("str_utf8", offsetof(PyCompactUnicodeObject, utf8));
 	P("str_utf8_length", offsetof(PyCompactUnicodeObject, utf8_length));
+#if PY_VERSION_HEX >= 0x030d0000 && PY_VERSION_HEX < 0x030e0000
+	/* where pyframes.c reads 3.13's _Py_DebugOffsets */
+	P("debug_current_frame_at", offsetof(_Py_DebugOffsets, thread_state.current_frame));
+	P("debug_frame_owner_at", offsetof(_Py_DebugOffsets, interpreter_frame.owner));
+	P("debug_co_code_adaptive_at", offsetof(_Py_DebugOffsets, code_object.co_code_adaptive));
+	P("debug_ob_type_at", offsetof(_Py_DebugOffsets, pyobject.ob_type));
+#endif
 	/* shared by every version (pyframes_layout.h) */
 	P("ob_type", offsetof(PyObject, ob_type));
 	P("str_length", offsetof(PyASCIIObject, length));

@@ -1,5 +1,6 @@
 /* Prints the shim's layout table row for a version (argv[1], e.g. 3.11) in
  * the format of layout_probe.c, only the keys that version uses. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,6 +48,12 @@ int main(int argc, char **argv)
 	P("str_compact_size", L->str_compact_size);
 	P("str_utf8", L->str_utf8);
 	P("str_utf8_length", L->str_utf8_length);
+	if (L->version == 0x030d) {
+		P("debug_current_frame_at", offsetof(struct vt_py_debug_offsets_313, thread_state[4]));
+		P("debug_frame_owner_at", offsetof(struct vt_py_debug_offsets_313, interpreter_frame[5]));
+		P("debug_co_code_adaptive_at", offsetof(struct vt_py_debug_offsets_313, code_object[9]));
+		P("debug_ob_type_at", offsetof(struct vt_py_debug_offsets_313, pyobject[1]));
+	}
 	P("ob_type", VT_PY_OB_TYPE);
 	P("str_length", VT_PY_STR_LENGTH);
 	P("str_state", VT_PY_STR_STATE);
