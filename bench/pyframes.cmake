@@ -27,7 +27,8 @@ if(VT_PYTHONS)
     VT_BENCH_PY_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/bench_pyframes.py"
     VT_BENCH_PY_MODULE="$<TARGET_FILE:vt_bench_pyframes>")
   add_dependencies(bench_pyframes vt_bench_pyframes)
-  if(TARGET vramtrace-cli AND TARGET vtsim_cuda)
+  if(TARGET vramtrace-cli AND TARGET vtsim_cuda AND EXISTS ${CMAKE_SOURCE_DIR}/analyzer/cmd_run.c
+     AND EXISTS ${CMAKE_SOURCE_DIR}/interpose/hooks.def)
     target_compile_definitions(bench_pyframes PRIVATE
       VT_BENCH_JOB_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/bench_pyframes_job.py"
       VT_BENCH_VRAMTRACE="$<TARGET_FILE:vramtrace-cli>"
