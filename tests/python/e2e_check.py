@@ -103,6 +103,41 @@ def run_job(vramtrace, trace, simdir, python, extra_env=None, hang=False, flags=
     p.wait(timeout=30)
 
 
+def check_report_sites(pysites, trace):
+    """The sites and full stacks the reports print (analyzer/sites.c through
+    pystack.c): the Python site, and Python frames in place of the
+    interpreter's eval-loop frames, in order."""
+    out = subprocess.run([pysites, trace], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail(f"pysites failed: {out.stderr.strip()}")
+    events = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
+    j, d = sites(JOB), sites(DATA)
+    copy = next((e for e in events if e["type"] == "copy" and e["bytes"] == DATASET_BYTES), None)
+    if copy is None:
+        fail("pysites: no dataset copy")
+    want_site = f"upload ({os.path.realpath(DATA)}:{d['copy']})"
+    if os.path.realpath(copy["site"].split(" (")[1].split(":")[0]) != os.path.realpath(DATA) or \
+            not copy["site"].startswith("upload (") or not copy["site"].endswith(f":{d['copy']})"):
+        fail(f"report site {copy['site']!r}, want {want_site!r}")
+    py = [line for line in copy["stack"] if line.startswith("py ")]
+    want = [f"upload ({DATA}:{d['copy']})", f"load_dataset ({JOB}:{j['load_dataset']})",
+            f"main ({JOB}:{j['main']})"]
+    got = [line[5:] for line in py]
+    norm = [re.sub(r"\((.*):(\d+)\)$", lambda m: f"({os.path.realpath(m.group(1))}:{m.group(2)})", g)
+            for g in got]
+    want = [re.sub(r"\((.*):(\d+)\)$", lambda m: f"({os.path.realpath(m.group(1))}:{m.group(2)})", w)
+            for w in want]
+    if norm[:3] != want or not py[0].startswith("py * "):
+        fail(f"merged stack Python frames {got}, want {want} first, site marked")
+    if copy["stack"][0].startswith("py "):
+        fail("merged stack starts with a Python frame: the native frames below it are lost")
+    if any("_PyEval_EvalFrameDefault" in line for line in copy["stack"]):
+        fail("an eval-loop frame was not replaced by its Python frames:\n  " +
+             "\n  ".join(copy["stack"]))
+    print(f"ok   report site {copy['site']}; merged stack {len(copy['stack'])} lines, "
+          f"{len(py)} Python frames in place of the eval loop")
+
+
 def check_frames(events, main_tid):
     j, d = sites(JOB), sites(DATA)
     job, data = os.path.realpath(JOB), os.path.realpath(DATA)
@@ -166,6 +201,8 @@ def main():
             (job, "main", j["fork"])])
     main_tid = find(events, "copy", DATASET_BYTES)["tid"]
     check_frames(events, main_tid)
+    if os.environ.get("VT_PYSITES"):
+        check_report_sites(os.environ["VT_PYSITES"], trace)
     if summary["notes"]:
         fail(f"the shim wrote {summary['notes']} note(s)")
     if scenario == "fork" and summary["logs"] != 2:
