@@ -27,6 +27,7 @@
 #include <dirent.h>
 
 #include "log_reader.h"
+#include "sidecar.h" /* names resolved on this host, so the trace reads the same elsewhere */
 
 struct run_job {
 	/* options */
@@ -67,7 +68,7 @@ static int valid_count(const char *s)
 	char *end;
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
-	return *s && !*end && !errno && v <= 4096;
+	return *s && !*end && !errno && v <= VT_MAX_FRAMES; /* what capture can store */
 }
 
 /* SIZE: bytes with an optional K/M/G/T suffix (powers of 1024). */
@@ -121,7 +122,7 @@ static int parse_options(struct run_job *job, int argc, char **argv)
 				job->out_dir = v;
 			} else if (!strcmp(a, "--stack-depth")) {
 				if (!valid_count(v)) {
-					fprintf(stderr, "vramtrace run: --stack-depth wants 0..4096, got '%s'\n", v);
+					fprintf(stderr, "vramtrace run: --stack-depth wants 0..512, got '%s'\n", v);
 					return 2;
 				}
 				job->stack_depth = v;
@@ -503,16 +504,6 @@ static int collect_shm(const struct run_job *job)
 
 /* ---- summary ----------------------------------------------------------- */
 
-/* The symbol sidecar (analyzer/sidecar.h, from the stacks part): names
- * resolved on this host, so the trace reads the same elsewhere.
- * TODO(lead): drop weak and include sidecar.h once stacks land. */
-int vt_sidecar_write(const char *dir) __attribute__((weak));
-
-/* TODO(lead): drop weak once the reader is merged everywhere */
-int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen) __attribute__((weak));
-void vt_trace_close(struct vt_trace *t) __attribute__((weak));
-int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx) __attribute__((weak));
-
 static int count_event(const struct vt_record_view *rec, void *ctx)
 {
 	if (rec->type >= VT_REC_ALLOC && rec->type <= VT_REC_POOL_TRIM)
@@ -526,7 +517,7 @@ static void print_summary(const struct run_job *job)
 	char err[256] = "";
 	uint64_t events = 0;
 	size_t logs = 0;
-	if (vt_trace_open && vt_trace_open(job->dir, &trace, err, sizeof err) == 0) {
+	if (vt_trace_open(job->dir, &trace, err, sizeof err) == 0) {
 		logs = trace.nlogs;
 		for (size_t i = 0; i < trace.nlogs; i++)
 			vt_log_for_each(trace.logs[i], count_event, &events);
@@ -551,8 +542,7 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	if (job.use_shm)
 		collect_shm(&job);
-	if (vt_sidecar_write)
-		vt_sidecar_write(job.dir); /* says why on stderr if it cannot */
+	vt_sidecar_write(job.dir); /* says why on stderr if it cannot */
 	write_run_json(&job, 1);
 	print_summary(&job);
 	return job.exit_code;

@@ -19,9 +19,6 @@
 #include "shim.h"
 #include "stack_capture.h"
 
-/* TODO(lead): drop weak once stacks land */
-extern uint32_t vt_stack_capture(unsigned skip) __attribute__((weak));
-
 __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
 
 /* ---- shapes ------------------------------------------------------------- */
@@ -97,7 +94,7 @@ void vt_call_before(struct vt_call *call, int hook)
 	call->active = vt_shim_log_ready() && call->shape != VT_SHAPE_NONE;
 	if (call->active) {
 		/* the stack first: nothing shared is touched before it */
-		call->stack_id = vt_stack_capture ? vt_stack_capture(2) : 0;
+		call->stack_id = vt_stack_capture(2);
 		if (!call->has_device)
 			call->device = vt_current_device();
 		vt_note_device(call->device);
