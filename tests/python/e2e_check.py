@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "e2e_job.py")
@@ -160,11 +161,15 @@ def check_frames(events, main_tid):
         fail(f"thread stack should end in threading.py, ends {outer}")
 
 
+RUNS = []
+
+
 def main():
     scenario, vramtrace, pytrace, simdir, work = sys.argv[1:6]
     python = sys.argv[6] if len(sys.argv) > 6 and scenario != "native" else sys.executable
-    trace = os.path.join(work, f"pyframes_{scenario}")
-    shutil.rmtree(trace, ignore_errors=True)
+    # one directory per run: ctest runs the interpreters' tests in parallel
+    trace = os.path.join(tempfile.mkdtemp(prefix=f"pyframes_{scenario}_", dir=work), "trace")
+    RUNS.append(os.path.dirname(trace))  # removed when every check passed
     if scenario == "native":
         client = sys.argv[6]
         r = subprocess.run([vramtrace, "run", "-o", trace, "--", client],
@@ -221,3 +226,5 @@ def main():
 
 
 main()
+for run in RUNS:  # kept for inspection when a check failed (fail() exits)
+    shutil.rmtree(run, ignore_errors=True)
