@@ -2,6 +2,7 @@
 
 usage: e2e_check.py SCENARIO VRAMTRACE PYTRACE SIMDRIVER_DIR WORKDIR [PYTHON]
 SCENARIO: frames | killed | fork | off | native NATIVE_CLIENT
+        | embed EMBED_CLIENT LIBPYTHON
 Runs the job, reads the trace with pytrace (analyzer/pystack.c over the real
 log reader) and checks sites and frames against the "# SITE:" markers in
 e2e_job.py / e2e_data.py. Exits non-zero on the first failed check."""
@@ -182,6 +183,22 @@ def main():
         if any(ev["python"] for ev in events) or summary["pystr"] or summary["notes"]:
             fail(f"native process has Python frames/strings/notes: {summary}")
         print(f"ok   native process: {len(events)} events, no Python frames, no notes")
+        return
+    if scenario == "embed":
+        client, libpython = sys.argv[6], sys.argv[7]
+        script = os.path.join(HERE, "e2e_embedded.py")
+        r = subprocess.run([vramtrace, "run", "-o", trace, "--", client, libpython, script],
+                           env=env_for(simdir), capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            fail(f"embedding client failed: {r.stdout}{r.stderr}")
+        events, summary = read_trace(pytrace, trace)
+        allocs = [ev for ev in events if ev["type"] == "alloc"]
+        if len(allocs) != 2 or allocs[0]["python"]:
+            fail(f"want a native alloc then a Python one: {allocs}")
+        line = sites(script)["embedded"]
+        expect_site("embedded alloc site", allocs[1], "embedded_upload",
+                    os.path.realpath(script), line)
+        print(f"ok   embedded: CPython loaded after the first event, then frames: {allocs[1]['site']}")
         return
     if scenario == "off":
         run_job(vramtrace, trace, simdir, python, {"VRAMTRACE_PYTHON": "0"})
