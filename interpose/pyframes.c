@@ -58,7 +58,7 @@ static struct py_runtime rt;
 static _Atomic int state = PY_UNKNOWN;
 static _Atomic(const char *) description = "not initialised";
 static _Atomic uint32_t epoch = 1; /* bumped in a fork child: caches stale */
-static int switched_off;           /* VRAMTRACE_PYTHON=0 */
+static _Atomic int look_again;     /* off only because no CPython was found */
 static int safe_reads_work;        /* process_vm_readv on ourselves works */
 
 /* A read that fails instead of faulting, for the one-time layout check. */
@@ -152,7 +152,6 @@ static int discover(void)
 	const char *env = getenv("VRAMTRACE_PYTHON");
 	if (env && env[0] == '0') {
 		description = "off (VRAMTRACE_PYTHON=0)";
-		switched_off = 1;
 		return PY_OFF;
 	}
 	void *handle = NULL;
@@ -161,6 +160,7 @@ static int discover(void)
 	rt.this_thread_state = (void *(*)(void))py_symbol(handle, "PyGILState_GetThisThreadState");
 	if (!rt.this_thread_state) {
 		description = "no CPython in this process";
+		atomic_store(&look_again, 1);
 		return PY_OFF;
 	}
 	rt.version = parse_version(handle);
@@ -571,8 +571,9 @@ void vt_py_rescan(void)
 	int expected = PY_OFF;
 	/* Only "no CPython" is worth another look; a switched-off or rejected
 	 * interpreter stays off. */
-	if (!rt.this_thread_state && !switched_off)
-		atomic_compare_exchange_strong(&state, &expected, PY_UNKNOWN);
+	if (atomic_exchange(&look_again, 0) &&
+	    !atomic_compare_exchange_strong(&state, &expected, PY_UNKNOWN))
+		atomic_store(&look_again, 1); /* someone is looking already */
 }
 
 const char *vt_py_describe(void)
