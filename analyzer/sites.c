@@ -244,12 +244,10 @@ int vt_site_of_stack(const struct vt_site_rules *r, struct vt_symbolizer *sym,
 		snprintf(buf, len, "(no stack)");
 		return -1;
 	}
-	/* Python frames (issue 8): the innermost one in user code is the site;
-	 * the native frame returned is its eval-loop frame, when captured */
-	unsigned nidx;
+	/* Python frames (issue 8): the innermost one in user code is the site */
 	if (vt_pystack_site_text(vt_stack_store_pystrs(st), s->py_words, s->py_depth, buf, len,
-				 &nidx) >= 0)
-		return nidx < s->depth ? (int)nidx : 0;
+				 NULL) >= 0)
+		return VT_SITE_PYTHON;
 	int fallback = -1;
 	for (unsigned i = 0; i < s->depth; i++) {
 		const struct vt_frame *f = &s->frames[i];
