@@ -357,7 +357,7 @@ unsigned vt_stack_store_load_trace(struct vt_stack_store *st, const struct vt_tr
 {
 	/* Python names first: another thread's string record may come after a
 	 * stack that uses it (the reader orders threads by their events). */
-	unsigned bad = vt_pystrs_load_trace(st->pystrs, t);
+	unsigned bad = vt_stack_store_load_pystrs(st, t);
 	for (size_t i = 0; i < t->nlogs; i++) {
 		struct load_ctx ctx = {st, (uint32_t)i, vt_log_path(t->logs[i]), 0};
 		vt_log_for_each(t->logs[i], load_one, &ctx);
@@ -408,4 +408,9 @@ size_t vt_stack_store_records(const struct vt_stack_store *st)
 const struct vt_pystrs *vt_stack_store_pystrs(const struct vt_stack_store *st)
 {
 	return st->pystrs;
+}
+
+unsigned vt_stack_store_load_pystrs(struct vt_stack_store *st, const struct vt_trace *t)
+{
+	return vt_pystrs_load_trace(st->pystrs, t);
 }

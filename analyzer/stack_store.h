@@ -83,6 +83,13 @@ const struct vt_module_info *vt_stack_store_module(const struct vt_stack_store *
 /* Python names of the trace (issue 8): the ids in vt_stack.py_words. */
 const struct vt_pystrs *vt_stack_store_pystrs(const struct vt_stack_store *st);
 
+/* Read every Python name (VT_REC_PYSTR) of the trace. A caller that feeds
+ * records one by one with vt_stack_store_add() calls this FIRST: a name may
+ * sit in another thread's chunk, after a stack that uses it, and stacks are
+ * folded on names. vt_stack_store_load_trace() does it itself. Returns the
+ * number of malformed records (warned about on stderr). */
+unsigned vt_stack_store_load_pystrs(struct vt_stack_store *st, const struct vt_trace *t);
+
 size_t vt_stack_store_count(const struct vt_stack_store *st);        /* canonical stacks */
 size_t vt_stack_store_module_count(const struct vt_stack_store *st);
 size_t vt_stack_store_records(const struct vt_stack_store *st);      /* stack records read */
