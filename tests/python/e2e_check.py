@@ -140,6 +140,27 @@ def check_report_sites(pysites, trace):
           f"{len(py)} Python frames in place of the eval loop")
 
 
+def check_report(vramtrace, trace):
+    """`vramtrace report --json`: the whole-dataset flag names the Python
+    line that uploaded it, and the top allocation site is a Python frame."""
+    out = subprocess.run([vramtrace, "report", trace, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail(f"report failed ({out.returncode}): {out.stderr.strip()}")
+    rep = json.loads(out.stdout)
+    d = sites(DATA)
+    data = os.path.realpath(DATA)
+    flags = [f for f in rep.get("flags", []) if f.get("kind") == "whole_dataset_upload"]
+    want = f"upload ({data}:{d['copy']})"
+    if not flags or os.path.realpath(flags[0]["site"].split(" (")[1].split(":")[0]) != data \
+            or not flags[0]["site"].startswith("upload (") \
+            or not flags[0]["site"].endswith(f":{d['copy']})"):
+        fail(f"report: whole-dataset flag {flags}, want site {want!r}")
+    top = rep.get("sites", [{}])[0].get("site", "")
+    if not top.startswith("alloc (") or not top.endswith(f":{d['alloc']})"):
+        fail(f"report: top site {top!r}, want alloc (…e2e_data.py:{d['alloc']})")
+    print(f"ok   report: dataset flag from {flags[0]['site']}, top site {top}")
+
+
 def check_frames(events, main_tid):
     j, d = sites(JOB), sites(DATA)
     job, data = os.path.realpath(JOB), os.path.realpath(DATA)
@@ -225,6 +246,8 @@ def main():
     check_frames(events, main_tid)
     if os.environ.get("VT_PYSITES"):
         check_report_sites(os.environ["VT_PYSITES"], trace)
+    if os.environ.get("VT_REPORT") and scenario == "frames":
+        check_report(vramtrace, trace)
     if summary["notes"]:
         fail(f"the shim wrote {summary['notes']} note(s)")
     if scenario == "fork" and summary["logs"] != 2:
