@@ -407,7 +407,8 @@ static uintptr_t innermost_frame(struct reader *r, uintptr_t tstate)
 
 /* One frame: its code object, instruction byte offset, whether a generator
  * owns it, and whether it is the first frame of its eval-loop invocation.
- * Returns 0 for a C-stack shim frame (3.12+), -1 on a bad read, else 1. */
+ * Returns 0 for a C-stack shim frame (3.12+), 2 for a frame that runs no
+ * code object (once the layout is checked), -1 on a bad read, else 1. */
 static int read_frame(struct reader *r, uintptr_t f, uintptr_t *code, int *addr, int *generator,
                       int *ends_invocation)
 {
@@ -425,7 +426,7 @@ static int read_frame(struct reader *r, uintptr_t f, uintptr_t *code, int *addr,
 		return r->failed ? -1 : 0;
 	*code = rd_ptr(r, f + L->frame_code);
 	if (!is_type(r, *code, rt.code_type))
-		return -1;
+		return r->safe ? -1 : 2; /* checked layout: an interpreter-internal frame */
 	uintptr_t instr = rd_ptr(r, f + L->frame_instr);
 	*addr = (int)((intptr_t)instr - (intptr_t)(*code + L->code_adaptive));
 	*generator = owner == L->owner_generator;
@@ -450,6 +451,8 @@ static int walk(struct reader *r, uintptr_t tstate, uint64_t *words, unsigned ma
 			return -1;
 		if (kind == 0) {
 			ord++; /* the shim frame below an invocation's frames */
+		} else if (kind == 2) {
+			/* not running a code object: nothing to show, walk on */
 		} else {
 			struct frame_info fi;
 			resolve(r, cache, code, addr, &fi);

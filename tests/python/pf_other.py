@@ -32,3 +32,16 @@ def données(fn):
 
 def 数据(fn):
     return fn()
+
+
+class Builds:
+    """Constructed many times: 3.12+ specialises the call to __init__ and runs
+    it under an interpreter-internal cleanup frame."""
+    def __init__(self, fn):
+        self.result = fn()
+
+
+def construct(fn, times):
+    for _ in range(times):
+        obj = Builds(fn)
+    return obj.result

@@ -93,6 +93,7 @@ def main():
     scenario("non-ascii latin1", lambda f: pf_other.données(f))
     scenario("non-ascii ucs2", lambda f: pf_other.数据(f))
     scenario("comprehension", lambda f: [f() for _ in range(1)])
+    scenario("__init__, specialised", lambda f: pf_other.construct(f, 50))
     scenario("exec'd code", lambda f: exec("f()", {"f": f}))
     scenario("truncated to 3", lambda f: pf_other.relay(f, 20), limit=3)
     scenario("deep recursion", lambda f: pf_other.relay(f, 300))
