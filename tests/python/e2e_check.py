@@ -161,6 +161,23 @@ def check_report(vramtrace, trace):
     print(f"ok   report: dataset flag from {flags[0]['site']}, top site {top}")
 
 
+def check_folded(vramtrace, trace):
+    """`vramtrace export --format folded`: the flame graph runs through the
+    Python frames, outermost first, in place of the eval loop."""
+    out = os.path.join(os.path.dirname(trace), "stacks.folded")
+    r = subprocess.run([vramtrace, "export", trace, "--format", "folded", "-o", out],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"export failed ({r.returncode}): {r.stderr.strip()}")
+    lines = open(out).read().splitlines()
+    want = ";<module>;main;load_dataset;upload;"
+    hit = [line for line in lines if want in line and line.endswith(str(DATASET_BYTES))]
+    if not hit or "_PyEval_EvalFrameDefault" in hit[0]:
+        fail(f"folded stacks: no dataset line through {want!r} without the eval loop:\n" +
+             "\n".join(lines))
+    print("ok   folded export: dataset bytes under <module>;main;load_dataset;upload")
+
+
 def check_frames(events, main_tid):
     j, d = sites(JOB), sites(DATA)
     job, data = os.path.realpath(JOB), os.path.realpath(DATA)
@@ -248,6 +265,8 @@ def main():
         check_report_sites(os.environ["VT_PYSITES"], trace)
     if os.environ.get("VT_REPORT") and scenario == "frames":
         check_report(vramtrace, trace)
+    if os.environ.get("VT_EXPORT") and scenario == "frames":
+        check_folded(vramtrace, trace)
     if summary["notes"]:
         fail(f"the shim wrote {summary['notes']} note(s)")
     if scenario == "fork" and summary["logs"] != 2:
