@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""The GPU check kit's runner (called by check.sh; stdlib only).
+
+For each job of samples/frameworks/: run it once without vramtrace (the
+baseline), then under `vramtrace run` in each mode, read every trace with
+vtlog.py (an independent reader of format.h) and check it against the job's
+own truth line. Writes summary.md, summary.json, versions.txt and
+traces.tar.gz into --out; exit 0 when every hard check passed, 1 when one
+failed, 2 on bad usage.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+import checks
+import vtlog
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+JOBS_DIR = os.path.join(REPO, "samples", "frameworks")
+TRUTH, RESULT = "VRAMTRACE_TRUTH ", "VRAMTRACE_RESULT "
+EXIT_NO_GPU, EXIT_NO_PACKAGE = 3, 4
+
+# name, script + arguments, what the job must show when a GPU runs it
+JOBS = [
+    ("driver", ["driver_ctypes.py"], {"exact": True}),
+    ("torch-whole", ["torch_train.py", "--feed", "whole"], {}),
+    ("torch-stream", ["torch_train.py", "--feed", "stream"], {}),
+    ("jax-whole", ["jax_train.py", "--feed", "whole"], {"vmm": True}),
+    ("jax-stream", ["jax_train.py", "--feed", "stream"], {"vmm": True}),
+    ("cupy", ["cupy_job.py"], {}),
+    ("keras", ["keras_slices.py"], {}),
+]
+MODES = [("default", []), ("per-tensor", ["--per-tensor"])]
+TRACE_TAR_CAP = 14 << 20  # the device tool brings back files of at most 16 MiB
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vramtrace", required=True, help="the vramtrace command")
+    parser.add_argument("--out", required=True, help="where the summary and traces go")
+    parser.add_argument("--work", required=True, help="scratch folder for the runs")
+    parser.add_argument("--jobs", default="all", help="comma list of job names (default all)")
+    parser.add_argument("--modes", default="default,per-tensor")
+    parser.add_argument("--budget", type=float, default=420, help="seconds for all runs")
+    parser.add_argument("--run-timeout", type=float, default=150, help="seconds for one run")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no GPU: the driver job runs on the simulated driver "
+                             "(--sim-lib), the framework jobs must fail early and clean")
+    parser.add_argument("--sim-lib", help="folder holding the simulated libcuda.so.1")
+    parser.add_argument("--python", default=sys.executable)
+    args = parser.parse_args()
+    names = [j[0] for j in JOBS]
+    args.jobs = names if args.jobs == "all" else args.jobs.split(",")
+    bad = [j for j in args.jobs if j not in names]
+    modes = [m[0] for m in MODES]
+    args.modes = args.modes.split(",")
+    bad += [m for m in args.modes if m not in modes]
+    if bad:
+        parser.error(f"unknown job or mode: {', '.join(bad)} (jobs: {', '.join(names)}; modes: {', '.join(modes)})")
+    if args.dry_run and not args.sim_lib:
+        parser.error("--dry-run needs --sim-lib")
+    return args
+
+
+class Clock:
+    def __init__(self, budget):
+        self.end = time.monotonic() + budget
+
+    def left(self):
+        return self.end - time.monotonic()
+
+
+def run_command(argv, env, timeout, log_prefix):
+    """Run argv; keep its stdout/stderr beside the trace. Returns a dict."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        code, out, err = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as expired:
+        code = "timeout"
+        out = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        err = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) else (expired.stderr or "")
+    seconds = time.monotonic() - started
+    for suffix, text in (("stdout", out), ("stderr", err)):
+        with open(f"{log_prefix}.{suffix}", "w") as f:
+            f.write(text)
+    return {"exit": code, "seconds": round(seconds, 1), "truth": tagged(out, TRUTH),
+            "result_line": raw_line(out, RESULT), "last_error": last_line(err)}
+
+
+def raw_line(text, prefix):
+    lines = [l for l in text.splitlines() if l.startswith(prefix)]
+    return lines[-1][len(prefix):] if lines else None
+
+
+def tagged(text, prefix):
+    line = raw_line(text, prefix)
+    try:
+        return json.loads(line) if line else None
+    except ValueError:
+        return None
+
+
+def last_line(text):
+    lines = [l for l in text.splitlines() if l.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def job_env(args):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if args.dry_run:
+        env["LD_LIBRARY_PATH"] = args.sim_lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        env.setdefault("VT_SIM_CAPACITY", "1G")
+    return env
+
+
+def frameworks_env(args, name):
+    """Framework jobs in a dry run see no driver at all (the GPU-less case)."""
+    env = job_env(args)
+    if args.dry_run and name != "driver":
+        env["LD_LIBRARY_PATH"] = os.environ.get("LD_LIBRARY_PATH", "")
+    return env
+
+
+def report_json(vramtrace, trace, env):
+    try:
+        proc = subprocess.run([vramtrace, "report", trace, "--json"], env=env, capture_output=True,
+                              text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None, "report timed out"
+    if proc.returncode != 0:
+        return None, last_line(proc.stderr) or f"exit {proc.returncode}"
+    try:
+        return json.loads(proc.stdout), ""
+    except ValueError as error:
+        return None, f"report --json is not JSON: {error}"
+
+
+def traced_run(args, clock, name, argv, mode, flags, env):
+    trace = os.path.join(args.work, "traces", f"{name}.{mode}")
+    shutil.rmtree(trace, ignore_errors=True)
+    os.makedirs(trace)
+    command = [args.vramtrace, "run", "-o", trace, *flags, "--", *argv]
+    run = run_command(command, env, min(args.run_timeout, max(clock.left(), 5)),
+                      os.path.join(trace, "job"))
+    run.update(mode=mode, trace=trace)
+    try:
+        run["logs"] = vtlog.read_trace(trace)
+        run["read_error"] = ""
+    except (OSError, vtlog.LogError) as error:
+        run["logs"], run["read_error"] = [], str(error)
+    run["report"], run["report_error"] = report_json(args.vramtrace, trace, env)
+    return run
+
+
+def run_job(args, clock, job):
+    name, script, expect = job
+    argv = [args.python, os.path.join(JOBS_DIR, script[0]), *script[1:]]
+    env = frameworks_env(args, name)
+    os.makedirs(os.path.join(args.work, "baseline"), exist_ok=True)
+    record = {"job": name, "argv": script, "expect": expect, "runs": []}
+    base_log = os.path.join(args.work, "baseline", name)
+    record["baseline"] = run_command(argv, env, min(args.run_timeout, max(clock.left(), 5)), base_log)
+    code = record["baseline"]["exit"]
+    if code in (EXIT_NO_GPU, EXIT_NO_PACKAGE):
+        record["skipped"] = record["baseline"]["last_error"]
+    elif code != 0:
+        record["skipped"] = f"baseline run failed (exit {code}): {record['baseline']['last_error']}"
+    # A job that cannot run still runs once under the shim: its exit code and
+    # message must pass through unchanged.
+    modes = [m for m in MODES if m[0] in args.modes]
+    if "skipped" in record:
+        modes = modes[:1]
+    for mode, flags in modes:
+        if clock.left() < 10:
+            record.setdefault("not_run", []).append(mode)
+            continue
+        run = traced_run(args, clock, name, argv, mode, flags, env)
+        if run["result_line"] != record["baseline"]["result_line"] and "skipped" not in record:
+            # Rerun the baseline once: is the job itself bit-reproducible?
+            again = run_command(argv, env, min(args.run_timeout, max(clock.left(), 5)), base_log + ".again")
+            record["baseline_again"] = again
+        record["runs"].append(run)
+    return record
+
+
+def versions(args):
+    """Driver, CUDA and framework versions, each probe in its own process."""
+    lines = []
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        for query in ("name,driver_version,memory.total", ):
+            proc = subprocess.run([smi, f"--query-gpu={query}", "--format=csv,noheader"],
+                                  capture_output=True, text=True, timeout=60)
+            lines.append(f"nvidia-smi: {proc.stdout.strip() or proc.stderr.strip()}")
+        proc = subprocess.run([smi], capture_output=True, text=True, timeout=60)
+        cuda = [l for l in proc.stdout.splitlines() if "CUDA Version" in l]
+        lines.append(f"nvidia-smi header: {cuda[0].strip(' |') if cuda else 'n/a'}")
+    else:
+        lines.append("nvidia-smi: not found")
+    probe = os.path.join(HERE, "versions_probe.py")
+    proc = subprocess.run([args.python, probe], capture_output=True, text=True, timeout=120)
+    lines.extend(proc.stdout.splitlines())
+    lines.append(f"python: {sys.version.split()[0]} ({args.python})")
+    lines.append(f"uname: {' '.join(os.uname())}")
+    return lines
+
+
+def write_tar(args, records):
+    """Traces and job output, in job order, until the size cap."""
+    path = os.path.join(args.out, "traces.tar.gz")
+    omitted = []
+    with tarfile.open(path, "w:gz") as tar:
+        for record in records:
+            for run in record["runs"]:
+                if os.path.getsize(path) > TRACE_TAR_CAP:
+                    omitted.append(os.path.basename(run["trace"]))
+                    continue
+                tar.add(run["trace"], arcname=os.path.join("traces", os.path.basename(run["trace"])))
+        tar.add(os.path.join(args.work, "baseline"), arcname="baseline")
+    return omitted
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.work, exist_ok=True)
+    clock = Clock(args.budget)
+    version_lines = versions(args)
+    with open(os.path.join(args.out, "versions.txt"), "w") as f:
+        f.write("\n".join(version_lines) + "\n")
+    print("\n".join(version_lines), flush=True)
+    records = []
+    for job in (j for j in JOBS if j[0] in args.jobs):
+        record = run_job(args, clock, job)
+        record["checks"] = checks.evaluate(record, args.dry_run, vtlog.api_names(REPO))
+        records.append(record)
+        print(checks.one_line(record), flush=True)
+    omitted = write_tar(args, records)
+    summary = checks.summary(records, version_lines, args.dry_run, omitted)
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(summary["markdown"])
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary["json"], f, indent=1, sort_keys=True)
+    print(summary["markdown"])
+    return 0 if summary["json"]["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# samples/gpu/prepare_carry.sh makes binaries for a machine that cannot build
+# (the GPU machine): they must carry every non-glibc library, find it through
+# RPATH $ORIGIN, and trace a job from there (here: the driver job on the
+# simulated driver).
+#
+#   tests/gpu_kit/carry_test.sh BUILD_DIR OUT_DIR      exit 0 pass, 1 fail, 77 skip
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$repo/build}" && pwd) || exit 2
+out=${2:-$build/tests/gpu_kit/carry}
+sim=$build/tests/simdriver
+fail() { echo "FAIL: $*"; exit 1; }
+if "$build/bin/vramtrace" run 2>&1 | grep -q 'not built into this version'; then
+	echo "SKIPPED: this build has no 'vramtrace run' yet"
+	exit 77
+fi
+[[ -f $sim/libcuda.so.1 ]] || fail "the simulated driver $sim/libcuda.so.1 is not built"
+mkdir -p "$out"
+rm -rf "$out/gpu-carry" "$out/trace"
+bash "$repo/samples/gpu/prepare_carry.sh" "$out/gpu-carry" "$out/build-carry" || fail "prepare_carry.sh failed"
+carry=$out/gpu-carry
+for lib in libunwind.so.8 libdw.so.1 libelf.so.1; do
+	[[ -f $carry/lib/$lib ]] || fail "$lib is not carried"
+done
+readelf -d "$carry/bin/vramtrace" | grep -q 'RPATH.*\$ORIGIN/../lib' || fail "bin/vramtrace has no RPATH \$ORIGIN/../lib"
+readelf -d "$carry/lib/libvramtrace.so" | grep -q 'RPATH.*\$ORIGIN' || fail "libvramtrace.so has no RPATH \$ORIGIN"
+grep -q '^needs: GLIBC_' "$carry/MANIFEST" || fail "MANIFEST does not say which glibc it needs"
+
+# The carried launcher must load the carried libraries, not the system's.
+LD_DEBUG=libs "$carry/bin/vramtrace" --help 2>"$out/ld-debug.log" >/dev/null || fail "carried vramtrace does not start"
+grep -qE "calling init: $carry/(bin/\.\./)?lib/libdw\.so\.1" "$out/ld-debug.log" || fail "the carried libdw.so.1 was not the one loaded"
+
+LD_LIBRARY_PATH=$sim PYTHONDONTWRITEBYTECODE=1 "$carry/bin/vramtrace" run -o "$out/trace" -- \
+	python3 "$repo/samples/frameworks/driver_ctypes.py" >"$out/job.stdout" 2>"$out/job.stderr" ||
+	fail "the driver job under the carried vramtrace: $(tail -1 "$out/job.stderr")"
+grep -q '^VRAMTRACE_RESULT ' "$out/job.stdout" || fail "no result line"
+python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --require-path getproc_v2 || fail "no getproc_v2 lookups in the trace"
+python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --json | grep -q '"allocs": 4,' || fail "the trace does not hold the job's 4 allocations"
+echo "PASS: carried binaries ($(du -sh "$carry" | cut -f1)) trace the driver job"
