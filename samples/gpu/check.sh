@@ -77,6 +77,7 @@ if [[ -z $build ]]; then
 	if ((dry_run)); then build=$repo/build; else build=$repo/gpu-build; fi
 fi
 exec > >(tee "$out/check.log") 2>&1
+export PYTHONDONTWRITEBYTECODE=1 # keep the source tree clean
 
 # ---- 1. the vramtrace binaries ----------------------------------------------
 missing_build_tools() {

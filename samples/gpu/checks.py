@@ -151,12 +151,12 @@ def dataset_checks(truth, run):
         for item in dataset:
             if "ptr" in item:
                 seen = htod_into(logs, item["ptr"], item["bytes"])
-                out.append(verdict(seen == item["bytes"], f"dataset {item['name']} seen as H2D",
+                out.append(verdict(seen == item["bytes"], f"dataset seen as H2D ({item['name']})",
                                    f"{seen} of {item['bytes']} bytes copied into its device buffer"))
             else:
                 sizes = Counter(e.bytes for log in logs for e in log.events
                                 if e.type == vtlog.REC_COPY and e.kind == vtlog.COPY_HTOD and e.result == 0)
-                out.append(verdict(sizes[item["bytes"]] > 0, f"dataset {item['name']} seen as H2D",
+                out.append(verdict(sizes[item["bytes"]] > 0, f"dataset seen as H2D ({item['name']})",
                                    f"{sizes[item['bytes']]} host-to-device copies of exactly {item['bytes']} bytes"))
     batches = truth.get("batches", {})
     if batches.get("uploaded_each_step") and not truth.get("dataset_on_device") and dataset:
@@ -188,7 +188,10 @@ def framework_checks(record, run, api_names):
     out = [verdict(run["exit"] == record["baseline"]["exit"], "exit unchanged",
                    f"without {record['baseline']['exit']}, with {run['exit']}"),
            same_result(record, run)]
-    out += trace_checks(run)
+    traced = trace_checks(run)
+    out += traced
+    if traced[0]["status"] == FAIL:
+        return out  # every other check reads the trace
     if not run["truth"]:
         return out + [check("truth line", FAIL, "the job printed no VRAMTRACE_TRUTH line under vramtrace")]
     out.append(verdict(m["allocs"] > 0, "allocations seen",
@@ -256,16 +259,17 @@ def one_line(record):
 
 TABLE_HEAD = ("| job | mode | exit base/shim | result same | allocs ok/failed | alloc bytes | VMM creates "
               "| H2D copies | H2D bytes | dataset bytes (truth) | dataset bytes seen as H2D "
-              "| routed/total lookups | allocs by path | verdict |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+              "| routed/total lookups | allocs by path | seconds base/shim | verdict |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 
 
 def table_row(record, run, checks_):
     m = run["metrics"]
     base = record["baseline"]["exit"]
     same = next((c["status"] for c in checks_ if c["name"] in ("result unchanged", "message unchanged")), "-")
+    seconds = f"{record['baseline']['seconds']}/{run['seconds']}"
     if m is None:
-        cells = [record["job"], run["mode"], f"{base}/{run['exit']}", same] + ["-"] * 9
+        cells = [record["job"], run["mode"], f"{base}/{run['exit']}", same] + ["-"] * 9 + [seconds]
     else:
         truth = run["truth"] or {}
         dataset = truth.get("dataset", [])
@@ -276,7 +280,7 @@ def table_row(record, run, checks_):
         cells = [record["job"], run["mode"], f"{base}/{run['exit']}", same,
                  f"{m['allocs']}/{m['failed_allocs']}", str(m["alloc_bytes"]), str(m["vmm_creates"]),
                  str(m["htod_copies"]), str(m["htod_bytes"]), str(sum(d["bytes"] for d in dataset)), seen,
-                 lookup_text(m), by_path]
+                 lookup_text(m), by_path, seconds]
     return "| " + " | ".join(cells + [run_status(checks_)]) + " |\n"
 
 

@@ -125,7 +125,8 @@ class Checks(unittest.TestCase):
     def run_record(self, truth, result="R", base_result="R"):
         run = {"mode": "default", "exit": 0, "result_line": result, "truth": truth, "logs": self.logs,
                "read_error": "", "report": None, "report_error": "not built", "seconds": 1}
-        record = {"job": "t", "expect": {}, "baseline": {"exit": 0, "result_line": base_result}, "runs": [run]}
+        record = {"job": "t", "expect": {}, "baseline": {"exit": 0, "result_line": base_result, "seconds": 1},
+                  "runs": [run]}
         return record, run
 
     def statuses(self, record, run):
@@ -133,9 +134,9 @@ class Checks(unittest.TestCase):
 
     def test_whole_dataset_seen_or_missed(self):
         truth = {"dataset_on_device": True, "dataset": [{"name": "x", "bytes": 4 << 20, "ptr": DATASET}]}
-        self.assertEqual(self.statuses(*self.run_record(truth))["dataset x seen as H2D"], "PASS")
+        self.assertEqual(self.statuses(*self.run_record(truth))["dataset seen as H2D (x)"], "PASS")
         truth["dataset"][0]["ptr"] = BATCH
-        self.assertEqual(self.statuses(*self.run_record(truth))["dataset x seen as H2D"], "FAIL")
+        self.assertEqual(self.statuses(*self.run_record(truth))["dataset seen as H2D (x)"], "FAIL")
 
     def test_streaming_twin_must_not_upload_whole(self):
         truth = {"dataset_on_device": False, "dataset": [{"name": "x", "bytes": 3 << 20}],
@@ -143,6 +144,13 @@ class Checks(unittest.TestCase):
         self.assertEqual(self.statuses(*self.run_record(truth))["streamed, never whole"], "FAIL")
         truth["dataset"][0]["bytes"] = 8 << 20
         self.assertEqual(self.statuses(*self.run_record(truth))["streamed, never whole"], "PASS")
+
+    def test_unreadable_trace_stops_the_checks(self):
+        record, run = self.run_record({"dataset_on_device": True, "dataset": [{"name": "x", "bytes": 1, "ptr": 1}]})
+        run["logs"], run["read_error"] = [], "bad magic"
+        got = self.statuses(record, run)
+        self.assertEqual(got["trace read"], "FAIL")
+        self.assertNotIn("allocations seen", got)
 
     def test_changed_result_fails_and_exact_numbers_are_checked(self):
         truth = {"expect": {"allocs": 2, "htod_bytes": 5 << 20, "frees": 2,
