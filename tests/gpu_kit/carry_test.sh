@@ -11,7 +11,7 @@ build=$(cd "${1:-$repo/build}" && pwd) || exit 2
 out=${2:-$build/tests/gpu_kit/carry}
 sim=$build/tests/simdriver
 fail() { echo "FAIL: $*"; exit 1; }
-if "$build/bin/vramtrace" run 2>&1 | grep -q 'not built into this version'; then
+if [[ $("$build/bin/vramtrace" run 2>&1) == *"not built into this version"* ]]; then
 	echo "SKIPPED: this build has no 'vramtrace run' yet"
 	exit 77
 fi

@@ -8,7 +8,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd) || exit 2
 out=${2:-$build/tests/gpu_kit/dry-run}
-if "$build/bin/vramtrace" run 2>&1 | grep -q 'not built into this version'; then
+if [[ $("$build/bin/vramtrace" run 2>&1) == *"not built into this version"* ]]; then
 	echo "SKIPPED: this build has no 'vramtrace run' yet"
 	exit 77
 fi

@@ -28,7 +28,7 @@ if ! why=$("$python" -c 'import tensorflow' 2>&1); then
 	exit $SKIP
 fi
 [[ -x $vramtrace ]] || fail "$vramtrace is not built"
-if "$vramtrace" run 2>&1 | grep -q 'not built into this version'; then
+if [[ $("$vramtrace" run 2>&1) == *"not built into this version"* ]]; then
 	echo "SKIPPED: this build has no 'vramtrace run' yet"
 	exit $SKIP
 fi
