@@ -128,12 +128,12 @@ def frameworks_env(args, name):
     return env
 
 
-def report_json(vramtrace, trace, env):
+def report_json(vramtrace, trace, timeout):
     try:
-        proc = subprocess.run([vramtrace, "report", trace, "--json"], env=env, capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run([vramtrace, "report", trace, "--json"], capture_output=True,
+                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, "report timed out"
+        return None, f"report took more than {timeout:.0f}s"
     if proc.returncode != 0:
         return None, last_line(proc.stderr) or f"exit {proc.returncode}"
     try:
@@ -155,7 +155,7 @@ def traced_run(args, clock, name, argv, mode, flags, env):
         run["read_error"] = ""
     except (OSError, vtlog.LogError) as error:
         run["logs"], run["read_error"] = [], str(error)
-    run["report"], run["report_error"] = report_json(args.vramtrace, trace, env)
+    run["report"], run["report_error"] = None, "not run (time budget)"
     return run
 
 
@@ -190,23 +190,26 @@ def run_job(args, clock, job):
     return record
 
 
+def output_of(argv, timeout):
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return proc.stdout.strip() or proc.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"({type(error).__name__}: {error})"
+
+
 def versions(args):
     """Driver, CUDA and framework versions, each probe in its own process."""
     lines = []
     smi = shutil.which("nvidia-smi")
     if smi:
-        for query in ("name,driver_version,memory.total", ):
-            proc = subprocess.run([smi, f"--query-gpu={query}", "--format=csv,noheader"],
-                                  capture_output=True, text=True, timeout=60)
-            lines.append(f"nvidia-smi: {proc.stdout.strip() or proc.stderr.strip()}")
-        proc = subprocess.run([smi], capture_output=True, text=True, timeout=60)
-        cuda = [l for l in proc.stdout.splitlines() if "CUDA Version" in l]
+        query = output_of([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], 60)
+        lines.append(f"nvidia-smi: {query}")
+        cuda = [l for l in output_of([smi], 60).splitlines() if "CUDA Version" in l]
         lines.append(f"nvidia-smi header: {cuda[0].strip(' |') if cuda else 'n/a'}")
     else:
         lines.append("nvidia-smi: not found")
-    probe = os.path.join(HERE, "versions_probe.py")
-    proc = subprocess.run([args.python, probe], capture_output=True, text=True, timeout=120)
-    lines.extend(proc.stdout.splitlines())
+    lines.extend(output_of([args.python, os.path.join(HERE, "versions_probe.py")], 120).splitlines())
     lines.append(f"python: {sys.version.split()[0]} ({args.python})")
     lines.append(f"uname: {' '.join(os.uname())}")
     return lines
@@ -237,19 +240,45 @@ def main():
         f.write("\n".join(version_lines) + "\n")
     print("\n".join(version_lines), flush=True)
     records = []
+    api = vtlog.api_names(REPO)
     for job in (j for j in JOBS if j[0] in args.jobs):
-        record = run_job(args, clock, job)
-        record["checks"] = checks.evaluate(record, args.dry_run, vtlog.api_names(REPO))
-        records.append(record)
-        print(checks.one_line(record), flush=True)
-    omitted = write_tar(args, records)
+        records.append(run_job(args, clock, job))
+        evaluate(records[-1], args, api)
+        print(checks.one_line(records[-1]), flush=True)
+        write_summary(args, records, version_lines, [])  # a killed kit still leaves one
+    add_reports(args, clock, records, api)
+    summary = write_summary(args, records, version_lines, write_tar(args, records))
+    print(summary["markdown"])
+    return 0 if summary["json"]["passed"] else 1
+
+
+def evaluate(record, args, api):
+    try:
+        record["checks"] = checks.evaluate(record, args.dry_run, api)
+    except Exception as error:  # a kit bug must not hide the other jobs' results
+        record["checks"] = [{"mode": "-", "checks": [checks.check(
+            "kit evaluated the run", checks.FAIL, f"{type(error).__name__}: {error}")]}]
+
+
+def add_reports(args, clock, records, api):
+    """`vramtrace report --json` per trace while time is left (it symbolizes:
+    it may be slow on large framework libraries), then the checks again."""
+    for record in (r for r in records if "skipped" not in r):
+        for run in record["runs"]:
+            if clock.left() < 20:
+                return
+            run["report"], run["report_error"] = report_json(args.vramtrace, run["trace"],
+                                                             min(60, clock.left() - 10))
+        evaluate(record, args, api)
+
+
+def write_summary(args, records, version_lines, omitted):
     summary = checks.summary(records, version_lines, args.dry_run, omitted)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(summary["markdown"])
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary["json"], f, indent=1, sort_keys=True)
-    print(summary["markdown"])
-    return 0 if summary["json"]["passed"] else 1
+    return summary
 
 
 if __name__ == "__main__":
