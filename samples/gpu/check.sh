@@ -117,16 +117,17 @@ elif ((no_build)); then
 	echo "using the build in $build (--no-build)"
 else
 	gaps=$(missing_build_tools)
-	if [[ -z $gaps ]]; then
-		echo "building in $build"
-		build_here || die "the build failed (logs in $work)"
+	carried=$repo/gpu-carry
+	if [[ -z $gaps ]] && echo "building in $build" && build_here; then
 		prefix=$build
-	elif [[ -x $repo/gpu-carry/bin/vramtrace ]]; then
-		echo "cannot build here (missing: $gaps): using the carried binaries in $repo/gpu-carry"
-		prefix=$repo/gpu-carry
+	elif [[ -x $carried/bin/vramtrace ]]; then
+		echo "${gaps:+cannot build here (missing: $gaps): }using the carried binaries in $carried"
+		prefix=$carried
 		[[ -f $prefix/MANIFEST ]] && sed 's/^/  carry: /' "$prefix/MANIFEST"
+	elif [[ -z $gaps ]]; then
+		die "the build failed (logs in $work) and there are no carried binaries in $carried"
 	else
-		die "cannot build here (missing: $gaps) and no carried binaries in $repo/gpu-carry:" \
+		die "cannot build here (missing: $gaps) and no carried binaries in $carried:" \
 			"run samples/gpu/prepare_carry.sh on a machine that builds, then carry gpu-carry"
 	fi
 fi
