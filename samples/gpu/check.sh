@@ -40,7 +40,8 @@ usage() {
 	  --no-build     use the binaries already in --build, build nothing
 	  --prefix DIR   use DIR/bin/vramtrace and DIR/lib/libvramtrace.so (carried binaries);
 	                 default when the build tools are missing: REPO/gpu-carry
-	  --jobs LIST    driver,torch-whole,torch-stream,jax-whole,jax-stream,cupy,keras (default all)
+	  --jobs LIST    driver,torch-whole,torch-stream,torch-expandable,jax-whole,jax-stream,cupy,keras
+	                 (default all)
 	  --budget S     seconds for the whole check (default $budget)
 	EOF
 }

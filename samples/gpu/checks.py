@@ -200,10 +200,14 @@ def framework_checks(record, run, api_names):
     if record["expect"].get("exact"):
         out += exact_checks(truth, m)
     out += dataset_checks(truth, run)
-    if record["expect"].get("vmm"):
+    vmm = record["expect"].get("vmm")
+    if vmm == "hard":
+        out.append(verdict(m["vmm_creates"] > 0 and m["vmm_maps"] > 0, "VMM allocations seen",
+                           f"{m['vmm_creates']} cuMemCreate, {m['vmm_maps']} cuMemMap"))
+    elif vmm == "soft":
         out.append(verdict(m["vmm_creates"] > 0, "VMM allocations seen",
                            f"{m['vmm_creates']} cuMemCreate, {m['vmm_maps']} cuMemMap "
-                           "(expected for XLA; a warning, not a failure, until a GPU run settles it)",
+                           "(expected; a warning, not a failure, until a GPU run settles it)",
                            hard=False, soft_status=WARN))
     return out + report_checks(run)
 

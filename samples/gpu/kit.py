@@ -26,13 +26,22 @@ JOBS_DIR = os.path.join(REPO, "samples", "frameworks")
 TRUTH, RESULT = "VRAMTRACE_TRUTH ", "VRAMTRACE_RESULT "
 EXIT_NO_GPU, EXIT_NO_PACKAGE = 3, 4
 
-# name, script + arguments, what the job must show when a GPU runs it
+# name, script + arguments, what the job must show when a GPU runs it.
+# expect: exact = the truth states every count; vmm = "hard" (cuMemCreate
+# must be seen) or "soft" (expected, a warning until a GPU run settles it);
+# env = set for the baseline and traced runs alike; modes = only these.
+EXPANDABLE = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
 JOBS = [
     ("driver", ["driver_ctypes.py"], {"exact": True}),
     ("torch-whole", ["torch_train.py", "--feed", "whole"], {}),
     ("torch-stream", ["torch_train.py", "--feed", "stream"], {}),
-    ("jax-whole", ["jax_train.py", "--feed", "whole"], {"vmm": True}),
-    ("jax-stream", ["jax_train.py", "--feed", "stream"], {"vmm": True}),
+    # PyTorch's expandable segments allocate with cuMemCreate/cuMemMap: the
+    # VMM path on a real driver, for certain. The caching allocator must be
+    # on, so no --per-tensor run.
+    ("torch-expandable", ["torch_train.py", "--feed", "whole"],
+     {"vmm": "hard", "env": EXPANDABLE, "modes": ["default"]}),
+    ("jax-whole", ["jax_train.py", "--feed", "whole"], {"vmm": "soft"}),
+    ("jax-stream", ["jax_train.py", "--feed", "stream"], {"vmm": "soft"}),
     ("cupy", ["cupy_job.py"], {}),
     ("keras", ["keras_slices.py"], {}),
 ]
@@ -162,7 +171,7 @@ def traced_run(args, clock, name, argv, mode, flags, env):
 def run_job(args, clock, job):
     name, script, expect = job
     argv = [args.python, os.path.join(JOBS_DIR, script[0]), *script[1:]]
-    env = frameworks_env(args, name)
+    env = dict(frameworks_env(args, name), **expect.get("env", {}))
     os.makedirs(os.path.join(args.work, "baseline"), exist_ok=True)
     record = {"job": name, "argv": script, "expect": expect, "runs": []}
     base_log = os.path.join(args.work, "baseline", name)
@@ -174,7 +183,7 @@ def run_job(args, clock, job):
         record["skipped"] = f"baseline run failed (exit {code}): {record['baseline']['last_error']}"
     # A job that cannot run still runs once under the shim: its exit code and
     # message must pass through unchanged.
-    modes = [m for m in MODES if m[0] in args.modes]
+    modes = [m for m in MODES if m[0] in args.modes and m[0] in expect.get("modes", [m[0]])]
     if "skipped" in record:
         modes = modes[:1]
     for mode, flags in modes:

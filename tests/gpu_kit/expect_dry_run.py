@@ -27,7 +27,7 @@ DRIVER_ROW = {
     "allocs by path": "dlsym+getproc_v2:4",
     "verdict": "PASS",
 }
-FRAMEWORKS = {"torch-whole": "torch", "torch-stream": "torch", "jax-whole": "jax", "jax-stream": "jax",
+FRAMEWORKS = {"torch-whole": "torch", "torch-stream": "torch", "torch-expandable": "torch", "jax-whole": "jax", "jax-stream": "jax",
               "cupy": "cupy", "keras": "tensorflow"}
 
 

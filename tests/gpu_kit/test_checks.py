@@ -162,6 +162,22 @@ class Checks(unittest.TestCase):
         self.assertEqual((got["allocs exact"], got["htod_bytes exact"], got["frees exact"]), ("PASS", "PASS", "FAIL"))
         self.assertEqual((got["dlsym lookups routed"], got["getproc_v2 lookups routed"]), ("PASS", "FAIL"))
 
+    def test_vmm_hard_needs_create_and_map_soft_only_warns(self):
+        record, run = self.run_record({"dataset": []})
+        record["expect"] = {"vmm": "hard"}
+        self.assertEqual(self.statuses(record, run)["VMM allocations seen"], "FAIL")  # no cuMemMap
+        record["expect"] = {"vmm": "soft"}
+        run["logs"][0].events.append(vtlog.Event(vtlog.REC_ALLOC, 0, 9, 0, 1, 1 << 20, 0, 0, 0, 0, 0, 0, 0))
+        self.assertEqual(self.statuses(record, run)["VMM allocations seen"], "PASS")
+        run["logs"][0].events[:] = [e for e in run["logs"][0].events if e.kind != 4]
+        got = checks.framework_checks(record, run, API)
+        vmm = [c for c in got if c["name"] == "VMM allocations seen"][0]
+        self.assertEqual((vmm["status"], vmm["hard"]), ("WARN", False))
+        record["expect"] = {"vmm": "hard"}
+        run["logs"][0].events.append(vtlog.Event(vtlog.REC_ALLOC, 0, 10, 0, 2, 2 << 20, 0, 0, 0, 0, 0, 4, 0))
+        run["logs"][0].events.append(vtlog.Event(vtlog.REC_MAP, 0, 11, 0, 3, 2 << 20, 2, 0, 0, 0, 0, 0, 0))
+        self.assertEqual(self.statuses(record, run)["VMM allocations seen"], "PASS")
+
     def test_nondeterministic_job_compared_with_tolerance(self):
         record, run = self.run_record({}, result='{"l":["1.00000001"]}', base_result='{"l":["1.0"]}')
         record["baseline_again"] = {"result_line": '{"l":["1.00000002"]}'}
