@@ -16,7 +16,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-out=$PWD/gpu-check-out
+out=
 work=
 build=
 prefix=
@@ -34,9 +34,9 @@ usage() {
 
 	  --dry-run      no GPU needed: the driver job runs on the simulated driver
 	                 (BUILD/tests/simdriver), the framework jobs must fail early and cleanly
-	  -o OUT         summary and traces go here (default ./gpu-check-out)
+	  -o OUT         summary and traces go here (default BUILD/gpu-check)
 	  --work DIR     scratch folder for the runs (default OUT.work)
-	  --build DIR    build folder (default BUILD=build; gpu-build on a GPU machine)
+	  --build DIR    build folder BUILD (default build for --dry-run, else build-gpu)
 	  --no-build     use the binaries already in --build, build nothing
 	  --prefix DIR   use DIR/bin/vramtrace and DIR/lib/libvramtrace.so (carried binaries);
 	                 default when the build tools are missing: REPO/gpu-carry
@@ -69,14 +69,15 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $budget =~ ^[0-9]+$ && $run_timeout =~ ^[0-9]+$ ]] || die "--budget and --run-timeout take whole seconds"
 
+if [[ -z $build ]]; then
+	if ((dry_run)); then build=$repo/build; else build=$repo/build-gpu; fi
+fi
+out=${out:-$build/gpu-check} # build*/ is git-ignored: nothing here travels or gets committed
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
 work=${work:-$out.work}
 mkdir -p "$work" || die "cannot create $work"
 rm -rf "$work/traces" "$work/baseline" # only what kit.py writes there
-if [[ -z $build ]]; then
-	if ((dry_run)); then build=$repo/build; else build=$repo/gpu-build; fi
-fi
 exec > >(tee "$out/check.log") 2>&1
 export PYTHONDONTWRITEBYTECODE=1 # keep the source tree clean
 
