@@ -8,7 +8,8 @@ It finds the driver the two ways frameworks do:
               dlopen libcuda and dlsym each symbol)
   getproc_v2  cuGetProcAddress_v2("cuMemAlloc", 3020, 0) (what libcudart does)
 and through each it allocates, uploads and frees known sizes: a "dataset"
-uploaded whole, then "batches" uploaded one at a time into one buffer."""
+uploaded whole (and read back: the bytes must survive), then "batches"
+uploaded one at a time into one buffer."""
 import ctypes
 import os
 import zlib
@@ -89,6 +90,11 @@ def main():
     driver.call("cuMemAlloc_v2", ctypes.byref(dataset_ptr), ctypes.c_size_t(DATASET_BYTES))
     data = pattern(DATASET_BYTES, 7)
     driver.call("cuMemcpyHtoD_v2", dataset_ptr, data, ctypes.c_size_t(DATASET_BYTES))
+    # Read it back: the bytes on the device are the job's, shim or not.
+    readback = ctypes.create_string_buffer(DATASET_BYTES)
+    driver.call("cuMemcpyDtoH_v2", readback, dataset_ptr, ctypes.c_size_t(DATASET_BYTES))
+    if readback.raw != data:
+        raise J.JobExit(J.EXIT_FAILED, "the dataset read back from the device differs from what was uploaded")
 
     # getproc path, as libcudart asks: base names and the version each ABI began.
     alloc = driver.proc("cuMemAlloc", 3020, PFN_ALLOC)
@@ -124,7 +130,8 @@ def main():
                 "htod_copies": 1 + BATCHES, "htod_bytes": DATASET_BYTES + BATCHES * BATCH_BYTES,
                 "lookups": {"dlsym": ["cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuMemFree_v2"],
                             "getproc_v2": ["cuMemAlloc", "cuMemcpyHtoD", "cuMemFree"]}})
-    J.emit_result(crc32=crc, uploaded=DATASET_BYTES + BATCHES * BATCH_BYTES)
+    J.emit_result(crc32=crc, readback_crc32=zlib.crc32(readback.raw),
+                  uploaded=DATASET_BYTES + BATCHES * BATCH_BYTES)
 
 
 if __name__ == "__main__":
