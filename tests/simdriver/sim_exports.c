@@ -21,7 +21,7 @@
 #undef VTSIM
 
 #define VTSIM(base, version, per_thread, symbol, pfn)                                                  \
-	VTSIM_NOSAN static pfn vtsim_resolve_##symbol(void)                                            \
+	VTSIM_NOSAN __attribute__((used)) static pfn vtsim_resolve_##symbol(void)                                          \
 	{                                                                                              \
 		return sim_env_hides(#base, #symbol, version) ? NULL : sim_##symbol;                   \
 	}                                                                                              \

@@ -1,0 +1,442 @@
+/* `vramtrace dump DIR|LOG [--json]`: every log's header, then every record,
+ * one a line. Text is `kind key=value ...`; --json gives one JSON object per
+ * line with the same keys. One printer per record kind writes through a
+ * small emitter, so the two formats never drift apart. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "log_reader.h"
+#include "record_text.h"
+
+struct emit {
+	FILE *out;
+	int json;
+	int nfields;
+};
+
+/* ---- escaping ------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (0 if invalid). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (s[0] >= 0xf8 || len == 0 || len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+/* A quoted string, JSON escaping (also used by the text format so a name
+ * with spaces or control bytes stays one field). Invalid UTF-8 -> U+FFFD. */
+static void put_quoted(FILE *out, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	fputc('"', out);
+	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc(c, out);
+		} else if (c == '\n') {
+			fputs("\\n", out);
+		} else if (c == '\t') {
+			fputs("\\t", out);
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(out, "\\u%04x", c);
+		} else if (c >= 0x80) {
+			size_t len = utf8_len(s + i, n - i);
+			if (len == 0) {
+				fputs("\\ufffd", out);
+				i++;
+				continue;
+			}
+			fwrite(s + i, 1, len, out);
+			i += len;
+			continue;
+		} else {
+			fputc(c, out);
+		}
+		i++;
+	}
+	fputc('"', out);
+}
+
+/* ---- the emitter ------------------------------------------------------------ */
+
+static void e_begin(struct emit *e, const char *kind)
+{
+	e->nfields = 0;
+	if (e->json) {
+		fputs("{\"record\":", e->out);
+		put_quoted(e->out, kind, strlen(kind));
+	} else {
+		fputs(kind, e->out);
+	}
+}
+
+static void e_key(struct emit *e, const char *key)
+{
+	if (e->json)
+		fprintf(e->out, ",\"%s\":", key);
+	else
+		fprintf(e->out, " %s=", key);
+	e->nfields++;
+}
+
+static void e_u64(struct emit *e, const char *key, uint64_t v)
+{
+	e_key(e, key);
+	fprintf(e->out, "%" PRIu64, v);
+}
+
+static void e_i64(struct emit *e, const char *key, int64_t v)
+{
+	e_key(e, key);
+	fprintf(e->out, "%" PRId64, v);
+}
+
+/* Addresses and handles: hex strings (JSON numbers stop being exact at 2^53). */
+static void e_hex(struct emit *e, const char *key, uint64_t v)
+{
+	e_key(e, key);
+	fprintf(e->out, e->json ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, v);
+}
+
+static void e_str(struct emit *e, const char *key, const char *s, size_t n)
+{
+	e_key(e, key);
+	put_quoted(e->out, s, n);
+}
+
+/* A bare word (a name from record_text.h); numbers when it is unknown. */
+static void e_name(struct emit *e, const char *key, const char *name, uint64_t v)
+{
+	if (!name) {
+		e_u64(e, key, v);
+		return;
+	}
+	e_key(e, key);
+	if (e->json)
+		fprintf(e->out, "\"%s\"", name);
+	else
+		fputs(name, e->out);
+}
+
+static void e_bool(struct emit *e, const char *key, int v)
+{
+	e_key(e, key);
+	fputs(v ? (e->json ? "true" : "yes") : (e->json ? "false" : "no"), e->out);
+}
+
+static void e_hex_list(struct emit *e, const char *key, const uint8_t *words, size_t n)
+{
+	e_key(e, key);
+	fputs(e->json ? "[" : "", e->out);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v;
+		memcpy(&v, words + 8 * i, sizeof v);
+		fprintf(e->out, e->json ? "%s\"0x%" PRIx64 "\"" : "%s0x%" PRIx64, i ? "," : "", v);
+	}
+	fputs(e->json ? "]" : "", e->out);
+}
+
+static void e_end(struct emit *e)
+{
+	fputs(e->json ? "}\n" : "\n", e->out);
+}
+
+/* ---- record printers -------------------------------------------------------- */
+
+struct dump_ctx {
+	struct emit *e;
+	const struct vt_log *log;
+	uint64_t t_offset; /* this log's clock base - trace start */
+	uint64_t records;
+};
+
+#define REC(type, rec, view) \
+	type rec;            \
+	memcpy(&rec, (view)->data, sizeof rec)
+
+static void print_event(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_event, ev, v);
+	struct emit *e = c->e;
+	e_u64(e, "seq", ev.seq);
+	e_u64(e, "t", ev.t_ns + c->t_offset);
+	e_name(e, "api", vt_api_name(ev.api), ev.api);
+	if (ev.rt_api)
+		e_name(e, "rt", vt_rt_api_name(ev.rt_api), ev.rt_api);
+	if (ev.device == VT_DEVICE_UNKNOWN)
+		e_name(e, "dev", "unknown", 0);
+	else
+		e_u64(e, "dev", ev.device);
+	if (v->type == VT_REC_COPY)
+		e_name(e, "kind", vt_copy_dir_name(ev.kind), ev.kind);
+	else if (v->type == VT_REC_ALLOC || v->type == VT_REC_FREE)
+		e_name(e, "kind", vt_alloc_kind_name(ev.kind), ev.kind);
+	e_hex(e, "addr", ev.addr);
+	e_u64(e, "bytes", ev.bytes);
+	e_hex(e, "aux", ev.aux);
+	e_hex(e, "stream", ev.stream);
+	e_i64(e, "result", ev.result);
+	e_u64(e, "stack", ev.stack_id);
+}
+
+static void print_py_frames(struct emit *e, const uint8_t *words, size_t n)
+{
+	e_key(e, "py_frames");
+	fputs(e->json ? "[" : "", e->out);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a, b;
+		memcpy(&a, words + 16 * i, 8);
+		memcpy(&b, words + 16 * i + 8, 8);
+		unsigned file = (unsigned)(a >> 32), func = (unsigned)a;
+		unsigned line = (unsigned)(b >> 32), native = (unsigned)b;
+		if (e->json)
+			fprintf(e->out, "%s{\"file\":%u,\"func\":%u,\"line\":%u,\"native_index\":%u}",
+			        i ? "," : "", file, func, line, native);
+		else
+			fprintf(e->out, "%s%u/%u:%u@%u", i ? "," : "", file, func, line, native);
+	}
+	fputs(e->json ? "]" : "", e->out);
+}
+
+static void print_stack(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_stack_rec, s, v);
+	const uint8_t *words = (const uint8_t *)v->data + sizeof s;
+	e_u64(c->e, "id", s.stack_id);
+	e_u64(c->e, "depth", s.depth);
+	e_hex(c->e, "hash", s.hash);
+	e_hex_list(c->e, "frames", words, s.depth);
+	if (s.py_depth)
+		print_py_frames(c->e, words + 8u * s.depth, s.py_depth);
+}
+
+static void print_module(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_module_rec, m, v);
+	const char *path = (const char *)v->data + sizeof m;
+	e_u64(c->e, "seq", m.seq);
+	e_name(c->e, "event", vt_module_event_name(m.event), m.event);
+	e_u64(c->e, "generation", m.generation);
+	e_hex(c->e, "base", m.base);
+	e_hex(c->e, "lo", m.lo);
+	e_hex(c->e, "hi", m.hi);
+	char hex[65] = "";
+	for (unsigned i = 0; i < m.build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m.build_id[i]);
+	e_str(c->e, "build_id", hex, strlen(hex));
+	e_str(c->e, "path", path, m.path_len);
+}
+
+static void print_meminfo(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_meminfo_rec, m, v);
+	e_u64(c->e, "seq", m.seq);
+	e_u64(c->e, "t", m.t_ns + c->t_offset);
+	e_u64(c->e, "dev", m.device);
+	e_name(c->e, "reason", vt_meminfo_reason_name(m.reason), m.reason);
+	e_u64(c->e, "free", m.free_bytes);
+	e_u64(c->e, "total", m.total_bytes);
+}
+
+static void print_mark(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_mark_rec, m, v);
+	e_u64(c->e, "seq", m.seq);
+	e_u64(c->e, "t", m.t_ns + c->t_offset);
+	e_name(c->e, "kind", vt_mark_kind_name(m.kind), m.kind);
+	e_u64(c->e, "value", m.value);
+	e_str(c->e, "text", (const char *)v->data + sizeof m, m.text_len);
+}
+
+static void print_thread(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_thread_rec, t, v);
+	e_u64(c->e, "thread", t.tid);
+	e_str(c->e, "name", (const char *)v->data + sizeof t, t.name_len);
+}
+
+static void print_exit(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_exit_rec, x, v);
+	e_u64(c->e, "seq", x.seq);
+	e_u64(c->e, "t", x.t_ns + c->t_offset);
+	e_i64(c->e, "code", x.code);
+}
+
+static void print_device(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_device_rec, d, v);
+	e_u64(c->e, "ordinal", d.ordinal);
+	e_u64(c->e, "total", d.total_bytes);
+	e_str(c->e, "name", (const char *)v->data + sizeof d, d.name_len);
+}
+
+static void print_lookup(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_lookup_rec, l, v);
+	e_name(c->e, "path", vt_lookup_path_name(l.path), l.path);
+	e_name(c->e, "outcome", vt_lookup_outcome_name(l.outcome), l.outcome);
+	e_name(c->e, "api", l.api ? vt_api_name(l.api) : "none", l.api);
+	e_u64(c->e, "version", l.version);
+	e_hex(c->e, "flags", l.flags);
+	e_str(c->e, "name", (const char *)v->data + sizeof l, l.name_len);
+}
+
+static void print_pystr(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_pystr_rec, p, v);
+	e_u64(c->e, "id", p.id);
+	e_str(c->e, "text", (const char *)v->data + sizeof p, p.len);
+}
+
+static void print_note(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_note_rec, n, v);
+	e_u64(c->e, "seq", n.seq);
+	e_str(c->e, "text", (const char *)v->data + sizeof n, n.len);
+}
+
+typedef void (*printer_fn)(struct dump_ctx *, const struct vt_record_view *);
+
+static const printer_fn printers[] = {
+	[VT_REC_ALLOC] = print_event,     [VT_REC_FREE] = print_event,
+	[VT_REC_COPY] = print_event,      [VT_REC_MAP] = print_event,
+	[VT_REC_UNMAP] = print_event,     [VT_REC_RESERVE] = print_event,
+	[VT_REC_UNRESERVE] = print_event, [VT_REC_MEMSET] = print_event,
+	[VT_REC_POOL_TRIM] = print_event, [VT_REC_STACK] = print_stack,
+	[VT_REC_MODULE] = print_module,   [VT_REC_MEMINFO] = print_meminfo,
+	[VT_REC_MARK] = print_mark,       [VT_REC_THREAD] = print_thread,
+	[VT_REC_EXIT] = print_exit,       [VT_REC_DEVICE] = print_device,
+	[VT_REC_LOOKUP] = print_lookup,   [VT_REC_PYSTR] = print_pystr,
+	[VT_REC_NOTE] = print_note,
+};
+
+static int print_record(const struct vt_record_view *v, void *ctx)
+{
+	struct dump_ctx *c = ctx;
+	if (v->type >= sizeof printers / sizeof printers[0] || !printers[v->type])
+		return 0; /* the reader only hands out kinds it validated */
+	const char *name = vt_rec_name(v->type);
+	e_begin(c->e, name ? name : "unknown");
+	e_i64(c->e, "pid", vt_log_header(c->log)->pid);
+	e_u64(c->e, "tid", v->tid);
+	printers[v->type](c, v);
+	e_end(c->e);
+	c->records++;
+	return 0;
+}
+
+/* ---- header ---------------------------------------------------------------- */
+
+static void print_cmdline(struct emit *e, const struct vt_file_header *h)
+{
+	e_key(e, "cmdline");
+	if (!e->json) {
+		char joined[sizeof h->cmdline];
+		memcpy(joined, h->cmdline, h->cmdline_len);
+		for (uint32_t i = 0; i < h->cmdline_len; i++)
+			if (joined[i] == '\0')
+				joined[i] = ' ';
+		put_quoted(e->out, joined, h->cmdline_len);
+		return;
+	}
+	fputc('[', e->out);
+	for (uint32_t i = 0; i < h->cmdline_len;) {
+		size_t n = strnlen(h->cmdline + i, h->cmdline_len - i);
+		if (i)
+			fputc(',', e->out);
+		put_quoted(e->out, h->cmdline + i, n);
+		i += (uint32_t)n + 1;
+	}
+	fputc(']', e->out);
+}
+
+static void print_header(struct emit *e, const struct vt_log *log, uint64_t trace_start)
+{
+	const struct vt_file_header *h = vt_log_header(log);
+	uint32_t state = VT_STATE_OF(h->state);
+	e_begin(e, "log");
+	e_str(e, "path", vt_log_path(log), strlen(vt_log_path(log)));
+	e_i64(e, "pid", h->pid);
+	e_i64(e, "ppid", h->ppid);
+	e_u64(e, "exec_index", h->exec_index);
+	e_str(e, "exe", h->exe, h->exe_len);
+	e_name(e, "state", vt_state_name(state), state);
+	if (state == VT_STATE_EXITED)
+		e_i64(e, "exit_code", VT_EXIT_CODE_OF(h->state));
+	e_bool(e, "truncated", (h->flags & VT_FLAG_TRUNCATED) != 0);
+	e_u64(e, "dropped", h->events_dropped);
+	e_u64(e, "chunks", h->chunks_claimed);
+	e_u64(e, "chunk_size", h->chunk_size);
+	e_u64(e, "stack_depth", h->stack_depth);
+	e_u64(e, "max_size", h->max_size);
+	e_u64(e, "start", h->clock_base_ns - trace_start);
+	e_u64(e, "realtime_base_ns", h->realtime_base_ns);
+	e_str(e, "host", h->hostname, strlen(h->hostname));
+	e_u64(e, "warnings", vt_log_warnings(log));
+	print_cmdline(e, h);
+	e_end(e);
+}
+
+/* ---- command ---------------------------------------------------------------- */
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: vramtrace dump DIR|LOG [--json]\n");
+	return 2;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	const char *path = NULL;
+	int json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: vramtrace dump DIR|LOG [--json]\n");
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "vramtrace dump: unknown option '%s'\n", argv[i]);
+			return usage();
+		} else if (path) {
+			fprintf(stderr, "vramtrace dump: one trace at a time ('%s')\n", argv[i]);
+			return usage();
+		} else
+			path = argv[i];
+	}
+	if (!path)
+		return usage();
+
+	struct vt_trace trace;
+	char err[1024];
+	if (vt_trace_open(path, &trace, err, sizeof err) < 0) {
+		fprintf(stderr, "vramtrace dump: %s\n", err);
+		return 1;
+	}
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+	struct emit e = {.out = stdout, .json = json};
+	uint64_t start = vt_trace_start_ns(&trace);
+	for (size_t i = 0; i < trace.nlogs; i++) {
+		const struct vt_log *log = trace.logs[i];
+		struct dump_ctx c = {.e = &e, .log = log,
+		                     .t_offset = vt_log_header(log)->clock_base_ns - start};
+		print_header(&e, log, start);
+		vt_log_for_each(trace.logs[i], print_record, &c);
+	}
+	vt_trace_close(&trace);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "vramtrace dump: cannot write the output\n");
+		return 1;
+	}
+	return 0;
+}

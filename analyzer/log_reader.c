@@ -1,0 +1,488 @@
+/* Reading one process log (contract: log_reader.h, format: format.h).
+ *
+ * Opening validates the header, then indexes every chunk once: its owner,
+ * its place in the owner's chain, and how far its valid records reach
+ * (data_end). Damage is warned about here, once, with the file offset.
+ * vt_log_for_each then only walks [chunk start, data_end) ranges whose
+ * record sizes were all checked, merging the threads' streams by seq.
+ *
+ * Nothing is allocated in proportion to a length read from the file: the
+ * chunk index is bounded by the file size / chunk size.
+ */
+#define _GNU_SOURCE /* SEEK_DATA */
+#include "log_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log_record_check.h"
+
+#define VT_MIN_CHUNK 4096u
+#define VT_MAX_CHUNK (1u << 30)
+#define VT_MAX_HEADER_SIZE (1u << 20)
+
+struct vt_chunk_ref {
+	uint64_t off;        /* file offset of the chunk header */
+	uint64_t data_end;   /* file offset where its valid records end */
+	uint64_t thread_seq;
+	uint32_t tid;
+};
+
+/* One thread's chain of chunks: chunks[first .. first + count). */
+struct vt_stream {
+	uint32_t first;
+	uint32_t count;
+};
+
+struct vt_log {
+	char *path;
+	const uint8_t *map;
+	uint64_t size;
+	struct vt_file_header hdr; /* snapshot at open, lengths clamped */
+	struct vt_chunk_ref *chunks;
+	uint32_t nchunks;
+	struct vt_stream *streams;
+	uint32_t nstreams;
+	unsigned warnings;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void warn_damage(struct vt_log *log, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vramtrace: %s: %s\n", log->path, what);
+	log->warnings++;
+}
+
+static inline uint32_t load_word(const uint8_t *p)
+{
+	/* a live log: pairs with the writer's release store of the word */
+	return __atomic_load_n((const uint32_t *)(const void *)p, __ATOMIC_ACQUIRE);
+}
+
+/* ---- header ---------------------------------------------------------------- */
+
+static int check_header(const struct vt_file_header *h, uint64_t size, char *err, size_t errlen)
+{
+	if (memcmp(h->magic, VT_MAGIC, VT_MAGIC_LEN) != 0) {
+		set_err(err, errlen, "not a vramtrace log (bad magic)");
+		return -1;
+	}
+	if (h->byte_order != VT_BYTE_ORDER_MARK) {
+		set_err(err, errlen, h->byte_order == __builtin_bswap32(VT_BYTE_ORDER_MARK)
+		                         ? "log written with the other byte order; not supported"
+		                         : "bad byte-order mark 0x%08x",
+		        h->byte_order);
+		return -1;
+	}
+	if (h->version != VT_FORMAT_VERSION) {
+		set_err(err, errlen, "format version %u not supported (this reader knows %u)",
+		        h->version, VT_FORMAT_VERSION);
+		return -1;
+	}
+	if (h->header_size < sizeof *h || h->header_size > VT_MAX_HEADER_SIZE ||
+	    h->header_size % 8) {
+		set_err(err, errlen, "bad header size %u", h->header_size);
+		return -1;
+	}
+	if (h->header_size > size) {
+		set_err(err, errlen, "file cut short inside its header (%llu of %u bytes)",
+		        (unsigned long long)size, h->header_size);
+		return -1;
+	}
+	if (h->chunk_size < VT_MIN_CHUNK || h->chunk_size > VT_MAX_CHUNK || h->chunk_size % 4096) {
+		set_err(err, errlen, "bad chunk size %u", h->chunk_size);
+		return -1;
+	}
+	return 0;
+}
+
+static void snapshot_header(struct vt_log *log)
+{
+	struct vt_file_header *h = &log->hdr;
+	memcpy(h, log->map, sizeof *h);
+	h->state = __atomic_load_n(&((const struct vt_file_header *)(const void *)log->map)->state,
+	                           __ATOMIC_ACQUIRE);
+	if (h->exe_len > sizeof h->exe - 1)
+		h->exe_len = sizeof h->exe - 1;
+	h->exe[h->exe_len] = '\0';
+	if (h->cmdline_len > sizeof h->cmdline)
+		h->cmdline_len = sizeof h->cmdline;
+	h->hostname[sizeof h->hostname - 1] = '\0';
+}
+
+/* ---- chunk index -------------------------------------------------------- */
+
+/* Walk a chunk's records once: warn about damage, return where valid data
+ * ends. A zero word ends the data (never written); a cut file ends it too. */
+static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
+{
+	uint64_t nominal_end = off + log->hdr.chunk_size;
+	uint64_t pos = off + sizeof(struct vt_chunk_header);
+	while (pos + 4 <= file_end && pos + 4 <= nominal_end) {
+		uint32_t word = load_word(log->map + pos);
+		if (word == 0)
+			break;
+		uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
+		if (size < 8 || size % 8 || pos + size > nominal_end) {
+			warn_damage(log,
+			            "damaged record at offset %llu (header 0x%08x: size %u); "
+			            "skipping to next chunk",
+			            (unsigned long long)pos, word, size);
+			break;
+		}
+		if (pos + size > file_end)
+			break; /* cut short mid-record: the process was killed or the file copied */
+		const char *problem = vt_record_problem(log->map + pos, type, size);
+		if (problem && *problem) /* "": an unknown kind, skipped quietly */
+			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
+			            vt_record_check_name(type), (unsigned long long)pos, problem);
+		pos += size;
+	}
+	return pos;
+}
+
+static int chunk_order(const void *a, const void *b)
+{
+	const struct vt_chunk_ref *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Group chunks into per-thread chains. A thread's chunks are claimed in
+ * increasing file order, so within one tid a chain is a run of increasing
+ * thread_seq; a restart (the kernel reused the tid) begins a new chain. */
+static int build_streams(struct vt_log *log)
+{
+	if (log->nchunks > 1)
+		qsort(log->chunks, log->nchunks, sizeof *log->chunks, chunk_order);
+	log->streams = calloc(log->nchunks ? log->nchunks : 1, sizeof *log->streams);
+	if (!log->streams)
+		return -1;
+	for (uint32_t i = 0; i < log->nchunks; i++) {
+		const struct vt_chunk_ref *c = &log->chunks[i];
+		int same = i > 0 && c->tid == c[-1].tid && c->thread_seq > c[-1].thread_seq;
+		if (!same)
+			log->streams[log->nstreams++] = (struct vt_stream){i, 0};
+		log->streams[log->nstreams - 1].count++;
+	}
+	return 0;
+}
+
+static struct vt_chunk_ref *add_chunk(struct vt_log *log, uint32_t *cap)
+{
+	if (log->nchunks == *cap) {
+		uint32_t grown = *cap ? 2 * *cap : 64;
+		struct vt_chunk_ref *v = realloc(log->chunks, (size_t)grown * sizeof *v);
+		if (!v)
+			return NULL;
+		log->chunks = v;
+		*cap = grown;
+	}
+	return &log->chunks[log->nchunks++];
+}
+
+/* Index the chunks that hold data. Holes (a sparse file, or claimed chunks
+ * the file system keeps unwritten) read as zero, i.e. unused: SEEK_DATA
+ * skips them, so a huge sparse file costs neither time nor memory. The index
+ * grows with the chunks actually found, never with a size the file claims. */
+static int index_chunks(struct vt_log *log, int fd)
+{
+	uint64_t cs = log->hdr.chunk_size, start = log->hdr.header_size;
+	uint32_t cap = 0;
+	for (uint64_t off = start; off + sizeof(struct vt_chunk_header) <= log->size; off += cs) {
+		off_t data = lseek(fd, (off_t)off, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* only holes from here on */
+		if (data > (off_t)off) {
+			off = start + ((uint64_t)data - start) / cs * cs;
+			if (off + sizeof(struct vt_chunk_header) > log->size)
+				break; /* cut inside a chunk header */
+		}
+		uint32_t magic = load_word(log->map + off);
+		if (magic == 0)
+			continue; /* claimed but never written, or never claimed */
+		if (magic != VT_CHUNK_MAGIC) {
+			warn_damage(log, "damaged chunk at offset %llu (bad chunk magic 0x%08x); skipping it",
+			            (unsigned long long)off, magic);
+			continue;
+		}
+		if (log->nchunks == UINT32_MAX)
+			break;
+		const struct vt_chunk_header *ch = (const void *)(log->map + off);
+		struct vt_chunk_ref *c = add_chunk(log, &cap);
+		if (!c)
+			return -1;
+		uint64_t file_end = off + cs < log->size ? off + cs : log->size;
+		c->off = off;
+		c->tid = ch->tid;
+		c->thread_seq = ch->thread_seq;
+		c->data_end = scan_chunk(log, off, file_end);
+	}
+	return build_streams(log);
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+static const uint8_t *map_file(const char *path, int *fdp, uint64_t *size, char *err,
+                              size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	*fdp = fd;
+	if (fd < 0) {
+		set_err(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	const uint8_t *map = NULL;
+	if (fstat(fd, &st) < 0) {
+		set_err(err, errlen, "%s", strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		set_err(err, errlen, "not a regular file");
+	} else if ((uint64_t)st.st_size < sizeof(struct vt_file_header)) {
+		set_err(err, errlen, "too short to be a vramtrace log (%lld bytes)",
+		        (long long)st.st_size);
+	} else {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			set_err(err, errlen, "cannot map: %s", strerror(errno));
+		else {
+			map = p;
+			*size = (uint64_t)st.st_size;
+		}
+	}
+	return map;
+}
+
+struct vt_log *vt_log_open_file(const char *path, char *err, size_t errlen)
+{
+	uint64_t size = 0;
+	int fd = -1;
+	char why[256] = "";
+	const uint8_t *map = map_file(path, &fd, &size, why, sizeof why);
+	struct vt_log *log = map ? calloc(1, sizeof *log) : NULL;
+	if (log && !(log->path = strdup(path))) {
+		free(log);
+		log = NULL;
+	}
+	if (!log) {
+		if (map) {
+			munmap((void *)map, size);
+			snprintf(why, sizeof why, "out of memory");
+		}
+		set_err(err, errlen, "%s: %s", path, why);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	log->map = map;
+	log->size = size;
+	int rc = check_header((const void *)map, size, why, sizeof why);
+	if (rc == 0) {
+		snapshot_header(log);
+		if ((rc = index_chunks(log, fd)) < 0)
+			snprintf(why, sizeof why, "out of memory");
+	}
+	close(fd);
+	if (rc < 0) {
+		set_err(err, errlen, "%s: %s", path, why);
+		vt_log_close(log);
+		return NULL;
+	}
+	return log;
+}
+
+void vt_log_close(struct vt_log *log)
+{
+	if (!log)
+		return;
+	if (log->map)
+		munmap((void *)log->map, log->size);
+	free(log->chunks);
+	free(log->streams);
+	free(log->path);
+	free(log);
+}
+
+const struct vt_file_header *vt_log_header(const struct vt_log *log)
+{
+	return &log->hdr;
+}
+
+const char *vt_log_path(const struct vt_log *log)
+{
+	return log->path;
+}
+
+unsigned vt_log_warnings(const struct vt_log *log)
+{
+	return log->warnings;
+}
+
+/* ---- merged iteration ----------------------------------------------------- */
+
+/* Where a stream stands: the next record to deliver (ci, pos), and the next
+ * record that carries a seq (kci, kpos, key) — the heap orders by key. */
+struct cursor {
+	uint32_t ci, cend;
+	uint64_t pos;
+	uint32_t kci;
+	uint64_t kpos;
+	uint64_t key; /* UINT64_MAX: no keyed record left */
+};
+
+/* Move (ci, pos) onto the next record worth delivering; NULL at stream end. */
+static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32_t cend,
+                                  uint64_t *pos)
+{
+	while (*ci < cend) {
+		const struct vt_chunk_ref *c = &log->chunks[*ci];
+		while (*pos < c->data_end) {
+			const uint8_t *p = log->map + *pos;
+			uint32_t word = load_word(p);
+			uint32_t size = VT_HDR_SIZE(word);
+			if (vt_record_problem(p, VT_HDR_TYPE(word), size) == NULL)
+				return p;
+			*pos += size; /* unknown or invalid (warned at open): skip */
+		}
+		if (++*ci < cend)
+			*pos = log->chunks[*ci].off + sizeof(struct vt_chunk_header);
+	}
+	return NULL;
+}
+
+static void find_key(const struct vt_log *log, struct cursor *c)
+{
+	uint32_t ci = c->ci;
+	uint64_t pos = c->pos;
+	const uint8_t *p;
+	while ((p = stream_peek(log, &ci, c->cend, &pos)) != NULL) {
+		uint32_t type = VT_HDR_TYPE(load_word(p));
+		if (vt_record_has_seq(type)) {
+			c->kci = ci;
+			c->kpos = pos;
+			memcpy(&c->key, p + 8, sizeof c->key);
+			return;
+		}
+		pos += VT_HDR_SIZE(load_word(p));
+	}
+	c->kci = c->cend;
+	c->kpos = 0;
+	c->key = UINT64_MAX;
+}
+
+static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_record_fn fn, void *ctx)
+{
+	const uint8_t *p = log->map + pos;
+	uint32_t word = load_word(p);
+	struct vt_record_view v = {
+		.type = VT_HDR_TYPE(word),
+		.size = VT_HDR_SIZE(word),
+		.data = p,
+		.tid = log->chunks[ci].tid,
+		.offset = pos,
+	};
+	return fn(&v, ctx);
+}
+
+/* Deliver the stream's records up to and including its keyed record (or to
+ * its end when it has none); advance past them. */
+static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn fn, void *ctx)
+{
+	const uint8_t *p;
+	while ((p = stream_peek(log, &c->ci, c->cend, &c->pos)) != NULL) {
+		int last = c->ci == c->kci && c->pos == c->kpos;
+		int rc = deliver(log, c->ci, c->pos, fn, ctx);
+		c->pos += VT_HDR_SIZE(load_word(p));
+		if (rc)
+			return rc;
+		if (last)
+			break;
+	}
+	return 0;
+}
+
+static inline int cur_less(const struct cursor *cur, uint32_t a, uint32_t b)
+{
+	return cur[a].key < cur[b].key || (cur[a].key == cur[b].key && a < b);
+}
+
+static void sift_down(uint32_t *heap, uint32_t n, const struct cursor *cur, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && cur_less(cur, heap[l], heap[m]))
+			m = l;
+		if (r < n && cur_less(cur, heap[r], heap[m]))
+			m = r;
+		if (m == i)
+			return;
+		uint32_t t = heap[i];
+		heap[i] = heap[m];
+		heap[m] = t;
+		i = m;
+	}
+}
+
+static int merge_streams(const struct vt_log *log, struct cursor *cur, uint32_t *heap,
+                         vt_record_fn fn, void *ctx)
+{
+	uint32_t n = 0;
+	for (uint32_t s = 0; s < log->nstreams; s++) {
+		const struct vt_stream *st = &log->streams[s];
+		cur[s] = (struct cursor){.ci = st->first, .cend = st->first + st->count,
+		                         .pos = log->chunks[st->first].off + sizeof(struct vt_chunk_header)};
+		find_key(log, &cur[s]);
+		heap[n++] = s;
+	}
+	for (uint32_t i = n / 2; i-- > 0;)
+		sift_down(heap, n, cur, i);
+	while (n > 0) {
+		struct cursor *c = &cur[heap[0]];
+		int rc = drain_to_key(log, c, fn, ctx);
+		if (rc)
+			return rc;
+		if (c->key == UINT64_MAX) {
+			heap[0] = heap[--n]; /* stream exhausted */
+		} else {
+			find_key(log, c);
+		}
+		sift_down(heap, n, cur, 0);
+	}
+	return 0;
+}
+
+int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx)
+{
+	if (log->nstreams == 0)
+		return 0;
+	struct cursor *cur = malloc(log->nstreams * sizeof *cur);
+	uint32_t *heap = malloc(log->nstreams * sizeof *heap);
+	int rc = -1;
+	if (cur && heap)
+		rc = merge_streams(log, cur, heap, fn, ctx);
+	free(cur);
+	free(heap);
+	return rc;
+}

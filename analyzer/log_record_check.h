@@ -1,0 +1,25 @@
+/* Per-type validation of log records (format.h): is a record of this type
+ * and size safe to expose? Shared by the reader's open-time scan (which
+ * warns) and its iteration (which skips silently). */
+#ifndef VT_LOG_RECORD_CHECK_H
+#define VT_LOG_RECORD_CHECK_H
+
+#include <stdint.h>
+
+/* NULL when the record may be exposed; otherwise a short reason. Unknown
+ * types return "" (skip without a warning: newer writers add kinds).
+ * `size` must already be >= 8, a multiple of 8 and inside the mapping. */
+const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size);
+
+/* Records with a process-wide seq at offset 8 (events, module, meminfo,
+ * mark, exit, note): the reader merges threads by it. */
+static inline int vt_record_has_seq(uint32_t type)
+{
+	return (type >= 1 && type <= 9) || type == 17 || type == 18 || type == 19 ||
+	       type == 21 || type == 25;
+}
+
+/* Name of a record type for messages ("alloc", "stack", "type 77"). */
+const char *vt_record_check_name(uint32_t type);
+
+#endif

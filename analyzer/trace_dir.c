@@ -1,0 +1,165 @@
+/* A trace: every vramtrace.<pid>.<n>.log of a directory (or one log file),
+ * opened and sorted by pid, then exec index. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log_reader.h"
+
+struct named_log {
+	unsigned long pid, exec_index;
+	char *path;
+};
+
+/* Strictly "vramtrace.<digits>.<digits>.log". */
+static int parse_log_name(const char *name, unsigned long *pid, unsigned long *exec_index)
+{
+	const char *p = name;
+	if (strncmp(p, "vramtrace.", 10) != 0)
+		return 0;
+	p += 10;
+	unsigned long *fields[2] = {pid, exec_index};
+	for (int i = 0; i < 2; i++) {
+		if (*p < '0' || *p > '9')
+			return 0;
+		char *end;
+		errno = 0;
+		*fields[i] = strtoul(p, &end, 10);
+		if (errno || *end != '.')
+			return 0;
+		p = end + 1;
+	}
+	return strcmp(p, "log") == 0;
+}
+
+static int named_order(const void *a, const void *b)
+{
+	const struct named_log *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->exec_index < y->exec_index ? -1 : x->exec_index > y->exec_index;
+}
+
+static void free_names(struct named_log *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i].path);
+	free(names);
+}
+
+/* The log files of dir, sorted; *n = count. NULL with err on failure. */
+static struct named_log *list_logs(const char *dir, size_t *n, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return NULL;
+	}
+	struct named_log *names = NULL;
+	size_t cap = 0;
+	*n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		struct named_log nl;
+		if (!parse_log_name(de->d_name, &nl.pid, &nl.exec_index))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct named_log *grown = realloc(names, cap * sizeof *names);
+			if (!grown)
+				break;
+			names = grown;
+		}
+		size_t len = strlen(dir) + strlen(de->d_name) + 2;
+		if (!(nl.path = malloc(len)))
+			break;
+		snprintf(nl.path, len, "%s/%s", dir, de->d_name);
+		names[(*n)++] = nl;
+	}
+	closedir(d);
+	if (*n)
+		qsort(names, *n, sizeof *names, named_order);
+	return names ? names : calloc(1, sizeof *names);
+}
+
+static int open_one(const char *path, struct vt_trace *out, char *err, size_t errlen)
+{
+	struct vt_log *log = vt_log_open_file(path, err, errlen);
+	if (!log)
+		return -1;
+	out->logs = malloc(sizeof *out->logs);
+	out->dir = strdup(path);
+	if (!out->logs || !out->dir) {
+		vt_log_close(log);
+		vt_trace_close(out);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	out->logs[0] = log;
+	out->nlogs = 1;
+	return 0;
+}
+
+int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return open_one(dir, out, err, errlen);
+	size_t n = 0, skipped = 0;
+	struct named_log *names = list_logs(dir, &n, err, errlen);
+	if (!names)
+		return -1;
+	out->dir = strdup(dir);
+	out->logs = calloc(n ? n : 1, sizeof *out->logs);
+	for (size_t i = 0; out->logs && out->dir && i < n; i++) {
+		char why[512];
+		struct vt_log *log = vt_log_open_file(names[i].path, why, sizeof why);
+		if (log)
+			out->logs[out->nlogs++] = log;
+		else {
+			fprintf(stderr, "vramtrace: %s; skipped\n", why);
+			skipped++;
+		}
+	}
+	free_names(names, n);
+	if (!out->logs || !out->dir) {
+		snprintf(err, errlen, "%s: out of memory", dir);
+	} else if (n == 0) {
+		snprintf(err, errlen, "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory",
+		         dir);
+	} else if (out->nlogs == 0) {
+		snprintf(err, errlen, "%s: none of its %zu logs is readable", dir, skipped);
+	} else {
+		return 0;
+	}
+	vt_trace_close(out);
+	return -1;
+}
+
+void vt_trace_close(struct vt_trace *t)
+{
+	for (size_t i = 0; i < t->nlogs; i++)
+		vt_log_close(t->logs[i]);
+	free(t->logs);
+	free(t->dir);
+	memset(t, 0, sizeof *t);
+}
+
+uint64_t vt_trace_start_ns(const struct vt_trace *t)
+{
+	uint64_t start = UINT64_MAX;
+	for (size_t i = 0; i < t->nlogs; i++) {
+		uint64_t base = vt_log_header(t->logs[i])->clock_base_ns;
+		if (base < start)
+			start = base;
+	}
+	return t->nlogs ? start : 0;
+}

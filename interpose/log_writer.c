@@ -1,0 +1,598 @@
+/* The crash-safe log writer (contract: log_writer.h, format.h).
+ *
+ * Who owns what:
+ *  - g_cfg: the configuration, set once by vt_log_init and inherited by fork
+ *    children (they open their own log in the same directory).
+ *  - g_log: the log this process opened (fd, mapping, header pointer).
+ *  - g_token: a tiny page that says WHICH process g_log belongs to. It is
+ *    mapped MADV_WIPEONFORK, so in any fork child (pthread_atfork ran or not:
+ *    raw clone() too) it reads zero and the child's first record opens the
+ *    child's own log. The atfork child handler also zeroes it (kernels
+ *    without WIPEONFORK).
+ *  - t_log (initial-exec TLS): the chunk this thread appends to, valid only
+ *    while t_log.gen equals g_token->gen; a fork child's copy of the parent's
+ *    TLS therefore never writes into the parent's (MAP_SHARED) chunk.
+ *
+ * Hot path (vt_log_reserve with room left in the chunk): one TLS flag, one
+ * acquire load of the token, a bounds check and a bump. No lock, no malloc,
+ * no stdio, no syscall. A syscall (gettid, getpid, fallocate) happens once per
+ * chunk (256 KiB by default).
+ */
+#define _GNU_SOURCE /* strerrordesc_np, MADV_WIPEONFORK */
+#include "log_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log_file.h"
+
+#define VT_VIRTUAL_RESERVE (64ull << 30) /* address space, not memory */
+#define VT_MIN_CHUNK_SIZE (8u * 1024u)
+#define VT_MAX_CHUNK_SIZE (64u * 1024u * 1024u)
+#define VT_MAX_TEXT 4096u /* marks and notes: longer text is cut */
+#define VT_PAGE 4096u
+
+struct vt_config_copy {
+	char dir[VT_PATH_MAX];
+	uint64_t max_size;
+	uint32_t chunk_size;
+	uint32_t stack_depth;
+	int configured; /* atomic: 0 no, 1 being set, 2 set (fields valid) */
+	int disabled;   /* atomic: a permanent failure was reported once */
+};
+
+struct vt_open_log {
+	int fd;
+	uint8_t *base;             /* the whole reserved mapping */
+	uint64_t map_size;
+	struct vt_file_header *hdr; /* == base */
+	uint32_t chunk_size;
+	uint64_t max_chunks;
+	int pid;
+	uint64_t clock_base;
+	int finished;              /* atomic: EXIT record written */
+	char path[VT_PATH_MAX];
+};
+
+/* Which process g_log belongs to; zero in a fork child (see top). */
+struct vt_proc_token {
+	uint32_t gen;     /* != 0: g_log is this process's open log */
+	uint32_t opening; /* a thread of this process is opening (or failed) */
+};
+
+struct vt_thread_log {
+	uint8_t *chunk;      /* start of the chunk this thread owns */
+	uint32_t used;       /* bytes used in it, chunk header included */
+	uint32_t gen;        /* g_token->gen the chunk belongs to */
+	uint64_t thread_seq; /* next chunk's vt_chunk_header.thread_seq */
+	uint8_t busy;        /* inside reserve: a signal handler must not enter */
+};
+
+static struct vt_config_copy g_cfg;
+static struct vt_open_log g_log;
+static struct vt_proc_token g_token_static;
+static struct vt_proc_token *g_token = &g_token_static;
+static uint32_t g_gen_counter;
+static uint64_t g_seq = 1; /* 0 means "fill in" for vt_log_write_event */
+static __thread struct vt_thread_log t_log __attribute__((tls_model("initial-exec")));
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static inline struct vt_proc_token *token(void)
+{
+	return __atomic_load_n(&g_token, __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t current_gen(void)
+{
+	return __atomic_load_n(&token()->gen, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int owner_here(void)
+{
+	return current_gen() != 0 && g_log.pid == getpid();
+}
+
+static void count_drop(void)
+{
+	if (current_gen())
+		__atomic_fetch_add(&g_log.hdr->events_dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* "123", "64K", "512M", "2G", "1GiB": binary multiples; 0 when invalid. */
+static uint64_t parse_size(const char *text)
+{
+	if (!text || !*text)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text)
+		return 0;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && *end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return 0;
+	return (uint64_t)v << shift;
+}
+
+void vt_log_config_from_env(struct vt_log_config *cfg)
+{
+	const char *dir = getenv("VRAMTRACE_DIR");
+	cfg->dir = dir && *dir ? dir : ".";
+	cfg->max_size = parse_size(getenv("VRAMTRACE_MAX_SIZE"));
+	cfg->chunk_size = (uint32_t)parse_size(getenv("VRAMTRACE_CHUNK_SIZE"));
+	const char *depth = getenv("VRAMTRACE_STACK_DEPTH");
+	cfg->stack_depth = depth && *depth ? (uint32_t)strtoul(depth, NULL, 10) : 128u;
+}
+
+static uint32_t sane_chunk_size(uint32_t want)
+{
+	if (want == 0)
+		return VT_DEFAULT_CHUNK_SIZE;
+	if (want < VT_MIN_CHUNK_SIZE)
+		want = VT_MIN_CHUNK_SIZE;
+	if (want > VT_MAX_CHUNK_SIZE)
+		want = VT_MAX_CHUNK_SIZE;
+	return (want + VT_PAGE - 1) & ~(VT_PAGE - 1);
+}
+
+/* ---- opening this process's log ----------------------------------------- */
+
+static void disable_with_warning(const char *why)
+{
+	if (!__atomic_exchange_n(&g_cfg.disabled, 1, __ATOMIC_ACQ_REL)) {
+		struct vt_sbuf s;
+		char line[1024];
+		vt_sbuf_init(&s, line, sizeof line);
+		vt_sbuf_str(&s, why);
+		vt_sbuf_str(&s, "; recording disabled");
+		vt_warn_line(line);
+	}
+}
+
+/* Reserve the address range once; fewer chunks if the kernel refuses. */
+static uint8_t *map_log(int fd, uint64_t *max_chunks, uint64_t *map_size)
+{
+	uint64_t cap = VT_VIRTUAL_RESERVE;
+	if (g_cfg.max_size && g_cfg.max_size < cap)
+		cap = g_cfg.max_size;
+	uint64_t chunks = cap > VT_HEADER_SIZE ? (cap - VT_HEADER_SIZE) / g_cfg.chunk_size : 0;
+	for (;;) {
+		uint64_t size = VT_HEADER_SIZE + chunks * g_cfg.chunk_size;
+		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		if (p != MAP_FAILED) {
+			*max_chunks = chunks;
+			*map_size = size;
+			return p;
+		}
+		if (chunks == 0)
+			return NULL;
+		chunks /= 2;
+	}
+}
+
+static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
+{
+	h->version = VT_FORMAT_VERSION;
+	h->byte_order = VT_BYTE_ORDER_MARK;
+	h->header_size = VT_HEADER_SIZE;
+	h->chunk_size = g_cfg.chunk_size;
+	h->pid = pid;
+	h->ppid = getppid();
+	h->exec_index = exec_index;
+	h->stack_depth = g_cfg.stack_depth;
+	/* A fork child keeps its parent's base: a hook may have taken an event's
+	 * time (vt_log_now_ns) just before the record that opened this log. */
+	uint64_t realtime = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
+	uint64_t base = g_log.clock_base ? g_log.clock_base : mono;
+	h->clock_base_ns = base;
+	h->realtime_base_ns = realtime - (mono - base);
+	h->max_size = g_cfg.max_size;
+	h->state = VT_STATE_WORD(VT_STATE_RUNNING, 0);
+	if (g_cfg.stack_depth == 0)
+		h->flags = VT_FLAG_STACKS_OFF;
+	vt_log_file_describe(h);
+	/* magic last: a reader never trusts a half-written header */
+	uint64_t magic;
+	memcpy(&magic, VT_MAGIC, sizeof magic);
+	__atomic_store_n((uint64_t *)(void *)h->magic, magic, __ATOMIC_RELEASE);
+}
+
+/* A fork child inherited the parent's fd and mapping: let go of them (never
+ * write there) before opening its own. */
+static void drop_inherited_log(void)
+{
+	if (g_log.base)
+		munmap(g_log.base, g_log.map_size);
+	if (g_log.fd >= 0)
+		close(g_log.fd);
+	g_log.base = NULL;
+	g_log.hdr = NULL;
+	g_log.fd = -1;
+}
+
+static int open_log(void)
+{
+	int pid = getpid();
+	char why[512];
+	uint32_t exec_index = 0;
+	int fd = vt_log_file_create(g_cfg.dir, pid, g_log.path, sizeof g_log.path, &exec_index, why,
+	                            sizeof why);
+	if (fd < 0) {
+		disable_with_warning(why);
+		return -1;
+	}
+	int rc;
+	do
+		rc = posix_fallocate(fd, 0, VT_HEADER_SIZE);
+	while (rc == EINTR);
+	uint64_t max_chunks = 0, map_size = 0;
+	uint8_t *base = rc ? NULL : map_log(fd, &max_chunks, &map_size);
+	if (!base) {
+		unlink(g_log.path);
+		close(fd);
+		struct vt_sbuf s;
+		vt_sbuf_init(&s, why, sizeof why);
+		vt_sbuf_str(&s, "cannot set up ");
+		vt_sbuf_str(&s, g_log.path);
+		vt_sbuf_str(&s, rc ? ": no space for the header" : ": mmap failed");
+		disable_with_warning(why);
+		return -1;
+	}
+	g_log.fd = fd;
+	g_log.base = base;
+	g_log.map_size = map_size;
+	g_log.hdr = (struct vt_file_header *)(void *)base;
+	g_log.chunk_size = g_cfg.chunk_size;
+	g_log.max_chunks = max_chunks;
+	g_log.pid = pid;
+	g_log.finished = 0;
+	fill_header(g_log.hdr, pid, exec_index);
+	g_log.clock_base = g_log.hdr->clock_base_ns;
+	uint32_t gen = ++g_gen_counter;
+	if (gen == 0)
+		gen = ++g_gen_counter;
+	__atomic_store_n(&token()->gen, gen, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Open the log of the calling process unless it is open, being opened by
+ * another thread, or recording is off. */
+static int open_for_this_process(void)
+{
+	if (current_gen())
+		return 0;
+	if (__atomic_load_n(&g_cfg.configured, __ATOMIC_ACQUIRE) != 2 ||
+	    __atomic_load_n(&g_cfg.disabled, __ATOMIC_ACQUIRE))
+		return -1;
+	uint32_t expected = 0;
+	if (!__atomic_compare_exchange_n(&token()->opening, &expected, 1, 0, __ATOMIC_ACQ_REL,
+	                                  __ATOMIC_ACQUIRE))
+		return current_gen() ? 0 : -1;
+	drop_inherited_log();
+	return open_log();
+}
+
+static void atfork_child(void)
+{
+	/* async-signal-safe: plain stores only */
+	struct vt_proc_token *tok = token();
+	tok->gen = 0;
+	tok->opening = 0;
+}
+
+/* The token page: WIPEONFORK where the kernel has it (4.14+). */
+static void setup_token(void)
+{
+	if (token() != &g_token_static)
+		return;
+	void *page = mmap(NULL, VT_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return;
+#ifdef MADV_WIPEONFORK
+	if (madvise(page, VT_PAGE, MADV_WIPEONFORK) == 0) {
+		__atomic_store_n(&g_token, (struct vt_proc_token *)page, __ATOMIC_RELEASE);
+		return;
+	}
+#endif
+	munmap(page, VT_PAGE);
+}
+
+/* The directory as an absolute path: a fork child opens its log after the
+ * job may have changed its working directory. */
+static int set_dir(const char *dir)
+{
+	struct vt_sbuf s;
+	vt_sbuf_init(&s, g_cfg.dir, sizeof g_cfg.dir);
+	if (dir[0] != '/') {
+		char cwd[VT_PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd))
+			return -1;
+		vt_sbuf_str(&s, cwd);
+		if (strcmp(dir, ".") == 0)
+			dir = "";
+		else if (s.len > 1)
+			vt_sbuf_str(&s, "/");
+	}
+	size_t before = s.len;
+	vt_sbuf_str(&s, dir);
+	return s.len - before == strlen(dir) ? 0 : -1;
+}
+
+static int configure(const struct vt_log_config *cfg)
+{
+	int expected = 0;
+	if (!__atomic_compare_exchange_n(&g_cfg.configured, &expected, 1, 0, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE))
+		return expected == 2 ? 0 : -1; /* done, or another thread is at it */
+	const char *dir = cfg && cfg->dir && *cfg->dir ? cfg->dir : ".";
+	g_cfg.max_size = cfg ? cfg->max_size : 0;
+	g_cfg.chunk_size = sane_chunk_size(cfg ? cfg->chunk_size : 0);
+	g_cfg.stack_depth = cfg ? cfg->stack_depth : 0;
+	g_log.fd = -1;
+	setup_token();
+	pthread_atfork(NULL, NULL, atfork_child);
+	if (set_dir(dir) < 0)
+		disable_with_warning("trace directory name too long (or no working directory)");
+	__atomic_store_n(&g_cfg.configured, 2, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int vt_log_init(const struct vt_log_config *cfg)
+{
+	if (current_gen())
+		return 0;
+	if (configure(cfg) < 0)
+		return -1;
+	return open_for_this_process();
+}
+
+/* ---- chunks -------------------------------------------------------------- */
+
+static void mark_truncated(const char *reason)
+{
+	uint64_t old = __atomic_fetch_or(&g_log.hdr->flags, VT_FLAG_TRUNCATED, __ATOMIC_ACQ_REL);
+	if (old & VT_FLAG_TRUNCATED)
+		return;
+	char line[VT_PATH_MAX + 128];
+	struct vt_sbuf s;
+	vt_sbuf_init(&s, line, sizeof line);
+	vt_sbuf_str(&s, g_log.path);
+	vt_sbuf_str(&s, ": ");
+	vt_sbuf_str(&s, reason);
+	vt_sbuf_str(&s, "; recording stopped, log marked truncated");
+	vt_warn_line(line);
+}
+
+/* Give the calling thread a fresh chunk: claim an index, make its blocks
+ * real with posix_fallocate (so a full disk is an error here, never a SIGBUS
+ * later), then publish the chunk header. */
+static int claim_chunk(struct vt_thread_log *t)
+{
+	struct vt_file_header *h = g_log.hdr;
+	if (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & VT_FLAG_TRUNCATED)
+		return -1;
+	/* a vfork()/CLONE_VM child shares our memory but is another process:
+	 * it must not write this log (it can open none of its own either) */
+	if (getpid() != g_log.pid)
+		return -1;
+	uint64_t idx = __atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
+	if (idx >= g_log.max_chunks) {
+		mark_truncated(g_cfg.max_size ? "size cap (VRAMTRACE_MAX_SIZE) reached"
+		                              : "address space reserve exhausted");
+		return -1;
+	}
+	uint64_t off = VT_HEADER_SIZE + idx * g_log.chunk_size;
+	int rc;
+	do
+		rc = posix_fallocate(g_log.fd, (off_t)off, g_log.chunk_size);
+	while (rc == EINTR);
+	if (rc) {
+		const char *desc = strerrordesc_np(rc);
+		mark_truncated(desc ? desc : "cannot extend the log");
+		return -1;
+	}
+	struct vt_chunk_header *ch = (struct vt_chunk_header *)(void *)(g_log.base + off);
+#ifdef MADV_POPULATE_WRITE
+	/* one call maps the whole chunk instead of a page fault every 64
+	 * events; an older kernel says EINVAL and the faults happen lazily */
+	madvise(ch, g_log.chunk_size, MADV_POPULATE_WRITE);
+#endif
+	ch->tid = (uint32_t)syscall(SYS_gettid);
+	ch->thread_seq = t->thread_seq++;
+	ch->first_seq = __atomic_load_n(&g_seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&ch->magic, VT_CHUNK_MAGIC, __ATOMIC_RELEASE);
+	t->chunk = (uint8_t *)ch;
+	t->used = sizeof *ch;
+	return 0;
+}
+
+static void *reserve_slow(struct vt_thread_log *t, uint32_t size)
+{
+	uint32_t gen = current_gen();
+	if (gen == 0) {
+		if (open_for_this_process() < 0)
+			return NULL;
+		gen = current_gen();
+	}
+	if (t->gen != gen) {
+		/* first record of this thread in this process's log: anything in
+		 * t (a parent's chunk after fork) is stale and never touched */
+		t->chunk = NULL;
+		t->used = 0;
+		t->thread_seq = 0;
+		t->gen = gen;
+	}
+	if (t->chunk && t->used + size <= g_log.chunk_size)
+		goto bump;
+	t->chunk = NULL;
+	if (size > g_log.chunk_size - sizeof(struct vt_chunk_header) || claim_chunk(t) < 0) {
+		count_drop();
+		return NULL;
+	}
+bump:;
+	void *rec = t->chunk + t->used;
+	t->used += size;
+	return rec;
+}
+
+/* ---- public API ----------------------------------------------------------- */
+
+void *vt_log_reserve(uint32_t size)
+{
+	struct vt_thread_log *t = &t_log;
+	if (size < 8 || (size & 7u) || size > VT_MAX_RECORD_SIZE)
+		return NULL;
+	if (t->busy) {
+		/* a signal handler interrupted this thread inside reserve */
+		count_drop();
+		return NULL;
+	}
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	void *rec;
+	uint32_t gen = current_gen();
+	if (__builtin_expect(gen != 0 && t->gen == gen && t->chunk &&
+	                             t->used + size <= g_log.chunk_size,
+	                     1)) {
+		rec = t->chunk + t->used;
+		t->used += size;
+	} else {
+		rec = reserve_slow(t, size);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = 0;
+	return rec;
+}
+
+void vt_log_commit(void *rec, uint32_t type, uint32_t size)
+{
+	if (rec)
+		__atomic_store_n((uint32_t *)rec, VT_HDR(type, size), __ATOMIC_RELEASE);
+}
+
+uint64_t vt_log_next_seq(void)
+{
+	return __atomic_fetch_add(&g_seq, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t vt_log_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC) - g_log.clock_base;
+}
+
+int vt_log_write_event(uint32_t type, const struct vt_event *ev)
+{
+	uint8_t *rec = vt_log_reserve(sizeof *ev);
+	if (!rec)
+		return -1;
+	/* everything but the header word, which vt_log_commit publishes */
+	memcpy(rec + sizeof ev->hdr, (const uint8_t *)ev + sizeof ev->hdr,
+	       sizeof *ev - sizeof ev->hdr);
+	struct vt_event *out = (struct vt_event *)(void *)rec;
+	if (!out->seq)
+		out->seq = vt_log_next_seq();
+	if (!out->t_ns)
+		out->t_ns = vt_log_now_ns();
+	vt_log_commit(rec, type, sizeof *ev);
+	return 0;
+}
+
+int vt_log_write_mark(uint16_t kind, const char *text, uint64_t value)
+{
+	size_t len = text ? strnlen(text, VT_MAX_TEXT) : 0;
+	uint32_t size = VT_ALIGN8((uint32_t)(sizeof(struct vt_mark_rec) + len));
+	struct vt_mark_rec *rec = vt_log_reserve(size);
+	if (!rec)
+		return -1;
+	rec->kind = kind;
+	rec->text_len = (uint16_t)len;
+	rec->seq = vt_log_next_seq();
+	rec->t_ns = vt_log_now_ns();
+	rec->value = value;
+	if (len)
+		memcpy(rec->text, text, len);
+	vt_log_commit(rec, VT_REC_MARK, size);
+	return 0;
+}
+
+int vt_log_write_note(const char *text)
+{
+	size_t len = text ? strnlen(text, VT_MAX_TEXT) : 0;
+	uint32_t size = VT_ALIGN8((uint32_t)(sizeof(struct vt_note_rec) + len));
+	struct vt_note_rec *rec = vt_log_reserve(size);
+	if (!rec)
+		return -1;
+	rec->len = (uint32_t)len;
+	rec->seq = vt_log_next_seq();
+	if (len)
+		memcpy(rec->text, text, len);
+	vt_log_commit(rec, VT_REC_NOTE, size);
+	return 0;
+}
+
+void vt_log_finish(int exit_code)
+{
+	if (!owner_here() || __atomic_exchange_n(&g_log.finished, 1, __ATOMIC_ACQ_REL))
+		return;
+	struct vt_exit_rec *rec = vt_log_reserve(sizeof *rec);
+	if (rec) {
+		rec->code = exit_code;
+		rec->seq = vt_log_next_seq();
+		rec->t_ns = vt_log_now_ns();
+		vt_log_commit(rec, VT_REC_EXIT, sizeof *rec);
+	}
+	__atomic_store_n(&g_log.hdr->state, VT_STATE_WORD(VT_STATE_EXITED, exit_code),
+	                 __ATOMIC_RELEASE);
+}
+
+void vt_log_before_exec(void)
+{
+	if (owner_here())
+		__atomic_store_n(&g_log.hdr->state, VT_STATE_WORD(VT_STATE_EXECED, 0),
+		                 __ATOMIC_RELEASE);
+}
+
+void vt_log_exec_failed(void)
+{
+	if (!owner_here())
+		return;
+	uint64_t expected = VT_STATE_WORD(VT_STATE_EXECED, 0);
+	__atomic_compare_exchange_n(&g_log.hdr->state, &expected,
+	                            VT_STATE_WORD(VT_STATE_RUNNING, 0), 0, __ATOMIC_ACQ_REL,
+	                            __ATOMIC_ACQUIRE);
+}
+
+int vt_log_active(void)
+{
+	/* a fork child opens its own log here, so a caller that asks before
+	 * recording does not mistake "not opened yet" for "off" */
+	return current_gen() != 0 || open_for_this_process() == 0;
+}
