@@ -6,7 +6,7 @@ simulated one (tests/simdriver) everywhere else.
 It finds the driver the two ways frameworks do:
   dlsym       ctypes.CDLL("libcuda.so.1").cuMemAlloc_v2 (TensorFlow and XLA
               dlopen libcuda and dlsym each symbol)
-  getproc_v2  cuGetProcAddress_v2("cuMemAlloc", 3020, 0) (what libcudart does)
+  get_proc_v2  cuGetProcAddress_v2("cuMemAlloc", 3020, 0) (what libcudart does)
 and through each it allocates, uploads and frees known sizes: a "dataset"
 uploaded whole (and read back: the bytes must survive), then "batches"
 uploaded one at a time into one buffer."""
@@ -18,7 +18,7 @@ import vt_job as J
 
 CUDA_SUCCESS = 0
 DATASET_BYTES = 4 << 20   # 4 MiB, one cuMemcpyHtoD (dlsym path)
-BATCH_BYTES = 64 << 10    # 64 KiB, BATCHES uploads (getproc path)
+BATCH_BYTES = 64 << 10    # 64 KiB, BATCHES uploads (get_proc path)
 BATCHES = 8
 SCRATCH = (1 << 20, 3 << 20)  # two more allocations through getproc, never copied into
 
@@ -96,7 +96,7 @@ def main():
     if readback.raw != data:
         raise J.JobExit(J.EXIT_FAILED, "the dataset read back from the device differs from what was uploaded")
 
-    # getproc path, as libcudart asks: base names and the version each ABI began.
+    # get_proc path, as libcudart asks: base names and the version each ABI began.
     alloc = driver.proc("cuMemAlloc", 3020, PFN_ALLOC)
     htod = driver.proc("cuMemcpyHtoD", 3020, PFN_HTOD)
     free = driver.proc("cuMemFree", 3020, PFN_FREE)
@@ -129,7 +129,7 @@ def main():
                 "alloc_bytes": DATASET_BYTES + BATCH_BYTES + sum(SCRATCH),
                 "htod_copies": 1 + BATCHES, "htod_bytes": DATASET_BYTES + BATCHES * BATCH_BYTES,
                 "lookups": {"dlsym": ["cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuMemFree_v2"],
-                            "getproc_v2": ["cuMemAlloc", "cuMemcpyHtoD", "cuMemFree"]}})
+                            "get_proc_v2": ["cuMemAlloc", "cuMemcpyHtoD", "cuMemFree"]}})
     J.emit_result(crc32=crc, readback_crc32=zlib.crc32(readback.raw),
                   uploaded=DATASET_BYTES + BATCHES * BATCH_BYTES)
 

@@ -10,7 +10,7 @@ import vtlog
 
 PASS, FAIL, WARN, INFO = "PASS", "FAIL", "WARN", "INFO"
 NOT_DEVICE_MEMORY = {6, 8}  # vt_alloc_kind host (pinned) and ipc (imported)
-PATHS = ("dlsym", "getproc", "getproc_v2")
+PATHS = ("dlsym", "get_proc", "get_proc_v2")
 
 
 # ---- measurements ---------------------------------------------------------

@@ -30,7 +30,7 @@ REC_DEVICE, REC_LOOKUP, REC_EXIT, REC_NOTE = 22, 23, 21, 25
 COPY_HTOD = 1
 ALLOC_KINDS = {0: "device", 1: "managed", 2: "async", 3: "pool", 4: "vmm", 5: "array",
                6: "host", 7: "graph", 8: "ipc"}
-LOOKUP_PATHS = {0: "dlsym", 1: "getproc", 2: "getproc_v2"}
+LOOKUP_PATHS = {0: "dlsym", 1: "get_proc", 2: "get_proc_v2"}
 LOOKUP_OUTCOMES = {0: "routed", 1: "routed_by_name", 2: "passed", 3: "unrouted", 4: "failed"}
 STATES = {0: "running", 1: "exited", 2: "execed"}
 LOG_NAME = re.compile(r"^vramtrace\.(\d+)\.(\d+)\.log$")

@@ -24,7 +24,7 @@ DRIVER_ROW = {
     "dataset bytes (truth)": str(4 * MiB),
     "dataset bytes seen as H2D": str(4 * MiB),
     # both paths hand out the cuMemAlloc_v2 wrapper: an allocation cannot say which
-    "allocs by path": "dlsym+getproc_v2:4",
+    "allocs by path": "dlsym+get_proc_v2:4",
     "verdict": "PASS",
 }
 FRAMEWORKS = {"torch-whole": "torch", "torch-stream": "torch", "torch-expandable": "torch", "jax-whole": "jax", "jax-stream": "jax",
@@ -50,8 +50,8 @@ def main(out):
         errors += [f"driver [{mode}] {k}: {row.get(k)!r}, expected {v!r}"
                    for k, v in DRIVER_ROW.items() if row.get(k) != v]
         lookups = dict(part.rsplit(" ", 1) for part in row["routed/total lookups"].split(", "))
-        if lookups.get("getproc_v2") != "3/3":
-            errors.append(f"driver [{mode}] getproc_v2 lookups {lookups.get('getproc_v2')}, expected 3/3")
+        if lookups.get("get_proc_v2") != "3/3":
+            errors.append(f"driver [{mode}] get_proc_v2 lookups {lookups.get('get_proc_v2')}, expected 3/3")
         routed, total = map(int, lookups.get("dlsym", "0/0").split("/"))
         if routed < 3 or total < routed:
             errors.append(f"driver [{mode}] dlsym lookups {routed}/{total}: expected >= 3 routed "

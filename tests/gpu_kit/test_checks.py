@@ -53,8 +53,8 @@ def write_log(folder, chunks, pid=42, **state):
 DATASET, BATCH = 0x7000_0000_0000, 0x7000_1000_0000
 STANDARD = [
     lookup(0, 0, "cuMemAlloc_v2", "cuMemAlloc_v2"),      # dlsym, routed
-    lookup(2, 0, "cuMemAlloc_v2", "cuMemAlloc"),         # getproc_v2, routed
-    lookup(2, 2, "", "cuDeviceGetName"),                 # getproc_v2, passed
+    lookup(2, 0, "cuMemAlloc_v2", "cuMemAlloc"),         # get_proc_v2, routed
+    lookup(2, 2, "", "cuDeviceGetName"),                 # get_proc_v2, passed
     event(vtlog.REC_ALLOC, 1, DATASET, 4 << 20, "cuMemAlloc_v2"),
     event(vtlog.REC_COPY, 2, DATASET, 3 << 20, "cuMemcpyHtoD_v2", kind=vtlog.COPY_HTOD),
     event(vtlog.REC_COPY, 3, DATASET + (3 << 20), 2 << 20, "cuMemcpyHtoD_v2", kind=vtlog.COPY_HTOD),  # 1 MiB spills out
@@ -74,7 +74,7 @@ class Reader(unittest.TestCase):
         self.assertEqual(log.exe, "/usr/bin/python3")
         self.assertEqual([e.seq for e in log.events], [1, 2, 3, 4, 5, 6])
         self.assertEqual([(l.path, l.outcome, l.name) for l in log.lookups][:2],
-                         [("dlsym", "routed", "cuMemAlloc_v2"), ("getproc_v2", "routed", "cuMemAlloc")])
+                         [("dlsym", "routed", "cuMemAlloc_v2"), ("get_proc_v2", "routed", "cuMemAlloc")])
 
     def test_negative_exit_code_and_running_state(self):
         with tempfile.TemporaryDirectory() as trace:
@@ -112,10 +112,10 @@ class Checks(unittest.TestCase):
         self.assertEqual((m["allocs"], m["failed_allocs"], m["frees"], m["vmm_creates"]), (2, 1, 1, 1))
         self.assertEqual(m["alloc_bytes"], (4 << 20) + (2 << 20))
         self.assertEqual((m["htod_copies"], m["htod_bytes"], m["htod_max"]), (2, 5 << 20, 3 << 20))
-        self.assertEqual(m["lookups"]["getproc_v2"], {"routed": 1, "passed": 1, "total": 2})
-        self.assertEqual(m["lookups"]["getproc"], {"total": 0})
+        self.assertEqual(m["lookups"]["get_proc_v2"], {"routed": 1, "passed": 1, "total": 2})
+        self.assertEqual(m["lookups"]["get_proc"], {"total": 0})
         # cuMemAlloc_v2 reached the job through both paths; cuMemCreate through none.
-        self.assertEqual(m["allocs_by_path"], {"dlsym+getproc_v2": 1, "direct": 1})
+        self.assertEqual(m["allocs_by_path"], {"dlsym+get_proc_v2": 1, "direct": 1})
 
     def test_dataset_coverage_counts_only_bytes_inside_the_buffer(self):
         self.assertEqual(checks.htod_into(self.logs, DATASET, 4 << 20), 4 << 20)
@@ -154,13 +154,13 @@ class Checks(unittest.TestCase):
 
     def test_changed_result_fails_and_exact_numbers_are_checked(self):
         truth = {"expect": {"allocs": 2, "htod_bytes": 5 << 20, "frees": 2,
-                            "lookups": {"dlsym": ["cuMemAlloc_v2"], "getproc_v2": ["cuMemcpyHtoD"]}}}
+                            "lookups": {"dlsym": ["cuMemAlloc_v2"], "get_proc_v2": ["cuMemcpyHtoD"]}}}
         record, run = self.run_record(truth, result="A", base_result="B")
         record["expect"] = {"exact": True}
         got = self.statuses(record, run)
         self.assertEqual(got["result unchanged"], "FAIL")
         self.assertEqual((got["allocs exact"], got["htod_bytes exact"], got["frees exact"]), ("PASS", "PASS", "FAIL"))
-        self.assertEqual((got["dlsym lookups routed"], got["getproc_v2 lookups routed"]), ("PASS", "FAIL"))
+        self.assertEqual((got["dlsym lookups routed"], got["get_proc_v2 lookups routed"]), ("PASS", "FAIL"))
 
     def test_vmm_hard_needs_create_and_map_soft_only_warns(self):
         record, run = self.run_record({"dataset": []})
