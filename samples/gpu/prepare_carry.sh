@@ -38,7 +38,7 @@ cp "$build/bin/vramtrace" "$dest/bin/"
 cp "$build/lib/libvramtrace.so" "$dest/lib/"
 
 # Every shared library they load that is not part of glibc.
-glibc='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.'
+glibc='^(linux-vdso|ld-linux(-x86-64)?|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.so'
 for binary in "$dest/bin/vramtrace" "$dest/lib/libvramtrace.so"; do
 	ldd "$binary" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do

@@ -20,8 +20,12 @@ mkdir -p "$out"
 rm -rf "$out/gpu-carry" "$out/trace"
 bash "$repo/samples/gpu/prepare_carry.sh" "$out/gpu-carry" "$out/build-carry" || fail "prepare_carry.sh failed"
 carry=$out/gpu-carry
-for lib in libunwind.so.8 libdw.so.1 libelf.so.1; do
-	[[ -f $carry/lib/$lib ]] || fail "$lib is not carried"
+# Every library the two binaries need, beyond glibc, lies beside them.
+for file in "$carry/bin/vramtrace" "$carry/lib/libvramtrace.so"; do
+	for lib in $(ldd "$file" | awk '$3 ~ /^\// {print $1}'); do
+		[[ $lib =~ ^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.) ]] && continue
+		[[ -f $carry/lib/$lib ]] || fail "$(basename "$file") needs $lib, which is not carried"
+	done
 done
 readelf -d "$carry/bin/vramtrace" | grep -q 'RPATH.*\$ORIGIN/../lib' || fail "bin/vramtrace has no RPATH \$ORIGIN/../lib"
 readelf -d "$carry/lib/libvramtrace.so" | grep -q 'RPATH.*\$ORIGIN' || fail "libvramtrace.so has no RPATH \$ORIGIN"
@@ -29,7 +33,12 @@ grep -q '^needs: GLIBC_' "$carry/MANIFEST" || fail "MANIFEST does not say which 
 
 # The carried launcher must load the carried libraries, not the system's.
 LD_DEBUG=libs "$carry/bin/vramtrace" --help 2>"$out/ld-debug.log" >/dev/null || fail "carried vramtrace does not start"
-grep -qE "calling init: $carry/(bin/\.\./)?lib/libdw\.so\.1" "$out/ld-debug.log" || fail "the carried libdw.so.1 was not the one loaded"
+for lib in "$carry"/lib/*.so.*; do
+	name=$(basename "$lib")
+	ldd "$carry/bin/vramtrace" | grep -q "^[[:space:]]*$name " || continue
+	grep -qE "calling init: $carry/(bin/\.\./)?lib/$name" "$out/ld-debug.log" ||
+		fail "the carried $name was not the one loaded"
+done
 
 LD_LIBRARY_PATH=$sim PYTHONDONTWRITEBYTECODE=1 "$carry/bin/vramtrace" run -o "$out/trace" -- \
 	python3 "$repo/samples/frameworks/driver_ctypes.py" >"$out/job.stdout" 2>"$out/job.stderr" ||
