@@ -70,7 +70,11 @@ grep -q '"device":"cpu"' "$out/plain.stdout" || { echo "FAIL: the job did not re
 lookups="$python $repo/samples/gpu/trace_lookups.py"
 echo
 echo "(a) no driver: lookups in $out/trace-nodriver"
-$lookups "$out/trace-nodriver" || status=1
+if compgen -G "$out/trace-nodriver/vramtrace.*.log" >/dev/null; then
+	$lookups "$out/trace-nodriver" || status=1
+else
+	echo "no log was written: without a driver the shim had nothing to record"
+fi
 echo
 echo "(b) simulated driver: lookups in $out/trace-simdriver"
 $lookups "$out/trace-simdriver" --require-path dlsym || status=1
