@@ -152,16 +152,19 @@ def report_json(vramtrace, trace, timeout):
 
 
 def traced_run(args, clock, name, argv, mode, flags, env):
-    trace = os.path.join(args.work, "traces", f"{name}.{mode}")
-    shutil.rmtree(trace, ignore_errors=True)
-    os.makedirs(trace)
+    """One run under `vramtrace run`: RUN_DIR/trace is the launcher's own
+    (it creates it), RUN_DIR/job.stdout|stderr are the kit's."""
+    run_dir = os.path.join(args.work, "traces", f"{name}.{mode}")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    trace = os.path.join(run_dir, "trace")
     command = [args.vramtrace, "run", "-o", trace, *flags, "--", *argv]
     run = run_command(command, env, min(args.run_timeout, max(clock.left(), 5)),
-                      os.path.join(trace, "job"))
-    run.update(mode=mode, trace=trace)
+                      os.path.join(run_dir, "job"))
+    run.update(mode=mode, trace=trace, run_dir=run_dir)
     try:
-        run["logs"] = vtlog.read_trace(trace)
-        run["read_error"] = ""
+        run["logs"] = vtlog.read_trace(trace) if os.path.isdir(trace) else []
+        run["read_error"] = "" if run["logs"] else f"vramtrace run left no log in {trace}"
     except (OSError, vtlog.LogError) as error:
         run["logs"], run["read_error"] = [], str(error)
     run["report"], run["report_error"] = None, "not run (time budget)"
@@ -232,9 +235,9 @@ def write_tar(args, records):
         for record in records:
             for run in record["runs"]:
                 if os.path.getsize(path) > TRACE_TAR_CAP:
-                    omitted.append(os.path.basename(run["trace"]))
+                    omitted.append(os.path.basename(run["run_dir"]))
                     continue
-                tar.add(run["trace"], arcname=os.path.join("traces", os.path.basename(run["trace"])))
+                tar.add(run["run_dir"], arcname=os.path.join("traces", os.path.basename(run["run_dir"])))
         tar.add(os.path.join(args.work, "baseline"), arcname="baseline")
     return omitted
 

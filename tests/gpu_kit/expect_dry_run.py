@@ -69,7 +69,7 @@ def main(out):
             errors.append("summary.json says the dry run did not pass")
     with tarfile.open(os.path.join(out, "traces.tar.gz")) as tar:
         names = tar.getnames()
-    if not any(n.startswith("traces/driver.default/vramtrace.") and n.endswith(".log") for n in names):
+    if not any(n.startswith("traces/driver.default/trace/vramtrace.") and n.endswith(".log") for n in names):
         errors.append(f"traces.tar.gz holds no driver log: {names[:10]}")
     for e in errors:
         print("FAIL:", e)
