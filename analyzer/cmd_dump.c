@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "log_reader.h"
 #include "record_text.h"
+#include "sites.h"
 
 struct emit {
 	FILE *out;
@@ -156,6 +157,8 @@ struct dump_ctx {
 	const struct vt_log *log;
 	uint64_t t_offset; /* this log's clock base - trace start */
 	uint64_t records;
+	struct vt_sites *sites; /* names each stack's site */
+	uint32_t log_index;     /* this log's index in the trace */
 };
 
 #define REC(type, rec, view) \
@@ -185,6 +188,10 @@ static void print_event(struct dump_ctx *c, const struct vt_record_view *v)
 	e_hex(e, "stream", ev.stream);
 	e_i64(e, "result", ev.result);
 	e_u64(e, "stack", ev.stack_id);
+	if (ev.stack_id) {
+		const char *site = vt_sites_of_event(c->sites, c->log_index, ev.stack_id);
+		e_str(e, "site", site, strlen(site));
+	}
 }
 
 static void print_py_frames(struct emit *e, const uint8_t *words, size_t n)
@@ -214,6 +221,8 @@ static void print_stack(struct dump_ctx *c, const struct vt_record_view *v)
 	e_u64(c->e, "depth", s.depth);
 	e_hex(c->e, "hash", s.hash);
 	e_hex_list(c->e, "frames", words, s.depth);
+	const char *site = vt_sites_of_event(c->sites, c->log_index, s.stack_id);
+	e_str(c->e, "site", site, strlen(site));
 	if (s.py_depth)
 		print_py_frames(c->e, words + 8u * s.depth, s.py_depth);
 }
@@ -422,6 +431,12 @@ int cmd_dump(int argc, char **argv)
 		fprintf(stderr, "vramtrace dump: %s\n", err);
 		return 1;
 	}
+	struct vt_sites sites;
+	if (vt_sites_open(&sites, &trace, 0, err, sizeof err) < 0) {
+		fprintf(stderr, "vramtrace dump: %s\n", err);
+		vt_trace_close(&trace);
+		return 1;
+	}
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	struct emit e = {.out = stdout, .json = json};
@@ -429,10 +444,12 @@ int cmd_dump(int argc, char **argv)
 	for (size_t i = 0; i < trace.nlogs; i++) {
 		const struct vt_log *log = trace.logs[i];
 		struct dump_ctx c = {.e = &e, .log = log,
-		                     .t_offset = vt_log_header(log)->clock_base_ns - start};
+		                     .t_offset = vt_log_header(log)->clock_base_ns - start,
+		                     .sites = &sites, .log_index = (uint32_t)i};
 		print_header(&e, log, start);
 		vt_log_for_each(trace.logs[i], print_record, &c);
 	}
+	vt_sites_close(&sites);
 	vt_trace_close(&trace);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "vramtrace dump: cannot write the output\n");

@@ -1,0 +1,549 @@
+/* `vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE]
+ *                [--shm] -- CMD ARGS...`
+ *
+ * Runs CMD with libvramtrace.so preloaded and the trace directory in its
+ * environment, forwards SIGINT/SIGTERM/SIGHUP, waits, records how the job
+ * ended in DIR/run.json, prints one summary line and exits with the job's
+ * exit code (128 + signal if it was killed).
+ *
+ * The launcher is a pipeline of small stages over one struct run_job:
+ * parse -> find the shim -> make the directory -> environment -> spawn ->
+ * wait -> collect (--shm) -> symbol sidecar -> run.json -> summary. A later stage that watches
+ * the job's stderr (framework OOM messages) slots in beside spawn/wait. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "log_reader.h"
+#include "sidecar.h" /* names resolved on this host, so the trace reads the same elsewhere */
+
+struct run_job {
+	/* options */
+	const char *out_dir;      /* -o */
+	int per_tensor;
+	const char *stack_depth;  /* validated text, passed through */
+	const char *max_size;     /* validated text, passed through */
+	int use_shm;
+	char **cmd;               /* argv of the job */
+	/* derived */
+	char shim[PATH_MAX];
+	char dir[PATH_MAX];       /* the trace, absolute */
+	char log_dir[PATH_MAX];   /* where the shim writes (dir, or /dev/shm) */
+	uint64_t start_ns;        /* CLOCK_REALTIME */
+	/* outcome */
+	pid_t pid;
+	int status;               /* waitpid status */
+	int exit_code;            /* what `run` exits with */
+};
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] "
+			"[--shm] -- CMD ARGS...\n");
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- options ----------------------------------------------------------- */
+
+static int valid_count(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	return *s && !*end && !errno && v <= VT_MAX_FRAMES; /* what capture can store */
+}
+
+/* SIZE: bytes with an optional K/M/G/T suffix (powers of 1024). */
+static int parse_size(const char *s, uint64_t *bytes)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || end == s || errno || *s == '-')
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 0: break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: return -1;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*bytes = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_options(struct run_job *job, int argc, char **argv)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage();
+			return 1;
+		} else if (!strcmp(a, "--per-tensor")) {
+			job->per_tensor = 1;
+		} else if (!strcmp(a, "--shm")) {
+			job->use_shm = 1;
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--stack-depth") || !strcmp(a, "--max-size")) &&
+			   i + 1 < argc) {
+			const char *v = argv[++i];
+			uint64_t bytes;
+			if (!strcmp(a, "-o")) {
+				job->out_dir = v;
+			} else if (!strcmp(a, "--stack-depth")) {
+				if (!valid_count(v)) {
+					fprintf(stderr, "vramtrace run: --stack-depth wants 0..512, got '%s'\n", v);
+					return 2;
+				}
+				job->stack_depth = v;
+			} else {
+				if (parse_size(v, &bytes)) {
+					fprintf(stderr, "vramtrace run: --max-size wants a size like 512M, got '%s'\n", v);
+					return 2;
+				}
+				job->max_size = v;
+			}
+		} else {
+			fprintf(stderr, "vramtrace run: unknown or incomplete option '%s'\n", a);
+			usage();
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "vramtrace run: no command to run\n");
+		usage();
+		return 2;
+	}
+	job->cmd = argv + i;
+	return 0;
+}
+
+/* ---- the shim ---------------------------------------------------------- */
+
+/* ../lib/libvramtrace.so from the running executable: the build tree (bin/,
+ * lib/) and an install prefix have the same layout. */
+static int find_shim(struct run_job *job)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0) {
+		fprintf(stderr, "vramtrace run: cannot read /proc/self/exe: %s\n", strerror(errno));
+		return -1;
+	}
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	char candidate[PATH_MAX + 32];
+	snprintf(candidate, sizeof candidate, "%s/../lib/libvramtrace.so", exe);
+	if (!realpath(candidate, job->shim) || access(job->shim, R_OK)) {
+		fprintf(stderr, "vramtrace run: shim not found at %s (install bin/ and lib/ together)\n",
+			candidate);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the trace directory ----------------------------------------------- */
+
+static void default_dir_name(const struct run_job *job, char *out, size_t len)
+{
+	const char *name = strrchr(job->cmd[0], '/');
+	name = name ? name + 1 : job->cmd[0];
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+	snprintf(out, len, "vramtrace-%.64s-%s", *name ? name : "job", stamp);
+	for (char *c = out; *c; c++) /* a command name never makes a path */
+		if (*c == '/' || *c == ' ')
+			*c = '_';
+}
+
+/* Does `path` already hold a trace (logs or run.json)? Mixing two runs in
+ * one directory would make one trace of both. */
+static int holds_trace(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d)))
+		found = !strcmp(e->d_name, "run.json") || !strncmp(e->d_name, "vramtrace.", 10);
+	closedir(d);
+	return found;
+}
+
+/* Create `path` 0700, or accept an existing empty-of-traces directory that
+ * is ours. */
+static int make_private_dir(const char *path)
+{
+	if (!mkdir(path, 0700))
+		return 0;
+	struct stat st;
+	int saved = errno;
+	if (saved == EEXIST && !lstat(path, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+		if (!holds_trace(path))
+			return 0;
+		fprintf(stderr, "vramtrace run: %s already holds a trace; choose another -o or remove it\n", path);
+		return -1;
+	}
+	fprintf(stderr, "vramtrace run: cannot create trace directory %s: %s\n", path,
+		saved == EEXIST ? "exists and is not a directory of this user" : strerror(saved));
+	return -1;
+}
+
+static int make_dirs(struct run_job *job)
+{
+	char name[PATH_MAX];
+	if (job->out_dir)
+		snprintf(name, sizeof name, "%s", job->out_dir);
+	else
+		default_dir_name(job, name, sizeof name);
+	if (make_private_dir(name))
+		return -1;
+	if (!realpath(name, job->dir)) {
+		fprintf(stderr, "vramtrace run: cannot resolve %s: %s\n", name, strerror(errno));
+		return -1;
+	}
+	snprintf(job->log_dir, sizeof job->log_dir, "%s", job->dir);
+	if (job->use_shm) {
+		const char *base = strrchr(job->dir, '/');
+		snprintf(job->log_dir, sizeof job->log_dir, "/dev/shm/%s.%d", base ? base + 1 : "vramtrace",
+			 (int)getpid());
+		if (make_private_dir(job->log_dir))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- environment ------------------------------------------------------- */
+
+static int set_env(const char *name, const char *value)
+{
+	if (setenv(name, value, 1)) {
+		fprintf(stderr, "vramtrace run: cannot set %s: %s\n", name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A sanitizer runtime must stay the first preloaded object (ASan checks). */
+static int is_sanitizer_runtime(const char *entry, size_t len)
+{
+	static const char *const names[] = {"libasan", "libtsan", "libubsan", "libhwasan", "libmsan", "liblsan",
+					    "libclang_rt."};
+	const char *base = entry;
+	for (size_t i = 0; i < len; i++)
+		if (entry[i] == '/')
+			base = entry + i + 1;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strncmp(base, names[i], strlen(names[i])))
+			return 1;
+	return 0;
+}
+
+/* LD_PRELOAD for the job: sanitizer runtimes already there, the shim (first
+ * of the rest, so its dlsym and driver symbols win), then everything else
+ * that was there. Entries are separated by ':' or spaces. */
+static char *compose_preload(const char *shim, const char *old)
+{
+	size_t len = strlen(shim) + (old ? strlen(old) : 0) + 2;
+	char *out = malloc(len), *p = out;
+	if (!out)
+		return NULL;
+	*p = 0;
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 1) {
+			p += sprintf(p, "%s%s", p == out ? "" : ":", shim);
+			continue;
+		}
+		for (const char *e = old ? old : ""; *e;) {
+			size_t n = strcspn(e, ": ");
+			if (n && is_sanitizer_runtime(e, n) == (pass == 0))
+				p += sprintf(p, "%s%.*s", p == out ? "" : ":", (int)n, e);
+			e += n + (e[n] != 0);
+		}
+	}
+	return out;
+}
+
+static int prepare_env(const struct run_job *job)
+{
+	char *preload = compose_preload(job->shim, getenv("LD_PRELOAD"));
+	if (!preload)
+		return -1;
+	int rc = set_env("LD_PRELOAD", preload) | set_env("VRAMTRACE_DIR", job->log_dir);
+	free(preload);
+	if (job->stack_depth)
+		rc |= set_env("VRAMTRACE_STACK_DEPTH", job->stack_depth);
+	if (job->max_size)
+		rc |= set_env("VRAMTRACE_MAX_SIZE", job->max_size);
+	if (job->per_tensor) {
+		/* each framework's own switch for one driver allocation per tensor */
+		rc |= set_env("TF_GPU_ALLOCATOR", "cuda_malloc_async");
+		rc |= set_env("XLA_PYTHON_CLIENT_ALLOCATOR", "platform");
+		rc |= set_env("PYTORCH_NO_CUDA_MEMORY_CACHING", "1");
+	}
+	return rc ? -1 : 0;
+}
+
+/* ---- run.json ---------------------------------------------------------- */
+
+/* A JSON string (RFC 8259 escapes; bytes >= 0x80 pass through: argv is
+ * usually UTF-8, and run.json is for people and scripts alike). */
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20)
+			fprintf(f, "\\u%04x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('"', f);
+}
+
+static void write_run_fields(FILE *f, const struct run_job *job, int finished)
+{
+	fprintf(f, "{\n  \"command\": [");
+	for (char **a = job->cmd; *a; a++) {
+		fprintf(f, a == job->cmd ? "" : ", ");
+		json_string(f, *a);
+	}
+	fprintf(f, "],\n  \"mode\": \"%s\",\n  \"shm\": %s,\n", job->per_tensor ? "per-tensor" : "default",
+		job->use_shm ? "true" : "false");
+	fprintf(f, "  \"start_realtime_ns\": %llu,\n  \"pid\": %d,\n  \"finished\": %s",
+		(unsigned long long)job->start_ns, (int)(job->pid > 0 ? job->pid : 0), finished ? "true" : "false");
+	if (finished) {
+		if (WIFEXITED(job->status))
+			fprintf(f, ",\n  \"exit_code\": %d,\n  \"signal\": null", WEXITSTATUS(job->status));
+		else
+			fprintf(f, ",\n  \"exit_code\": null,\n  \"signal\": %d", WTERMSIG(job->status));
+		fprintf(f, ",\n  \"end_realtime_ns\": %llu", (unsigned long long)realtime_ns());
+	}
+	fprintf(f, "\n}\n");
+}
+
+/* DIR/run.json: how the job was started, and (finished) how it ended.
+ * Replaced atomically, so a reader never sees half of it. */
+static int write_run_json(const struct run_job *job, int finished)
+{
+	char tmp[PATH_MAX + 16], final[PATH_MAX + 16];
+	snprintf(tmp, sizeof tmp, "%s/.run.json.tmp", job->dir);
+	snprintf(final, sizeof final, "%s/run.json", job->dir);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr, "vramtrace run: cannot write %s: %s\n", final, strerror(errno));
+		return -1;
+	}
+	write_run_fields(f, job, finished);
+	int bad = ferror(f);
+	if (fclose(f) || bad || rename(tmp, final)) {
+		fprintf(stderr, "vramtrace run: cannot write %s\n", final);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- spawn and wait ---------------------------------------------------- */
+
+/* Signals are taken synchronously (blocked, then sigwaitinfo), not in a
+ * handler: nothing can be lost between fork and wait, and a sanitizer's
+ * deferred signal delivery cannot delay the forwarding. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+
+static int status_to_exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+/* Forward signals until the job ends; its waitpid status in job->status. */
+static void wait_forwarding(struct run_job *job, const sigset_t *set)
+{
+	for (;;) {
+		siginfo_t info;
+		int sig = sigwaitinfo(set, &info);
+		if (sig < 0 && errno != EINTR)
+			break;
+		if (sig > 0 && sig != SIGCHLD) {
+			/* a terminal's ^C reaches the whole foreground group, the
+			 * job included: forward only what was sent to us alone */
+			if (info.si_code != SI_KERNEL)
+				kill(job->pid, sig);
+			continue;
+		}
+		pid_t r = waitpid(job->pid, &job->status, WNOHANG);
+		if (r == job->pid || (r < 0 && errno != EINTR))
+			return;
+	}
+	while (waitpid(job->pid, &job->status, 0) < 0 && errno == EINTR)
+		;
+}
+
+static int spawn_and_wait(struct run_job *job)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "vramtrace run: fork: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return -1;
+	}
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL); /* the job gets what we had */
+		execvp(job->cmd[0], job->cmd);
+		fprintf(stderr, "vramtrace run: cannot run %s: %s\n", job->cmd[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	job->pid = pid;
+	write_run_json(job, 0);
+	wait_forwarding(job, &set);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	job->exit_code = status_to_exit_code(job->status);
+	return 0;
+}
+
+/* ---- --shm: move the logs into the trace ------------------------------- */
+
+static int copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return -1;
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	char buf[1 << 16];
+	ssize_t n;
+	int rc = 0;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			rc = -1;
+			break;
+		}
+	if (n < 0)
+		rc = -1;
+	close(in);
+	if (close(out))
+		rc = -1;
+	return rc;
+}
+
+static int collect_shm(const struct run_job *job)
+{
+	DIR *d = opendir(job->log_dir);
+	if (!d)
+		return -1;
+	int rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char from[PATH_MAX * 2], to[PATH_MAX * 2];
+		snprintf(from, sizeof from, "%s/%s", job->log_dir, e->d_name);
+		snprintf(to, sizeof to, "%s/%s", job->dir, e->d_name);
+		if (rename(from, to) && (copy_file(from, to) || unlink(from))) {
+			fprintf(stderr, "vramtrace run: could not move %s into %s\n", from, job->dir);
+			rc = -1;
+		}
+	}
+	closedir(d);
+	if (!rc)
+		rmdir(job->log_dir);
+	return rc;
+}
+
+/* ---- summary ----------------------------------------------------------- */
+
+static int count_event(const struct vt_record_view *rec, void *ctx)
+{
+	if (rec->type >= VT_REC_ALLOC && rec->type <= VT_REC_POOL_TRIM)
+		++*(uint64_t *)ctx;
+	return 0;
+}
+
+static void print_summary(const struct run_job *job)
+{
+	struct vt_trace trace;
+	char err[256] = "";
+	uint64_t events = 0;
+	size_t logs = 0;
+	if (vt_trace_open(job->dir, &trace, err, sizeof err) == 0) {
+		logs = trace.nlogs;
+		for (size_t i = 0; i < trace.nlogs; i++)
+			vt_log_for_each(trace.logs[i], count_event, &events);
+		vt_trace_close(&trace);
+	}
+	fprintf(stderr, "vramtrace: trace in %s: %zu process log%s, %llu events; job exit %s %d\n", job->dir, logs,
+		logs == 1 ? "" : "s", (unsigned long long)events, WIFSIGNALED(job->status) ? "signal" : "code",
+		WIFSIGNALED(job->status) ? WTERMSIG(job->status) : job->exit_code);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_job job;
+	memset(&job, 0, sizeof job);
+	int rc = parse_options(&job, argc, argv);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if (find_shim(&job) || make_dirs(&job) || prepare_env(&job))
+		return 2;
+	job.start_ns = realtime_ns();
+	if (spawn_and_wait(&job))
+		return 2;
+	if (job.use_shm)
+		collect_shm(&job);
+	vt_sidecar_write(job.dir); /* says why on stderr if it cannot */
+	write_run_json(&job, 1);
+	print_summary(&job);
+	return job.exit_code;
+}

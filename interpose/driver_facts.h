@@ -1,0 +1,22 @@
+/* Facts the shim asks the driver for itself (driver_facts.c). */
+#ifndef VT_DRIVER_FACTS_H
+#define VT_DRIVER_FACTS_H
+
+#include <stdint.h>
+
+/* Device of the calling thread's current context (VT_DEVICE_UNKNOWN if
+ * none). */
+uint8_t vt_current_device(void);
+/* The first time a device is seen: its DEVICE record and FIRST_USE meminfo. */
+void vt_note_device(uint8_t device);
+/* VT_REC_MEMINFO with the real cuMemGetInfo, now. */
+void vt_record_meminfo_now(uint8_t device, uint8_t reason);
+/* After fork: the child's log must state the device facts again. */
+void vt_record_forget_devices(void);
+/* CU_MEMORYTYPE_DEVICE for device or managed memory, else HOST (memory the
+ * driver does not know is a pageable host buffer). */
+int vt_memory_type_of(uint64_t addr);
+/* Bytes of the allocation an IPC import mapped at addr (0 if unknown). */
+uint64_t vt_imported_size(uint64_t addr);
+
+#endif

@@ -1,0 +1,149 @@
+/* One routing table for the three lookup paths (exported symbols, dlsym,
+ * cuGetProcAddress): route index -> the driver's real function and our
+ * wrapper of the same ABI.
+ *
+ * The real pointers are resolved lazily, each exactly like the dynamic
+ * linker would (dlsym on the driver's handle), and published with one atomic
+ * store: the table is filled once and read without locks. A thread that
+ * finds an entry unresolved resolves it itself (idempotent) instead of waiting
+ * for another, so a dlsym re-entered from a library constructor (loader lock
+ * held) can never deadlock against us. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "shim.h"
+
+#define VT_PER_THREAD_FLAG 2u /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
+#define VT_ABSENT ((void *)1) /* the driver lacks this entry point */
+
+static _Atomic(void *) driver_handle;
+static _Atomic(void *) real_fn[VT_ROUTE_COUNT];
+
+void *vt_driver(void)
+{
+	void *h = atomic_load_explicit(&driver_handle, memory_order_acquire);
+	if (h)
+		return h;
+	/* Never load the driver ourselves: only find it once the job has.
+	 * NODELETE pins it, so the addresses in real_fn stay valid even if the
+	 * job dlcloses it. */
+	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	if (!h)
+		h = dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	if (!h)
+		return NULL;
+	void *expected = NULL;
+	if (!atomic_compare_exchange_strong(&driver_handle, &expected, h))
+		dlclose(h); /* another thread won: drop our extra reference */
+	return atomic_load_explicit(&driver_handle, memory_order_acquire);
+}
+
+void *vt_driver_symbol(const char *name)
+{
+	void *h = vt_driver();
+	vt_dlsym_fn real = vt_real_dlsym();
+	if (!h || !real)
+		return NULL;
+	int saved = vt_guard;
+	vt_guard = VT_GUARD_SHIM; /* our own lookup: the dlsym hook passes it through */
+	void *p = real(h, name);
+	vt_guard = saved;
+	return p;
+}
+
+void *vt_hook_real(int index)
+{
+	void *p = atomic_load_explicit(&real_fn[index], memory_order_acquire);
+	if (p)
+		return p == VT_ABSENT ? NULL : p;
+	if (!vt_driver())
+		return NULL; /* no driver yet: try again next time */
+	p = vt_driver_symbol(vt_routes[index].name);
+	atomic_store_explicit(&real_fn[index], p ? p : VT_ABSENT, memory_order_release);
+	return p;
+}
+
+int vt_is_driver_address(const void *p)
+{
+	static _Atomic(void *) driver_base;
+	void *base = atomic_load_explicit(&driver_base, memory_order_relaxed);
+	Dl_info info;
+	if (!base) {
+		void *any = NULL;
+		for (int i = 0; !any && i < VT_ROUTE_COUNT; i++)
+			any = vt_hook_real(i);
+		if (!any || !dladdr(any, &info))
+			return 0;
+		base = info.dli_fbase;
+		atomic_store_explicit(&driver_base, base, memory_order_relaxed);
+	}
+	return p && dladdr(p, &info) && info.dli_fbase == base;
+}
+
+static int same_base(int i, const char *base)
+{
+	return base && !strcmp(vt_routes[i].base, base);
+}
+
+int vt_route_by_pointer(const void *p, const char *base, int version, uint64_t flags)
+{
+	if (!p)
+		return -1;
+	int found = -1;
+	for (int i = 0; i < VT_ROUTE_COUNT; i++) {
+		if (vt_routes[i].wrapper == p)
+			return i; /* already ours (found through our own export) */
+		if (vt_hook_real(i) != p)
+			continue;
+		if (found < 0)
+			found = i;
+		else if (base) /* one function exported under several names */
+			found = vt_route_by_request(base, version, flags) == i ? i : found;
+	}
+	return found;
+}
+
+int vt_route_by_symbol(const char *name)
+{
+	if (!name || name[0] != 'c' || name[1] != 'u')
+		return -1;
+	for (int i = 0; i < VT_ROUTE_COUNT; i++)
+		if (!strcmp(vt_routes[i].name, name))
+			return i;
+	return -1;
+}
+
+int vt_route_base_known(const char *base)
+{
+	for (int i = 0; base && i < VT_ROUTE_COUNT; i++)
+		if (same_base(i, base))
+			return 1;
+	return 0;
+}
+
+/* The newest variant of `base` not newer than `version`, per-thread or not. */
+static int best_variant(const char *base, int version, int per_thread)
+{
+	int best = -1;
+	for (int i = 0; i < VT_ROUTE_COUNT; i++) {
+		if (!same_base(i, base) || vt_routes[i].per_thread != per_thread ||
+		    vt_routes[i].version > (uint32_t)version)
+			continue;
+		if (best < 0 || vt_routes[i].version > vt_routes[best].version)
+			best = i;
+	}
+	return best;
+}
+
+int vt_route_by_request(const char *base, int version, uint64_t flags)
+{
+	if (!base || version < 0)
+		return -1;
+	int r = -1;
+	if (flags & VT_PER_THREAD_FLAG)
+		r = best_variant(base, version, 1);
+	return r >= 0 ? r : best_variant(base, version, 0);
+}

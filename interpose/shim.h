@@ -1,0 +1,77 @@
+/* Internals shared by the shim's files: configuration, the re-entrancy guard,
+ * the real dlsym, and the routing table (routing.c). */
+#ifndef VT_SHIM_H
+#define VT_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VT_EXPORT __attribute__((visibility("default")))
+
+/* ---- configuration (shim_init.c) ---------------------------------------- */
+/* Read the environment once (idempotent, no malloc). Safe before the
+ * constructor has run: every entry point calls it. */
+void vt_shim_config_load(void);
+/* VRAMTRACE_DISABLE=1: pure pass-through, nothing recorded or routed. */
+int vt_shim_disabled(void);
+/* Create the log on first use (lazy; the constructor never does). Returns 1
+ * when records can be written. */
+int vt_shim_log_ready(void);
+
+/* ---- re-entrancy guard --------------------------------------------------- */
+/* What the calling thread is doing, in initial-exec TLS (no allocation, no
+ * lock on access). A wrapper or dlsym called during the shim's own work
+ * passes straight through; one called while a wrapper is inside the real
+ * driver passes through if the driver itself called it, and is recorded if
+ * a signal handler (or anything else outside the driver) did. */
+enum vt_guard_level {
+	VT_GUARD_NONE = 0,   /* the job's own code */
+	VT_GUARD_DRIVER = 1, /* inside a real driver call made by a wrapper */
+	VT_GUARD_SHIM = 2,   /* the shim's own work */
+};
+extern __thread int vt_guard __attribute__((tls_model("initial-exec")));
+
+/* Is p inside the driver's own code? (routing.c) */
+int vt_is_driver_address(const void *p);
+
+/* May a wrapper called from `caller` record its call? */
+static inline int vt_hook_may_record(const void *caller)
+{
+	if (vt_shim_disabled())
+		return 0;
+	if (vt_guard == VT_GUARD_NONE)
+		return 1;
+	return vt_guard == VT_GUARD_DRIVER && !vt_is_driver_address(caller);
+}
+
+/* ---- symbol resolution --------------------------------------------------- */
+typedef void *(*vt_dlsym_fn)(void *, const char *);
+/* glibc's dlsym (dlvsym GLIBC_2.34, else GLIBC_2.2.5), found on first use. */
+vt_dlsym_fn vt_real_dlsym(void);
+/* A function of the next object after the shim (libc, libcudart...). */
+void *vt_next_symbol(const char *name);
+/* Is p inside libvramtrace.so? */
+int vt_is_own_address(const void *p);
+
+/* ---- the driver and the routing table (routing.c) ----------------------- */
+/* libcuda's handle, opened RTLD_NOLOAD|RTLD_NODELETE when first needed; NULL
+ * while no driver is loaded. */
+void *vt_driver(void);
+/* The driver's own function for route index i (NULL if absent). */
+void *vt_hook_real(int index);
+/* A driver function the shim calls for itself (not hooked): by name. */
+void *vt_driver_symbol(const char *name);
+
+/* Route index of a pointer (a driver function we wrap or one of our own
+ * wrappers), or -1. `base`/`version`/`flags` break ties when the driver
+ * exports several variants at one address (may be NULL/0). */
+int vt_route_by_pointer(const void *p, const char *base, int version, uint64_t flags);
+/* Route index of an exported symbol name, or -1. */
+int vt_route_by_symbol(const char *name);
+/* cuGetProcAddress's own ladder: the variant of `base` the driver would hand
+ * out at `version` with `flags` (CU_GET_PROC_ADDRESS_*), or -1. */
+int vt_route_by_request(const char *base, int version, uint64_t flags);
+/* Does any row have this base name? */
+int vt_route_base_known(const char *base);
+
+#endif

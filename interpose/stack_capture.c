@@ -1,0 +1,268 @@
+/* Stack capture for events: libunwind on the calling thread, deduplicated in
+ * the thread's own table, one VT_REC_STACK per new stack (stack_capture.h).
+ *
+ * Order of work, and why:
+ *   1. unwind first, before any shared state is touched (a hook must not
+ *      perturb what it measures, and the unwinder reads only this stack);
+ *   2. look the frame list up in this thread's table: no lock, no malloc;
+ *   3. only for a new stack: make sure the module list is in the log, take
+ *      an id from the process-wide atomic counter and write the record in
+ *      this thread's chunk, before the event that will carry the id.
+ * A thread-local flag is raised for the whole capture: anything the unwinder
+ * does that re-enters the shim (dl_iterate_phdr, malloc, dlopen) passes
+ * straight through (vt_stack_capturing()).
+ */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include "stack_capture.h"
+
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log_writer.h"
+#include "modules.h"
+#include "stack_table.h"
+#include "vramtrace/format.h"
+
+#define DEFAULT_DEPTH 128u
+#define DEPTH_UNSET (~0u)
+/* Frames above the hook we may have to drop: unw_backtrace's own, ours, and
+ * the shim's wrappers (found by address when the shim is a shared object). */
+#define DROP_SLACK 16u
+
+static _Atomic unsigned cfg_depth = DEPTH_UNSET;
+/* How many frames unw_backtrace and we put above the hook: learned from the
+ * first capture (the index of the hook's return address), so later unwinds
+ * walk only the frames they keep (every extra frame costs ~7 ns). */
+static _Atomic unsigned own_frames;
+static _Atomic uint32_t last_stack_id;
+static pthread_once_t capture_once = PTHREAD_ONCE_INIT;
+/* [shim_lo, shim_hi): the shim's own mapped range, when it is a shared
+ * object (0, 0 when these sources are linked into a program: tests). */
+static uintptr_t shim_lo, shim_hi;
+
+static __thread int tls_capturing;
+static __thread uint64_t tls_unwind_calls;
+
+/* ---- configuration ------------------------------------------------------ */
+
+static unsigned depth_from_env(void)
+{
+	const char *s = getenv("VRAMTRACE_STACK_DEPTH");
+	if (!s || !*s)
+		return DEFAULT_DEPTH;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || s[0] == '-')
+		return DEFAULT_DEPTH; /* the launcher validates; the shim never fails */
+	return v > VT_MAX_FRAMES ? VT_MAX_FRAMES : (unsigned)v;
+}
+
+void vt_stack_set_depth(unsigned depth)
+{
+	atomic_store_explicit(&cfg_depth, depth > VT_MAX_FRAMES ? VT_MAX_FRAMES : depth,
+			      memory_order_relaxed);
+}
+
+unsigned vt_stack_depth(void)
+{
+	unsigned d = atomic_load_explicit(&cfg_depth, memory_order_relaxed);
+	if (__builtin_expect(d != DEPTH_UNSET, 1))
+		return d;
+	unsigned expected = DEPTH_UNSET;
+	d = depth_from_env();
+	/* lose gracefully to a concurrent vt_stack_set_depth() */
+	if (!atomic_compare_exchange_strong(&cfg_depth, &expected, d))
+		d = expected;
+	return d;
+}
+
+int vt_stack_capturing(void)
+{
+	return tls_capturing;
+}
+
+uint64_t vt_stack_unwind_calls(void)
+{
+	return tls_unwind_calls;
+}
+
+/* ---- one-time setup ----------------------------------------------------- */
+
+struct find_self {
+	uintptr_t addr;
+	int index;
+};
+
+static int find_self_cb(struct dl_phdr_info *info, size_t size, void *p)
+{
+	(void)size;
+	struct find_self *fs = p;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	int first = fs->index++ == 0; /* the main program comes first */
+	if (fs->addr < lo || fs->addr >= hi)
+		return 0;
+	if (!first) {
+		shim_lo = lo;
+		shim_hi = hi;
+	}
+	return 1;
+}
+
+static void child_after_fork(void)
+{
+	vt_stack_table_invalidate_all();
+}
+
+static void capture_init(void)
+{
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	struct find_self fs = {(uintptr_t)&vt_stack_capture, 0};
+	dl_iterate_phdr(find_self_cb, &fs);
+	pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+/* ---- capture ------------------------------------------------------------ */
+
+/* unw_backtrace, libunwind's fast path. Under TSan its per-thread trace
+ * cache crashes: the cache's thread-exit destructor (libunwind's own TSD key)
+ * locks a mutex after TSan has torn the thread down. TSan builds walk the
+ * same frames with unw_step instead (slower, no trace cache). */
+static int unwind(void **ips, int max)
+{
+#if defined(__SANITIZE_THREAD__)
+	unw_context_t uc;
+	unw_cursor_t cur;
+	int n = 0;
+	if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
+		return 0;
+	while (n < max) {
+		unw_word_t ip;
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
+			break;
+		ips[n++] = (void *)(uintptr_t)ip;
+		if (unw_step(&cur) <= 0)
+			break;
+	}
+	return n;
+#else
+	return unw_backtrace(ips, max);
+#endif
+}
+
+/* Index of the first frame to keep in ips[0..n): the caller of
+ * vt_stack_capture is found by its return address, which does not depend on
+ * how many frames libunwind and we ourselves add; then `skip` more. */
+static unsigned first_kept_frame(void *const *ips, unsigned n, const void *hook_ra,
+				 unsigned skip)
+{
+	unsigned start = 2; /* unw_backtrace's frame and ours, if RA not found */
+	for (unsigned i = 0; i < n && i < DROP_SLACK; i++) {
+		if (ips[i] == hook_ra) {
+			start = i;
+			atomic_store_explicit(&own_frames, i, memory_order_relaxed);
+			break;
+		}
+	}
+	start += skip;
+	while (start < n && (uintptr_t)ips[start] >= shim_lo && (uintptr_t)ips[start] < shim_hi)
+		start++;
+	return start;
+}
+
+static uint32_t write_stack_record(const uint64_t *key, unsigned depth, uint32_t hash,
+				   uint32_t id)
+{
+	uint32_t size = (uint32_t)(sizeof(struct vt_stack_rec) + depth * sizeof(uint64_t));
+	struct vt_stack_rec *rec = vt_log_reserve(size);
+	if (!rec)
+		return 0;
+	rec->stack_id = id;
+	rec->depth = (uint16_t)depth;
+	rec->py_depth = 0;
+	rec->hash = hash;
+	memcpy(rec->frames, key + 1, depth * sizeof(uint64_t));
+	vt_log_commit(rec, VT_REC_STACK, size);
+	return id;
+}
+
+static uint32_t new_stack_id(void)
+{
+	uint32_t id;
+	do /* 0 means "no stack": skip it if the counter ever wraps */
+		id = atomic_fetch_add_explicit(&last_stack_id, 1, memory_order_relaxed) + 1;
+	while (id == 0);
+	return id;
+}
+
+static uint32_t capture(unsigned depth, unsigned skip, const void *hook_ra)
+{
+	/* key[0] = depth word, key[1..] = frames: unwound in place. */
+	uint64_t key[1 + VT_MAX_FRAMES + DROP_SLACK];
+	void **ips = (void **)(key + 1);
+	/* our own frames + the hook's + a little room for more shim frames */
+	unsigned own = atomic_load_explicit(&own_frames, memory_order_relaxed);
+	unsigned want = depth + skip + (own ? own + 4 : DROP_SLACK);
+	if (want > VT_MAX_FRAMES + DROP_SLACK)
+		want = VT_MAX_FRAMES + DROP_SLACK;
+
+	pthread_once(&capture_once, capture_init);
+	tls_unwind_calls++;
+	int got = unwind(ips, (int)want);
+	if (got <= 0)
+		return 0;
+	unsigned n = (unsigned)got;
+	unsigned start = first_kept_frame(ips, n, hook_ra, skip);
+	if (start >= n)
+		return 0;
+	unsigned kept = n - start < depth ? n - start : depth;
+	/* return addresses minus one: the call instruction, not the next line */
+	for (unsigned i = 0; i < kept; i++)
+		key[1 + i] = (uint64_t)(uintptr_t)ips[start + i] - 1;
+	key[0] = kept; /* | py_depth << 16 once Python frames are appended */
+
+	struct vt_stack_table *t = vt_stack_table_self();
+	if (!t)
+		return 0;
+	uint32_t hash = vt_stack_hash(key, 1 + kept);
+	uint32_t id = vt_stack_table_find(t, key, 1 + kept, hash);
+	if (id)
+		return id;
+
+	/* nothing is recorded (yet): write nothing, remember nothing (a fork
+	 * child's log opens here, so its first new stack is not lost) */
+	if (!vt_log_active())
+		return 0;
+	vt_modules_ensure(); /* module records precede the stacks using them */
+	id = write_stack_record(key, kept, hash, new_stack_id());
+	if (id)
+		vt_stack_table_insert(t, key, 1 + kept, hash, id);
+	return id;
+}
+
+uint32_t vt_stack_capture(unsigned skip)
+{
+	unsigned depth = vt_stack_depth();
+	if (depth == 0 || tls_capturing)
+		return 0; /* off: no unwinding at all */
+	const void *hook_ra = __builtin_extract_return_addr(__builtin_return_address(0));
+	tls_capturing = 1;
+	uint32_t id = capture(depth, skip, hook_ra);
+	tls_capturing = 0;
+	return id;
+}

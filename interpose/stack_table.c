@@ -1,0 +1,222 @@
+/* Per-thread stack dedupe table: uthash over an mmap arena (stack_table.h). */
+#define _GNU_SOURCE
+#include "stack_table.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---- the arena: bump allocation in mmap'd blocks, freed all at once ---- */
+
+#define ARENA_BLOCK (256u << 10)
+
+struct arena_block {
+	struct arena_block *next;
+	size_t size;
+};
+
+struct vt_arena {
+	char *cur, *end;
+	struct arena_block *blocks;
+	size_t bytes;  /* mapped so far */
+	size_t cap;    /* never map more than this */
+};
+
+static void *arena_alloc(struct vt_arena *a, size_t size)
+{
+	size = (size + 15u) & ~(size_t)15u;
+	if ((size_t)(a->end - a->cur) < size) {
+		size_t hdr = (sizeof(struct arena_block) + 15u) & ~(size_t)15u;
+		size_t want = size + hdr > ARENA_BLOCK ? size + hdr : ARENA_BLOCK;
+		want = (want + 4095u) & ~(size_t)4095u;
+		if (a->bytes + want > a->cap)
+			return NULL;
+		void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		struct arena_block *b = p;
+		b->next = a->blocks;
+		b->size = want;
+		a->blocks = b;
+		a->bytes += want;
+		a->cur = (char *)p + hdr;
+		a->end = (char *)p + want;
+	}
+	void *r = a->cur;
+	a->cur += size;
+	return r;
+}
+
+static void arena_release(struct vt_arena *a)
+{
+	struct arena_block *b = a->blocks;
+	while (b) {
+		struct arena_block *next = b->next;
+		munmap(b, b->size);
+		b = next;
+	}
+	a->blocks = NULL;
+	a->cur = a->end = NULL;
+	a->bytes = 0;
+}
+
+/* uthash allocates its table and bucket arrays through these. Tables are
+ * per-thread and so is the arena they draw from: tls_uthash_arena is set by
+ * the one function that adds entries (the only one that can allocate). Freed
+ * bucket arrays (after an expansion) stay in the arena until the table is
+ * dropped: at most the size of the final bucket array is wasted. */
+static __thread struct vt_arena *tls_uthash_arena;
+static __thread int tls_uthash_oom;
+#define uthash_malloc(sz) arena_alloc(tls_uthash_arena, (sz))
+#define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (tls_uthash_oom = 1)
+#include <uthash.h>
+
+/* ---- the table ---------------------------------------------------------- */
+
+struct entry {
+	UT_hash_handle hh;
+	uint32_t id;
+	uint64_t key[];
+};
+
+struct vt_stack_table {
+	struct vt_arena arena;
+	struct entry *head;
+	size_t count;
+	unsigned epoch;  /* table_epoch when built; stale after fork */
+	int live;        /* set up in this thread */
+};
+
+static _Atomic unsigned table_epoch;
+static size_t table_cap;  /* bytes, read once from the environment */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static int exit_key_ok;
+static __thread struct vt_stack_table tls_table;
+
+static void table_drop(struct vt_stack_table *t)
+{
+	arena_release(&t->arena);
+	t->head = NULL;
+	t->count = 0;
+}
+
+/* Thread exit: give the thread's arena back. */
+static void table_at_thread_exit(void *p)
+{
+	struct vt_stack_table *t = p;
+	table_drop(t);
+	t->live = 0;
+}
+
+static void read_config(void)
+{
+	table_cap = VT_STACK_TABLE_DEFAULT_CAP;
+	const char *s = getenv("VRAMTRACE_STACK_TABLE_MB");
+	if (s && *s) {
+		char *end;
+		unsigned long mb = strtoul(s, &end, 10);
+		if (!*end && mb > 0 && mb < (1ul << 20))
+			table_cap = (size_t)mb << 20;
+	}
+	exit_key_ok = pthread_key_create(&exit_key, table_at_thread_exit) == 0;
+}
+
+struct vt_stack_table *vt_stack_table_self(void)
+{
+	struct vt_stack_table *t = &tls_table;
+	unsigned epoch = atomic_load_explicit(&table_epoch, memory_order_relaxed);
+	if (__builtin_expect(t->live && t->epoch == epoch, 1))
+		return t;
+	pthread_once(&once, read_config);
+	if (t->live) {
+		/* forked: the entries name records of the parent's log. The
+		 * arena pages are this process's copy: release them. */
+		table_drop(t);
+	} else if (exit_key_ok) {
+		pthread_setspecific(exit_key, t);
+	}
+	t->arena.cap = table_cap;
+	t->epoch = epoch;
+	t->live = 1;
+	return t;
+}
+
+void vt_stack_table_invalidate_all(void)
+{
+	atomic_fetch_add_explicit(&table_epoch, 1, memory_order_relaxed);
+}
+
+/* Four independent multiply chains, so the CPU overlaps them: one chain
+ * costs ~5 cycles a word (the multiply waits for the previous one), which
+ * for 128 frames was most of a dedupe hit. */
+uint32_t vt_stack_hash(const uint64_t *words, size_t nwords)
+{
+	const uint64_t k = 0xff51afd7ed558ccdull;
+	uint64_t h[4] = {0x243f6a8885a308d3ull ^ nwords, 0x13198a2e03707344ull,
+			 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+	size_t i = 0;
+	for (; i + 4 <= nwords; i += 4)
+		for (int l = 0; l < 4; l++)
+			h[l] = (h[l] ^ words[i + l]) * k;
+	for (; i < nwords; i++)
+		h[i & 3] = (h[i & 3] ^ words[i]) * k;
+	uint64_t x = h[0] ^ (h[1] >> 17 | h[1] << 47) ^ (h[2] >> 31 | h[2] << 33) ^
+		     (h[3] >> 47 | h[3] << 17);
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 29;
+	return (uint32_t)(x ^ (x >> 32));
+}
+
+uint32_t vt_stack_table_find(struct vt_stack_table *t, const uint64_t *key, size_t nwords,
+			     uint32_t hash)
+{
+	struct entry *e = NULL;
+	HASH_FIND_BYHASHVALUE(hh, t->head, key, (unsigned)(nwords * sizeof *key), hash, e);
+	return e ? e->id : 0;
+}
+
+static int try_insert(struct vt_stack_table *t, const uint64_t *key, size_t nwords,
+		      uint32_t hash, uint32_t id)
+{
+	size_t keybytes = nwords * sizeof *key;
+	struct entry *e = arena_alloc(&t->arena, sizeof *e + keybytes);
+	if (!e)
+		return -1;
+	memset(e, 0, sizeof *e);
+	memcpy(e->key, key, keybytes);
+	e->id = id;
+	tls_uthash_arena = &t->arena;
+	tls_uthash_oom = 0;
+	HASH_ADD_KEYPTR_BYHASHVALUE(hh, t->head, e->key, (unsigned)keybytes, hash, e);
+	if (tls_uthash_oom)
+		return -1;
+	t->count++;
+	return 0;
+}
+
+int vt_stack_table_insert(struct vt_stack_table *t, const uint64_t *key, size_t nwords,
+			  uint32_t hash, uint32_t id)
+{
+	if (try_insert(t, key, nwords, hash, id) == 0)
+		return 0;
+	/* Arena full: start over rather than grow without bound. Stacks seen
+	 * again get new ids and records; the reader folds the duplicates. */
+	table_drop(t);
+	return try_insert(t, key, nwords, hash, id);
+}
+
+size_t vt_stack_table_count(const struct vt_stack_table *t)
+{
+	return t->count;
+}
+
+size_t vt_stack_table_bytes(const struct vt_stack_table *t)
+{
+	return t->arena.bytes;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# End to end under the real shim and the simulated driver:
+#   1. `vramtrace run` records a client whose allocations come from three
+#      functions in two files, a dlopen'ed + dlclose'd library and 16
+#      threads: the sites name the right functions and lines; identical
+#      stacks from 16 threads fold into one; the run leaves a sidecar;
+#   2. after the binary and the library are deleted, names come from it;
+#   3. stacks off (VRAMTRACE_STACK_DEPTH=0): events are recorded, and the
+#      unwinder is never called (counted by a preloaded unw_backtrace).
+#   usage: e2e_shim.sh VRAMTRACE SHIM CLIENT LIB UNW_COUNTER SITES_TOOL SRC_DIR SIMDRIVER_DIR
+set -euo pipefail
+vt=$1 shim=$2 client=$3 lib=$4 counter=$5 tool=$6 src=$7 simdir=$8
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+line() { grep -n "$1" "$src/$2" | cut -d: -f1; }
+expect() { # output, site, allocs, bytes, stacks, records, source
+	local want
+	want=$(printf '%s\t%s\t%s\t%s\t%s\t%s' "$2" "$3" "$4" "$5" "$6" "$7")
+	grep -qxF "$want" <<<"$1" || fail "missing line: $want
+--- got:
+$1"
+}
+check_named() { # output, source
+	expect "$1" "upload_dataset (shim_client_b.c:$(line SHIM_SITE_DATASET shim_client_b.c))" 1 67108864 1 1 "$2"
+	expect "$1" "load_weights (shim_client.c:$(line SHIM_SITE_WEIGHTS shim_client.c))" 1 4194304 1 1 "$2"
+	expect "$1" "shim_lib_alloc (shim_lib.c:$(line SHIM_SITE_LIB shim_lib.c))" 1 2097152 1 1 "$2"
+	expect "$1" "alloc_batch (shim_client_b.c:$(line SHIM_SITE_BATCH shim_client_b.c))" 801 839909376 2 17 "$2"
+}
+export LD_LIBRARY_PATH=$simdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+cp "$client" "$tmp/client"
+cp "$lib" "$tmp/libshim_lib.so"
+
+# the library by a relative path: its module record must still name a file
+(cd "$tmp" && "$vt" run -o "$tmp/trace" -- ./client ./libshim_lib.so 2>"$tmp/run.err") ||
+	fail "vramtrace run: $(cat "$tmp/run.err")"
+[[ -s $tmp/trace/symbols.vtsym ]] || fail "vramtrace run left no symbol sidecar"
+out=$("$tool" "$tmp/trace" --no-sidecar)
+check_named "$out" dwarf
+echo "sites named from the module files: ok"
+
+rm "$tmp/client" "$tmp/libshim_lib.so"
+out=$("$tool" "$tmp/trace")
+check_named "$out" sidecar
+echo "sites named from the sidecar after deleting binary and library: ok"
+
+cp "$client" "$tmp/client"
+for depth in 0 24; do
+	rm -rf "$tmp/d$depth"
+	VT_UNW_COUNT_FILE=$tmp/unw.$depth VRAMTRACE_DIR=$tmp/d$depth VRAMTRACE_STACK_DEPTH=$depth \
+		LD_PRELOAD="$counter:$shim" "$tmp/client"
+done
+[[ $(cat "$tmp/unw.0") == 0 ]] || fail "stacks off, yet unw_backtrace ran $(cat "$tmp/unw.0") times"
+(($(cat "$tmp/unw.24") > 0)) || fail "the counter saw no unwinding at depth 24: the test proves nothing"
+out=$("$tool" "$tmp/d0")
+grep -qE $'^\\(no stack\\)\t8[0-9][0-9]\t' <<<"$out" || fail "stacks off: events missing:
+$out"
+echo "stacks off: events recorded, unw_backtrace never called (24 frames: $(cat "$tmp/unw.24") calls): ok"
