@@ -117,7 +117,9 @@ def tagged(text, prefix):
 
 
 def last_line(text):
-    lines = [l for l in text.splitlines() if l.strip()]
+    """The job's last message line; vramtrace's own lines (the launcher's
+    summary, the shim's warnings) start with "vramtrace" and are not the job's."""
+    lines = [l for l in text.splitlines() if l.strip() and not l.startswith("vramtrace")]
     return lines[-1][:300] if lines else ""
 
 
