@@ -168,6 +168,28 @@ def dataset_checks(truth, run):
     return out
 
 
+# What `vramtrace run --per-tensor` sets (DESIGN.md), as the jobs report it.
+PER_TENSOR_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+                  "TF_GPU_ALLOCATOR": "cuda_malloc_async"}
+
+
+def launcher_checks(run):
+    """run.json says the mode and the exit; --per-tensor reached the job."""
+    out = []
+    info = run.get("run_json")
+    if info is None:
+        out.append(check("run.json", INFO, "the launcher left no readable run.json", hard=False))
+    else:
+        ok = info.get("mode") == run["mode"] and info.get("exit_code") == run["exit"]
+        out.append(verdict(ok, "run.json", f"mode {info.get('mode')!r}, exit_code {info.get('exit_code')}"))
+    allocator = (run["truth"] or {}).get("allocator", {})
+    switches = {k: v for k, v in PER_TENSOR_ENV.items() if k in allocator}
+    if run["mode"] == "per-tensor" and switches:
+        seen = {k: allocator[k] for k in switches}
+        out.append(verdict(seen == switches, "per-tensor switches reached the job", str(seen)))
+    return out
+
+
 def report_checks(run):
     report = run.get("report")
     if report is None:
@@ -209,7 +231,7 @@ def framework_checks(record, run, api_names):
                            f"{m['vmm_creates']} cuMemCreate, {m['vmm_maps']} cuMemMap "
                            "(expected; a warning, not a failure, until a GPU run settles it)",
                            hard=False, soft_status=WARN))
-    return out + report_checks(run)
+    return out + launcher_checks(run) + report_checks(run)
 
 
 def skipped_checks(record, run):

@@ -170,7 +170,16 @@ def traced_run(args, clock, name, argv, mode, flags, env):
     except (OSError, vtlog.LogError) as error:
         run["logs"], run["read_error"] = [], str(error)
     run["report"], run["report_error"] = None, "not run (time budget)"
+    run["run_json"] = read_json(os.path.join(trace, "run.json"))
     return run
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def run_job(args, clock, job):

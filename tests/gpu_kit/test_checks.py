@@ -162,6 +162,19 @@ class Checks(unittest.TestCase):
         self.assertEqual((got["allocs exact"], got["htod_bytes exact"], got["frees exact"]), ("PASS", "PASS", "FAIL"))
         self.assertEqual((got["dlsym lookups routed"], got["get_proc_v2 lookups routed"]), ("PASS", "FAIL"))
 
+    def test_launcher_mode_and_per_tensor_switches(self):
+        record, run = self.run_record({"dataset": [], "allocator": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}})
+        run["run_json"] = {"mode": "default", "exit_code": 0}
+        self.assertEqual(self.statuses(record, run)["run.json"], "PASS")
+        self.assertNotIn("per-tensor switches reached the job", self.statuses(record, run))
+        run["mode"] = "per-tensor"
+        got = self.statuses(record, run)
+        self.assertEqual((got["run.json"], got["per-tensor switches reached the job"]), ("FAIL", "PASS"))
+        run["run_json"]["mode"] = "per-tensor"
+        run["truth"]["allocator"]["PYTORCH_NO_CUDA_MEMORY_CACHING"] = ""
+        got = self.statuses(record, run)
+        self.assertEqual((got["run.json"], got["per-tensor switches reached the job"]), ("PASS", "FAIL"))
+
     def test_vmm_hard_needs_create_and_map_soft_only_warns(self):
         record, run = self.run_record({"dataset": []})
         record["expect"] = {"vmm": "hard"}
