@@ -11,6 +11,7 @@ import vtlog
 PASS, FAIL, WARN, INFO = "PASS", "FAIL", "WARN", "INFO"
 NOT_DEVICE_MEMORY = {6, 8}  # vt_alloc_kind host (pinned) and ipc (imported)
 PATHS = ("dlsym", "get_proc", "get_proc_v2")
+EXIT_NO_GPU = 3  # samples/frameworks/vt_job.py
 
 
 # ---- measurements ---------------------------------------------------------
@@ -253,6 +254,9 @@ def evaluate(record, dry_run, api_names):
     if dry_run and record["job"] != "driver" and "skipped" not in record:
         results.append({"mode": "-", "checks": [check("fails early without GPU", FAIL,
                        f"exit {record['baseline']['exit']}: expected 3 (no CUDA device) or 4 (package missing)")]})
+    if not dry_run and record["baseline"]["exit"] == EXIT_NO_GPU:
+        results.append({"mode": "-", "checks": [check("GPU seen", FAIL,
+                       f"on the GPU machine the job found no CUDA device: {record['skipped']}")]})
     if dry_run and record["job"] == "driver" and "skipped" in record:
         results.append({"mode": "-", "checks": [check("simulated driver run", FAIL, record["skipped"])]})
     for mode in record.get("not_run", []):

@@ -198,6 +198,17 @@ class Checks(unittest.TestCase):
         run["result_line"] = '{"l":["1.1"]}'
         self.assertEqual(self.statuses(record, run)["result unchanged"], "FAIL")
 
+    def test_no_gpu_is_a_failure_only_on_a_gpu_run(self):
+        record, run = self.run_record({})
+        record["baseline"].update(exit=3, last_error="no CUDA device", result_line=None)
+        record["skipped"] = "no CUDA device"
+        run.update(exit=3, last_error="no CUDA device", result_line=None)
+        failed = lambda dry: [c["name"] for r in checks.evaluate(record, dry, API) for c in r["checks"] if c["hard"]]
+        self.assertEqual(failed(True), [])
+        self.assertEqual(failed(False), ["GPU seen"])
+        record["baseline"]["exit"] = run["exit"] = 4  # package missing: skipped either way
+        self.assertEqual(failed(False), [])
+
     def test_summary_row_and_verdict(self):
         truth = {"dataset_on_device": True, "dataset": [{"name": "x", "bytes": 4 << 20, "ptr": DATASET}]}
         record, run = self.run_record(truth)
