@@ -45,5 +45,7 @@ LD_LIBRARY_PATH=$sim PYTHONDONTWRITEBYTECODE=1 "$carry/bin/vramtrace" run -o "$o
 	fail "the driver job under the carried vramtrace: $(tail -1 "$out/job.stderr")"
 grep -q '^VRAMTRACE_RESULT ' "$out/job.stdout" || fail "no result line"
 python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --require-path get_proc_v2 || fail "no get_proc_v2 lookups in the trace"
-python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --json | grep -q '"allocs": 4,' || fail "the trace does not hold the job's 4 allocations"
+# (to a file first: grep -q would close the pipe under the writer)
+python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --json >"$out/lookups.json" || fail "trace_lookups --json"
+grep -q '"allocs": 4,' "$out/lookups.json" || fail "the trace does not hold the job's 4 allocations"
 echo "PASS: carried binaries ($(du -sh "$carry" | cut -f1)) trace the driver job"
