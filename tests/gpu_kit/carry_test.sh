@@ -27,15 +27,15 @@ for file in "$carry/bin/vramtrace" "$carry/lib/libvramtrace.so"; do
 		[[ -f $carry/lib/$lib ]] || fail "$(basename "$file") needs $lib, which is not carried"
 	done
 done
-readelf -d "$carry/bin/vramtrace" | grep -q 'RPATH.*\$ORIGIN/../lib' || fail "bin/vramtrace has no RPATH \$ORIGIN/../lib"
-readelf -d "$carry/lib/libvramtrace.so" | grep -q 'RPATH.*\$ORIGIN' || fail "libvramtrace.so has no RPATH \$ORIGIN"
+readelf -d "$carry/bin/vramtrace" | grep 'RPATH.*\$ORIGIN/../lib' >/dev/null || fail "bin/vramtrace has no RPATH \$ORIGIN/../lib"
+readelf -d "$carry/lib/libvramtrace.so" | grep 'RPATH.*\$ORIGIN' >/dev/null || fail "libvramtrace.so has no RPATH \$ORIGIN"
 grep -q '^needs: GLIBC_' "$carry/MANIFEST" || fail "MANIFEST does not say which glibc it needs"
 
 # The carried launcher must load the carried libraries, not the system's.
 LD_DEBUG=libs "$carry/bin/vramtrace" --help 2>"$out/ld-debug.log" >/dev/null || fail "carried vramtrace does not start"
 for lib in "$carry"/lib/*.so.*; do
 	name=$(basename "$lib")
-	ldd "$carry/bin/vramtrace" | grep -q "^[[:space:]]*$name " || continue
+	ldd "$carry/bin/vramtrace" | grep "^[[:space:]]*$name " >/dev/null || continue
 	grep -qE "calling init: $carry/(bin/\.\./)?lib/$name" "$out/ld-debug.log" ||
 		fail "the carried $name was not the one loaded"
 done

@@ -33,7 +33,7 @@ if [[ $("$vramtrace" run 2>&1) == *"not built into this version"* ]]; then
 	exit $SKIP
 fi
 [[ -f $sim/libcuda.so.1 ]] || fail "the simulated driver $sim/libcuda.so.1 is not built"
-if [[ -z ${LD_LIBRARY_PATH:-} ]] && ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+if [[ -z ${LD_LIBRARY_PATH:-} ]] && ldconfig -p 2>/dev/null | grep 'libcuda\.so\.1 ' >/dev/null; then
 	echo "note: a real libcuda.so.1 is installed here: case (a) is 'real driver, no GPU used'"
 fi
 rm -rf "$out" && mkdir -p "$out"
