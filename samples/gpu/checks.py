@@ -191,18 +191,46 @@ def launcher_checks(run):
     return out
 
 
-def report_checks(run):
+def flag_checks(run, report):
+    """The report's headline: a whole-dataset upload is flagged when the job
+    made one, and not for its streaming twin (a warning: a heuristic)."""
+    truth = run["truth"] or {}
+    dataset = truth.get("dataset") or []
+    if not dataset:
+        return []
+    largest = max(item["bytes"] for item in dataset)
+    flagged = [sum(f.get("bytes") or [0]) for f in report.get("flags", []) if f.get("kind") == "whole_dataset_upload"]
+    if truth.get("dataset_on_device"):
+        return [verdict(any(b >= largest for b in flagged), "whole-dataset upload flagged",
+                        f"flags of {flagged} bytes, dataset {largest}", hard=False, soft_status=WARN)]
+    if truth.get("batches", {}).get("uploaded_each_step"):
+        return [verdict(not flagged, "no whole-dataset flag for streaming",
+                        f"flags of {flagged} bytes", hard=False, soft_status=WARN)]
+    return []
+
+
+def report_checks(run, expect):
     report = run.get("report")
     if report is None:
         return [check("analyzer agrees", INFO, f"vramtrace report --json not available: {run['report_error']}",
                       hard=False)]
     totals = report.get("totals", {})
     m = run["metrics"]
-    ok = totals.get("htod_bytes") == m["htod_bytes"]
-    detail = (f"report htod_bytes {totals.get('htod_bytes')} vs {m['htod_bytes']}; "
-              f"alloc_calls {totals.get('alloc_calls')} vs {m['allocs']} ok + {m['failed_allocs']} failed; "
-              f"mode {[p.get('mode') for p in report.get('processes', [])]}")
-    return [verdict(ok, "analyzer agrees", detail)]
+    pairs = (("htod_bytes", m["htod_bytes"]), ("htod_calls", m["htod_copies"]),
+             ("failed_allocs", m["failed_allocs"]))
+    ok = all(totals.get(key) == mine for key, mine in pairs)
+    detail = "; ".join(f"report {key} {totals.get(key)} vs {mine}" for key, mine in pairs)
+    detail += f"; alloc_calls {totals.get('alloc_calls')} vs {m['allocs']} ok + {m['failed_allocs']} failed"
+    out = [verdict(ok, "analyzer agrees", detail)]
+    out += flag_checks(run, report)
+    # The report infers "pool" or "per-tensor" from how the job allocated.
+    wanted = expect.get("report_mode", {}).get(run["mode"])
+    if wanted:
+        modes = sorted({p.get("mode") for p in report.get("processes", []) if p.get("mode")})
+        out.append(verdict(wanted in modes, "report sees the allocator mode",
+                           f"report says {modes}, expected {wanted!r} for a {run['mode']} run",
+                           hard=False, soft_status=WARN))
+    return out
 
 
 def framework_checks(record, run, api_names):
@@ -232,7 +260,7 @@ def framework_checks(record, run, api_names):
                            f"{m['vmm_creates']} cuMemCreate, {m['vmm_maps']} cuMemMap "
                            "(expected; a warning, not a failure, until a GPU run settles it)",
                            hard=False, soft_status=WARN))
-    return out + launcher_checks(run) + report_checks(run)
+    return out + launcher_checks(run) + report_checks(run, record["expect"])
 
 
 def skipped_checks(record, run):

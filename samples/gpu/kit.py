@@ -30,20 +30,22 @@ EXIT_NO_GPU, EXIT_NO_PACKAGE = 3, 4
 # expect: exact = the truth states every count; vmm = "hard" (cuMemCreate
 # must be seen) or "soft" (expected, a warning until a GPU run settles it);
 # env = set for the baseline and traced runs alike; modes = only these.
+# report_mode = what `vramtrace report` should infer per run mode (a warning).
 EXPANDABLE = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+POOL_THEN_PER_TENSOR = {"default": "pool", "per-tensor": "per-tensor"}
 JOBS = [
     ("driver", ["driver_ctypes.py"], {"exact": True}),
-    ("torch-whole", ["torch_train.py", "--feed", "whole"], {}),
-    ("torch-stream", ["torch_train.py", "--feed", "stream"], {}),
+    ("torch-whole", ["torch_train.py", "--feed", "whole"], {"report_mode": POOL_THEN_PER_TENSOR}),
+    ("torch-stream", ["torch_train.py", "--feed", "stream"], {"report_mode": POOL_THEN_PER_TENSOR}),
     # PyTorch's expandable segments allocate with cuMemCreate/cuMemMap: the
     # VMM path on a real driver, for certain. The caching allocator must be
     # on, so no --per-tensor run.
     ("torch-expandable", ["torch_train.py", "--feed", "whole"],
-     {"vmm": "hard", "env": EXPANDABLE, "modes": ["default"]}),
-    ("jax-whole", ["jax_train.py", "--feed", "whole"], {"vmm": "soft"}),
-    ("jax-stream", ["jax_train.py", "--feed", "stream"], {"vmm": "soft"}),
-    ("cupy", ["cupy_job.py"], {}),
-    ("keras", ["keras_slices.py"], {}),
+     {"vmm": "hard", "env": EXPANDABLE, "modes": ["default"], "report_mode": {"default": "pool"}}),
+    ("jax-whole", ["jax_train.py", "--feed", "whole"], {"vmm": "soft", "report_mode": POOL_THEN_PER_TENSOR}),
+    ("jax-stream", ["jax_train.py", "--feed", "stream"], {"vmm": "soft", "report_mode": POOL_THEN_PER_TENSOR}),
+    ("cupy", ["cupy_job.py"], {"report_mode": {"default": "pool"}}),  # CuPy pools in both modes
+    ("keras", ["keras_slices.py"], {"report_mode": POOL_THEN_PER_TENSOR}),
 ]
 MODES = [("default", []), ("per-tensor", ["--per-tensor"])]
 TRACE_TAR_CAP = 14 << 20  # the device tool brings back files of at most 16 MiB

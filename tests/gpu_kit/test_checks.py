@@ -175,6 +175,29 @@ class Checks(unittest.TestCase):
         got = self.statuses(record, run)
         self.assertEqual((got["run.json"], got["per-tensor switches reached the job"]), ("PASS", "FAIL"))
 
+    def test_report_cross_check(self):
+        record, run = self.run_record({"dataset": []})
+        record["expect"] = {"report_mode": {"default": "pool"}}
+        run["report"] = {"totals": {"htod_bytes": 5 << 20, "htod_calls": 2, "failed_allocs": 1},
+                         "processes": [{"mode": "per-tensor"}]}
+        got = self.statuses(record, run)
+        self.assertEqual((got["analyzer agrees"], got["report sees the allocator mode"]), ("PASS", "WARN"))
+        run["report"]["totals"]["htod_calls"] = 3
+        run["report"]["processes"][0]["mode"] = "pool"
+        got = self.statuses(record, run)
+        self.assertEqual((got["analyzer agrees"], got["report sees the allocator mode"]), ("FAIL", "PASS"))
+
+    def test_whole_dataset_flag(self):
+        truth = {"dataset_on_device": True, "dataset": [{"name": "x", "bytes": 4 << 20, "ptr": DATASET}]}
+        record, run = self.run_record(truth)
+        run["report"] = {"totals": {}, "flags": [{"kind": "whole_dataset_upload", "bytes": [4 << 20]}]}
+        self.assertEqual(self.statuses(record, run)["whole-dataset upload flagged"], "PASS")
+        run["report"]["flags"] = []
+        self.assertEqual(self.statuses(record, run)["whole-dataset upload flagged"], "WARN")
+        run["truth"] = {"dataset_on_device": False, "dataset": [{"name": "x", "bytes": 8 << 20}],
+                        "batches": {"uploaded_each_step": True, "count": 1, "bytes": 1}}
+        self.assertEqual(self.statuses(record, run)["no whole-dataset flag for streaming"], "PASS")
+
     def test_vmm_hard_needs_create_and_map_soft_only_warns(self):
         record, run = self.run_record({"dataset": []})
         record["expect"] = {"vmm": "hard"}
