@@ -353,6 +353,9 @@ def summary(records, version_lines, dry_run, omitted):
             run = runs.get(result["mode"])
             if run is not None:
                 md.append(table_row(record, run, result["checks"]))
+            else:  # a check on the job as a whole (no GPU seen, ran out of time)
+                cells = [record["job"], result["mode"], f"{record['baseline']['exit']}/-"] + ["-"] * 11
+                md.append("| " + " | ".join(cells + [run_status(result["checks"])]) + " |\n")
             failed += [f"{record['job']} [{result['mode']}] {c['name']}: {c['detail']}"
                        for c in result["checks"] if c["hard"]]
             rows.append({"job": record["job"], "mode": result["mode"], "status": run_status(result["checks"]),
