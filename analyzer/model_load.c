@@ -81,6 +81,8 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 	struct feed_ctx c = {.m = m};
 	c.sites = open_sites(trace.dir);
 	m->sites = c.sites;
+	if (c.sites) /* Python names first: stacks are folded on them (issue 8) */
+		vt_stack_store_load_pystrs(c.sites->store, &trace);
 	m->sites_close = close_sites;
 	uint64_t start = vt_trace_start_ns(&trace);
 	for (size_t i = 0; load_progress && i < trace.nlogs; i++) {
