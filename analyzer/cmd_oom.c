@@ -42,9 +42,14 @@ static void text_event(const struct vt_oom_report *r, FILE *out)
 		        dev, when);
 		fprintf(out, "  requested from %s (pid %d)\n", r->site, r->m->procs[r->failed->proc].pid);
 	} else {
-		fprintf(out, "Framework out of memory %u of %u (no driver allocation failed: the "
-		        "framework's own pool was exhausted) on %s at %s\n",
-		        r->index, r->framework_count, dev, when);
+		if (r->fw_parsed && r->fw.host)
+			fprintf(out, "Framework out of HOST memory %u of %u (the message names the CPU, "
+			        "not a GPU) at %s; GPU memory on %s shown\n",
+			        r->index, r->framework_count, when, dev);
+		else
+			fprintf(out, "Framework out of memory %u of %u (no driver allocation failed: the "
+			        "framework's own pool was exhausted) on %s at %s\n",
+			        r->index, r->framework_count, dev, when);
 		fprintf(out, "  %s said: %s\n",
 		        r->fw_parsed ? vt_oom_framework_name(r->fw.framework) : "the job", r->fw_mark->text);
 		if (r->request_bytes)
@@ -257,6 +262,7 @@ static void json_framework(struct vt_json *j, const struct vt_oom_report *r)
 	vt_json_kv_string(j, "framework", r->fw_parsed ? vt_oom_framework_name(r->fw.framework)
 	                                               : "unknown");
 	vt_json_kv_bool(j, "bytes_exact", r->fw_parsed && r->fw.bytes_exact);
+	vt_json_kv_bool(j, "host", r->fw_parsed && r->fw.host);
 	json_device(j, "device", r->fw_parsed ? r->fw.device : -1);
 	vt_json_kv_u64(j, "t_ns", r->fw_mark->t_ns);
 	vt_json_end_object(j);

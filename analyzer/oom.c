@@ -114,7 +114,10 @@ static void pick_framework(struct vt_oom_report *r, const struct event_ref *e)
 	r->at = vt_moment_at_time(mk->t_ns);
 	r->request_bytes = mk->value;
 	r->fw_parsed = vt_oom_match_line(mk->text, strlen(mk->text), &r->fw);
-	r->device = r->fw_parsed && r->fw.device >= 0 ? r->fw.device : only_device(r->m);
+	if (r->fw_parsed && r->fw.host)
+		r->device = -1; /* host memory: no GPU to describe, all are shown */
+	else
+		r->device = r->fw_parsed && r->fw.device >= 0 ? r->fw.device : only_device(r->m);
 }
 
 /* ---- capacity and free memory then ----------------------------------------- */

@@ -301,6 +301,9 @@ int vt_oom_match_line(const char *line, size_t len, struct vt_oom_message *out)
 		out->format = f->name;
 		out->device = -1;
 		f->parse(s, out);
+		/* TensorFlow runs out of host memory with the same words */
+		out->host = out->device < 0 && (find(s, "device:CPU:") || find(s, "Allocator (cpu") ||
+		                                find(s, "Allocator (mklcpu"));
 		return 1;
 	}
 	return 0;

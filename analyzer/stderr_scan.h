@@ -57,6 +57,8 @@ struct vt_oom_message {
 	uint64_t bytes;     /* the failed request, 0 when the line has no size */
 	int bytes_exact;    /* 1: bytes as the framework counted them */
 	int device;         /* GPU ordinal named in the message, -1 if none */
+	int host;           /* the message names host memory (TensorFlow's
+	                       device:CPU, its cpu/mklcpu allocators): not a GPU */
 };
 
 /* Match one line (no terminator needed; need not be NUL-terminated).

@@ -172,7 +172,7 @@ def test_framework(e):
         f = r["framework_oom"]
         check(r["source"] == "framework" and r["oom"] is None, "framework source, no driver OOM")
         check(r["framework_oom_events"] == len(FRAMEWORK_EXPECT), "count of framework messages")
-        check(f["framework"] == fw and f["bytes"] == size, f"message {i}: {f}")
+        check(f["framework"] == fw and f["bytes"] == size and f["host"] is False, f"message {i}: {f}")
         check(r["tracked_live_bytes"] == 64 * MIB, f"the pool was live: {r['tracked_live_bytes']}")
     r = e.json("oom", e.path("fw"))
     check("OOM when allocating tensor with shape[262144,1024]" in r["framework_oom"]["message"],
@@ -185,6 +185,32 @@ def test_framework(e):
     check(rc == 0 and "Framework out of memory 1 of 4" in text and "tensorflow said:" in text, text)
     print(f"  framework OOM: {len(FRAMEWORK_EXPECT)} messages, sizes "
           f"{[s for _, s in FRAMEWORK_EXPECT]}, {len(expected)} stderr bytes unchanged")
+
+
+# ---- 3b: real TensorFlow, when installed (CPU is enough) --------------------
+TF_JOB = "import tensorflow as tf\ntf.zeros([2**40], tf.float32)\n"  # 4 TiB: never fits
+
+
+def test_real_tensorflow(e):
+    probe = subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True)
+    if probe.returncode != 0:
+        print("  skipped: tensorflow is not importable here")
+        return
+    err_path = e.path("tf.err")
+    rc = e.run("tf", [sys.executable, "-c", TF_JOB], "1G", err_path)
+    check(rc == 1, f"the TF job should fail with ResourceExhaustedError, exit {rc}")
+    text = open(err_path, "rb").read()
+    check(b"ResourceExhaustedError" in text, "TensorFlow's own message reached stderr")
+    first = e.json("oom", e.path("tf"))
+    n = first["framework_oom_events"]
+    check(n >= 2, f"TF prints its OOM on several lines, {n} recognised")
+    sizes = set()
+    for i in range(1, n + 1):
+        f = e.json("oom", e.path("tf"), "--index", str(i))["framework_oom"]
+        check(f["framework"] == "tensorflow" and f["host"] is True, f"message {i}: {f}")
+        sizes.add(f["bytes"])
+    check(sizes <= {4 << 40, 0} and 4 << 40 in sizes, f"sizes parsed: {sizes}")
+    print(f"  real TensorFlow: {n} OOM lines recognised, {4 << 40} bytes, host memory")
 
 
 # ---- 4: diff of a streaming run and a whole-dataset run ---------------------
@@ -241,7 +267,7 @@ def main():
     for opt in ("vramtrace", "trainer", "talker", "simdriver", "work"):
         ap.add_argument("--" + opt, required=True)
     e = Env(ap.parse_args())
-    for t in (test_driver_oom, test_killed, test_framework, test_diff):
+    for t in (test_driver_oom, test_killed, test_framework, test_real_tensorflow, test_diff):
         print(t.__name__)
         t(e)
     shutil.rmtree(e.work, ignore_errors=True)

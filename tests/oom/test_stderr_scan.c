@@ -39,6 +39,16 @@ static const struct case_row oom_lines[] = {
 	{"OOM when allocating tensor with shape[2,480,640,66] and type half on "
 	 "/job:localhost/replica:0/task:0/device:GPU:3 by allocator GPU_3_bfc",
 	 VT_OOM_FW_TENSORFLOW, 2ull * 480 * 640 * 66 * 2, 1, 3},
+	/* TensorFlow 2.21 on the host, as it printed here (tf.zeros([2**38]) on a
+	 * CPU-only build): recognised, sized, marked host (test_host below) */
+	{"W0000 00:00:1796230588.248120   30485 op_kernel.cc:1858] OP_REQUIRES failed at "
+	 "constant_op.cc:176 : RESOURCE_EXHAUSTED: OOM when allocating tensor with "
+	 "shape[274877906944] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by "
+	 "allocator mklcpu",
+	 VT_OOM_FW_TENSORFLOW, 274877906944ull * 4, 1, -1},
+	{"W0000 00:00:1796230588.247912   30485 bfc_allocator.cc:502] Allocator (mklcpu) ran out of "
+	 "memory trying to allocate 1.00TiB (rounded to 1099511627776)requested by op Fill",
+	 VT_OOM_FW_TENSORFLOW, 1099511627776ull, 1, -1},
 	/* a dtype the table does not know: recognised, size unknown */
 	{"OOM when allocating tensor with shape[10] and type string on "
 	 "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
@@ -102,6 +112,20 @@ static void test_formats(void **state)
 		assert_int_equal(m.bytes_exact, c->exact);
 		assert_int_equal(m.device, c->device);
 		assert_non_null(m.format);
+	}
+}
+
+/* Host-memory messages are told apart from GPU ones. */
+static void test_host(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof oom_lines / sizeof oom_lines[0]; i++) {
+		struct vt_oom_message m;
+		const char *l = oom_lines[i].line;
+		assert_true(vt_oom_match_line(l, strlen(l), &m));
+		int want = strstr(l, "device:CPU") != NULL || strstr(l, "(mklcpu)") != NULL;
+		if (m.host != want)
+			fail_msg("host %d, want %d: %s", m.host, want, l);
 	}
 }
 
@@ -226,6 +250,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_host),
 		cmocka_unit_test(test_not_oom),
 		cmocka_unit_test(test_split_reads),
 		cmocka_unit_test(test_long_line),
