@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_hash.h"
 #include <uthash.h>
 
 #include "model_internal.h"
@@ -245,9 +246,11 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	}
 	m->totals.alloc_calls++;
 	int handle = is_handle_kind(ev->kind);
+	int contained = 0; /* some interval contained the address */
 	if (!handle) {
 		/* an ALLOC over a live address: its FREE was lost; close it now */
 		const struct vt_ival *old = vt_ival_find(p->live, ev->addr);
+		contained = old != NULL;
 		if (old && !old->is_mapping) {
 			struct vt_ival gone;
 			vt_ival_erase(p->live, old->start, &gone);
@@ -295,7 +298,8 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
-	if (vt_ival_insert(p->live, &iv) != 0)
+	/* nothing contained the address: nothing starts there either */
+	if ((contained ? vt_ival_insert(p->live, &iv) : vt_ival_insert_new(p->live, &iv)) != 0)
 		exit(3);
 }
 
@@ -326,11 +330,16 @@ static int free_handle(struct vt_model *m, struct vt_proc *p, const struct vt_ev
 static int free_address(struct vt_model *m, struct vt_proc *p, const struct vt_event *ev,
                         uint64_t t)
 {
-	const struct vt_ival *iv = vt_ival_exact(p->live, ev->addr);
-	if (!iv || iv->is_mapping)
-		return 0;
+	/* one descent: erase, and put a VMM mapping back (a FREE of a mapped
+	 * address frees nothing; rare) */
 	struct vt_ival gone;
-	vt_ival_erase(p->live, ev->addr, &gone);
+	if (!vt_ival_erase(p->live, ev->addr, &gone))
+		return 0;
+	if (gone.is_mapping) {
+		if (vt_ival_insert(p->live, &gone) != 0)
+			exit(3);
+		return 0;
+	}
 	record_free(m, p, gone.alloc, t, ev->seq);
 	return 1;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_hash.h"
 #include "model_internal.h"
 
 int vt_moment_cmp(const struct vt_moment *a, const struct vt_moment *b)
@@ -231,7 +232,61 @@ static int next_event(const struct vt_model *m, const struct vt_proc *p, const s
 	return 1;
 }
 
+static void sweep_many(struct vt_model *m);
+
+/* A device's live bytes move by one event: a new peak is remembered. */
+static inline void peak_step(struct vt_model *m, uint64_t *live, const struct vt_alloc *a,
+                             int is_free, uint64_t t, uint32_t proc, uint64_t seq)
+{
+	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
+		return;
+	if (is_free) {
+		live[a->device] -= a->bytes;
+		return;
+	}
+	struct vt_device *d = &m->devices[a->device];
+	live[a->device] += a->bytes;
+	if (live[a->device] > d->peak_bytes) {
+		d->peak_bytes = live[a->device];
+		d->peak_t_ns = t;
+		d->peak_proc = proc;
+		d->peak_seq = seq;
+	}
+}
+
+/* One process (the common case): a plain two-way merge of its allocations
+ * and its frees, no moments built or compared. */
+static void sweep_one(struct vt_model *m, uint64_t *live)
+{
+	const struct vt_proc *p = &m->procs[0];
+	uint32_t ai = p->alloc_begin, fi = p->free_begin;
+	while (ai < p->alloc_end || fi < p->free_end) {
+		const struct vt_alloc *f = fi < p->free_end ? &m->allocs[m->free_order[fi]] : NULL;
+		const struct vt_alloc *a = ai < p->alloc_end ? &m->allocs[ai] : NULL;
+		/* a free and the alloc that closed it implicitly share a seq: free first */
+		if (f && (!a || f->seq_free <= a->seq_alloc)) {
+			fi++;
+			peak_step(m, live, f, 1, f->t_free, 0, f->seq_free);
+		} else {
+			ai++;
+			peak_step(m, live, a, 0, a->t_alloc, 0, a->seq_alloc);
+		}
+	}
+}
+
 static void sweep_peaks(struct vt_model *m)
+{
+	if (m->nprocs == 1) {
+		uint64_t live[VT_MAX_DEVICES] = {0};
+		sweep_one(m, live);
+		for (int dv = 0; dv < VT_MAX_DEVICES; dv++)
+			m->devices[dv].end_bytes = live[dv];
+		return;
+	}
+	sweep_many(m);
+}
+
+static void sweep_many(struct vt_model *m)
 {
 	uint64_t live[VT_MAX_DEVICES] = {0};
 	struct proc_cursor *cur = calloc(m->nprocs ? m->nprocs : 1, sizeof *cur);
