@@ -415,12 +415,34 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_recor
 	return fn(&v, ctx);
 }
 
+/* Chunks [from, to) were delivered: drop their pages from this process
+ * (the mapping is a shared file mapping, so the data stays in the page
+ * cache and a later touch faults it back). A big trace then costs the
+ * analyzer the model's memory, not the file's size too. */
+static void release_chunks(const struct vt_log *log, uint32_t from, uint32_t to)
+{
+	static long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	for (uint32_t i = from; i < to; i++) {
+		uint64_t lo = (log->chunks[i].off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
+		uint64_t hi = log->chunks[i].data_end / (uint64_t)page * (uint64_t)page;
+		if (hi > lo)
+			madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
+	}
+}
+
 /* Deliver the stream's records up to and including its keyed record (or to
  * its end when it has none); advance past them. */
 static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn fn, void *ctx)
 {
 	const uint8_t *p;
+	uint32_t done = c->ci;
 	while ((p = stream_peek(log, &c->ci, c->cend, &c->pos)) != NULL) {
+		if (c->ci != done) { /* the cursor only moves forward */
+			release_chunks(log, done, c->ci);
+			done = c->ci;
+		}
 		int last = c->ci == c->kci && c->pos == c->kpos;
 		int rc = deliver(log, c->ci, c->pos, fn, ctx);
 		c->pos += VT_HDR_SIZE(load_word(p));
@@ -436,12 +458,18 @@ static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn
 static int drain_all(const struct vt_log *log, struct cursor *c, vt_record_fn fn, void *ctx)
 {
 	const uint8_t *p;
+	uint32_t done = c->ci;
 	while ((p = stream_peek(log, &c->ci, c->cend, &c->pos)) != NULL) {
+		if (c->ci != done) {
+			release_chunks(log, done, c->ci);
+			done = c->ci;
+		}
 		int rc = deliver(log, c->ci, c->pos, fn, ctx);
 		c->pos += VT_HDR_SIZE(load_word(p));
 		if (rc)
 			return rc;
 	}
+	release_chunks(log, done, c->cend);
 	return 0;
 }
 
