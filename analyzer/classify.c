@@ -9,10 +9,15 @@
 
 #include "steps.h"
 
-/* Per-allocation facts the rules read, computed once. */
+/* Per-allocation facts the rules read, gathered in one pass: the rules'
+ * many passes then walk these 32 bytes an allocation instead of the
+ * model's 152-byte records (a classifier over millions of allocations is
+ * bound by memory traffic, not by instructions). */
 struct facts {
 	struct key_count *key;  /* its (size, device) recurrence counter */
+	uint64_t bytes;
 	int32_t born, died;     /* step of the allocation and of its free */
+	uint8_t device, charged, freed;
 	uint8_t recurring, host_filled, decided, twin_size;
 };
 
@@ -100,27 +105,24 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	       a->h2d_bytes < a->bytes / 2;
 }
 
-static void classify_pools(struct ctx *c)
+static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct facts *f)
 {
-	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		struct vt_alloc *a = &c->m->allocs[i];
-		if (!(a->flags & VT_AF_CHARGED) || !looks_like_pool(c, i))
-			continue;
-		set_cat(a, &c->f[i - c->p->alloc_begin], VT_CAT_POOL, 80,
-		        "allocator region: copies land inside it at several offsets, or it holds "
-		        "half the device for the whole run");
-		c->p->pool_mode = 1;
-	}
+	if (!f->charged || !looks_like_pool(c, i))
+		return;
+	set_cat(a, f, VT_CAT_POOL, 80,
+	        "allocator region: copies land inside it at several offsets, or it holds "
+	        "half the device for the whole run");
+	c->p->pool_mode = 1;
 }
 
 /* ---- recurrence ---------------------------------------------------------- */
 
-static struct key_count *key_of(struct key_count **keys, const struct vt_alloc *a, int add)
+static struct key_count *key_of(struct key_count **keys, uint64_t bytes, uint8_t device, int add)
 {
 	struct key_count probe, *k;
 	memset(&probe, 0, sizeof probe);
-	probe.key.bytes = a->bytes;
-	probe.key.device = a->device;
+	probe.key.bytes = bytes;
+	probe.key.device = device;
 	HASH_FIND(hh, *keys, &probe.key, sizeof probe.key, k);
 	if (!k && add) {
 		k = calloc(1, sizeof *k);
@@ -135,13 +137,17 @@ static struct key_count *key_of(struct key_count **keys, const struct vt_alloc *
 
 static void count_keys(struct ctx *c, struct key_count **keys)
 {
-	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
-		struct key_count *k = key_of(keys, a, 1);
-		c->f[i - c->p->alloc_begin].key = k;
+	uint32_t n = c->p->alloc_end - c->p->alloc_begin;
+	struct key_count *last = NULL; /* runs of one size are common */
+	for (uint32_t i = 0; i < n; i++) {
+		struct facts *f = &c->f[i];
+		struct key_count *k = last && last->key.bytes == f->bytes && last->key.device == f->device
+		                          ? last : key_of(keys, f->bytes, f->device, 1);
+		last = k;
+		f->key = k;
 		k->count++;
-		k->freed += a->t_free != VT_T_NEVER;
-		int s = c->f[i - c->p->alloc_begin].born;
+		k->freed += f->freed;
+		int s = f->born;
 		if (s >= 0 && s != k->last_step) {
 			k->steps_seen++;
 			k->last_step = s;
@@ -151,14 +157,14 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 
 /* Made again in most steps, and this one does not live through most of the
  * training (a prefetched batch lives a few steps, a weight all of them). */
-static int recurs(const struct ctx *c, const struct key_count *k, const struct vt_alloc *a,
+static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
                   const struct facts *f)
 {
 	uint32_t steps = c->p->nsteps;
 	/* still there at the end while most of its kind were freed: a batch or
 	 * an activation in flight when the job stopped; while most were kept:
 	 * state that grows (a leak, metrics), not a per-step tensor */
-	if (a->t_free == VT_T_NEVER && k->freed * 2 < k->count)
+	if (!f->freed && k->freed * 2 < k->count)
 		return 0;
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
@@ -166,7 +172,7 @@ static int recurs(const struct ctx *c, const struct key_count *k, const struct v
 		return (uint32_t)(f->died - f->born) * 4 < steps * 3;
 	}
 	/* no steps: made again and again, each one short-lived */
-	return k->count >= 3 && lifetime(c->m, a) * 4 < c->span_ns;
+	return k->count >= 3 && lifetime(c->m, &c->m->allocs[idx]) * 4 < c->span_ns;
 }
 
 static void mark_recurring(struct ctx *c)
@@ -174,11 +180,9 @@ static void mark_recurring(struct ctx *c)
 	struct key_count *keys = NULL, *k, *tmp;
 	count_keys(c, &keys);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
 		k = f->key;
-		f->recurring = k && recurs(c, k, a, f);
-		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
+		f->recurring = k && recurs(c, k, i, f);
 	}
 	HASH_ITER(hh, keys, k, tmp) {
 		HASH_DEL(keys, k);
@@ -255,9 +259,8 @@ static uint32_t long_lived(const struct ctx *c, int dev, uint32_t *out)
 {
 	uint32_t n = 0;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (a->device == dev && (a->flags & VT_AF_CHARGED) && !f->decided && !f->recurring)
+		if (f->device == dev && f->charged && !f->decided && !f->recurring)
 			out[n++] = i;
 	}
 	return n;
@@ -300,11 +303,10 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
                         uint32_t n)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (a->device != dev || f->decided || !f->recurring || f->host_filled)
+		if (f->device != dev || f->decided || !f->recurring || f->host_filled)
 			continue;
-		struct size_count *s = size_entry(sizes, a->bytes);
+		struct size_count *s = size_entry(sizes, f->bytes);
 		s->recurring++;
 		int st = f->born;
 		if (st != s->last_step) {
@@ -402,11 +404,11 @@ static int activation_of_weight_size(struct size_count *s, int step)
 static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (a->device != dev || f->decided || !f->recurring)
+		if (f->device != dev || f->decided || !f->recurring)
 			continue;
-		struct size_count *s = size_find(sizes, a->bytes);
+		struct vt_alloc *a = &c->m->allocs[i];
+		struct size_count *s = size_find(sizes, f->bytes);
 		if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85,
 			        "filled from the host every step: a batch buffer");
@@ -452,16 +454,35 @@ static int step_cursor(const struct vt_proc *p, uint32_t *cur, uint64_t t)
 	return (int)*cur - 1;
 }
 
-static void step_indexes(struct ctx *c)
+/* The one pass over the model's records: reset each allocation's verdict,
+ * gather its facts, its step, and decide the pools. */
+static void gather(struct ctx *c, int *devs)
 {
 	const struct vt_proc *p = c->p;
 	uint32_t cur = 0;
 	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - p->alloc_begin];
-		f->born = step_cursor(p, &cur, c->m->allocs[i].t_alloc);
+		a->category = VT_CAT_UNKNOWN;
+		a->confidence = 0;
+		a->reason = "not device memory";
+		if (a->device != VT_DEVICE_UNKNOWN)
+			devs[a->device] = 1;
+		f->bytes = a->bytes;
+		f->device = a->device;
+		f->charged = (a->flags & VT_AF_CHARGED) != 0;
+		f->freed = a->t_free != VT_T_NEVER;
+		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
+		f->born = step_cursor(p, &cur, a->t_alloc);
 		f->died = (int)p->nsteps; /* until a free says otherwise */
+		classify_pool(c, i, a, f);
 	}
-	cur = 0;
+}
+
+static void step_of_frees(struct ctx *c)
+{
+	const struct vt_proc *p = c->p;
+	uint32_t cur = 0;
 	for (uint32_t k = p->free_begin; k < p->free_end; k++) {
 		uint32_t i = c->m->free_order[k];
 		c->f[i - p->alloc_begin].died = step_cursor(p, &cur, c->m->allocs[i].t_free);
@@ -577,16 +598,8 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};
-	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
-		struct vt_alloc *a = &m->allocs[i];
-		a->category = VT_CAT_UNKNOWN;
-		a->confidence = 0;
-		a->reason = "not device memory";
-		if (a->device != VT_DEVICE_UNKNOWN)
-			devs[a->device] = 1;
-	}
-	step_indexes(&c);
-	classify_pools(&c);
+	gather(&c, devs);
+	step_of_frees(&c);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		if (devs[d])
