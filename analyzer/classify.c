@@ -454,6 +454,20 @@ static int step_cursor(const struct vt_proc *p, uint32_t *cur, uint64_t t)
 	return (int)*cur - 1;
 }
 
+/* The step of a free, from the step of its allocation: most allocations
+ * die within a few steps, so a short walk forward beats a search, and it
+ * reads the allocation's own record instead of the free order's scattered
+ * ones. Time behind the start (threads racing for the clock): a search. */
+static int step_from(const struct vt_proc *p, int from, uint64_t t)
+{
+	if (from < 0 || t < p->step_t[from])
+		return vt_step_of(p, t);
+	for (int k = 0; k < 8; k++, from++)
+		if ((uint32_t)from + 1 >= p->nsteps || p->step_t[from + 1] > t)
+			return from;
+	return vt_step_of(p, t);
+}
+
 /* The one pass over the model's records: reset each allocation's verdict,
  * gather its facts, its step, and decide the pools. */
 static void gather(struct ctx *c, int *devs)
@@ -474,18 +488,8 @@ static void gather(struct ctx *c, int *devs)
 		f->freed = a->t_free != VT_T_NEVER;
 		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
 		f->born = step_cursor(p, &cur, a->t_alloc);
-		f->died = (int)p->nsteps; /* until a free says otherwise */
+		f->died = f->freed ? step_from(p, f->born, a->t_free) : (int)p->nsteps;
 		classify_pool(c, i, a, f);
-	}
-}
-
-static void step_of_frees(struct ctx *c)
-{
-	const struct vt_proc *p = c->p;
-	uint32_t cur = 0;
-	for (uint32_t k = p->free_begin; k < p->free_end; k++) {
-		uint32_t i = c->m->free_order[k];
-		c->f[i - p->alloc_begin].died = step_cursor(p, &cur, c->m->allocs[i].t_free);
 	}
 }
 
@@ -599,7 +603,6 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};
 	gather(&c, devs);
-	step_of_frees(&c);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		if (devs[d])
