@@ -137,6 +137,7 @@ void vt_model_free(struct vt_model *m)
 		m->sites_close(m->sites);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		free(m->devices[d].name);
+	free(m->replay_peaks);
 	free(m->allocs);
 	free(m->free_order);
 	free(m->ranges);
@@ -204,12 +205,39 @@ static uint64_t trace_t(const struct vt_proc *p, uint64_t t_ns)
 	return t_ns + p->clock_offset_ns;
 }
 
+/* Live bytes and peak per device as the replay goes: for a one-process
+ * trace this is the peak (the allocations and frees come in seq order, a
+ * free before the alloc that closed it), and vt_model_finish need not read
+ * every record again. */
+static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
+                          uint64_t seq)
+{
+	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
+		return;
+	if (!m->replay_peaks && !(m->replay_peaks = calloc(VT_MAX_DEVICES, sizeof *m->replay_peaks))) {
+		fprintf(stderr, "vramtrace: out of memory\n");
+		exit(3);
+	}
+	struct vt_replay_peak *r = &m->replay_peaks[a->device];
+	if (is_free) {
+		r->live -= a->bytes;
+		return;
+	}
+	r->live += a->bytes;
+	if (r->live > r->peak) {
+		r->peak = r->live;
+		r->t_ns = t;
+		r->seq = seq;
+	}
+}
+
 static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t,
                         uint64_t seq)
 {
 	struct vt_alloc *a = &m->allocs[idx];
 	if (a->t_free != VT_T_NEVER)
 		return;
+	replay_charge(m, a, 1, t, seq);
 	a->t_free = t;
 	a->seq_free = seq;
 	GROW(m->free_order, m->cap_free_order, m->nfree_order);
@@ -295,12 +323,14 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			record_free(m, p, h->alloc, t, ev->seq); /* handle value reused */
 		}
 		h->alloc = idx;
+		replay_charge(m, &m->allocs[idx], 0, t, ev->seq); /* after the free it implies */
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
 	/* nothing contained the address: nothing starts there either */
 	if ((contained ? vt_ival_insert(p->live, &iv) : vt_ival_insert_new(p->live, &iv)) != 0)
 		exit(3);
+	replay_charge(m, a, 0, t, ev->seq);
 }
 
 /* A VMM handle's memory is gone once it is released and no longer mapped. */

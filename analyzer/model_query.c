@@ -234,53 +234,20 @@ static int next_event(const struct vt_model *m, const struct vt_proc *p, const s
 
 static void sweep_many(struct vt_model *m);
 
-/* A device's live bytes move by one event: a new peak is remembered. */
-static inline void peak_step(struct vt_model *m, uint64_t *live, const struct vt_alloc *a,
-                             int is_free, uint64_t t, uint32_t proc, uint64_t seq)
-{
-	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
-		return;
-	if (is_free) {
-		live[a->device] -= a->bytes;
-		return;
-	}
-	struct vt_device *d = &m->devices[a->device];
-	live[a->device] += a->bytes;
-	if (live[a->device] > d->peak_bytes) {
-		d->peak_bytes = live[a->device];
-		d->peak_t_ns = t;
-		d->peak_proc = proc;
-		d->peak_seq = seq;
-	}
-}
-
-/* One process (the common case): a plain two-way merge of its allocations
- * and its frees, no moments built or compared. */
-static void sweep_one(struct vt_model *m, uint64_t *live)
-{
-	const struct vt_proc *p = &m->procs[0];
-	uint32_t ai = p->alloc_begin, fi = p->free_begin;
-	while (ai < p->alloc_end || fi < p->free_end) {
-		const struct vt_alloc *f = fi < p->free_end ? &m->allocs[m->free_order[fi]] : NULL;
-		const struct vt_alloc *a = ai < p->alloc_end ? &m->allocs[ai] : NULL;
-		/* a free and the alloc that closed it implicitly share a seq: free first */
-		if (f && (!a || f->seq_free <= a->seq_alloc)) {
-			fi++;
-			peak_step(m, live, f, 1, f->t_free, 0, f->seq_free);
-		} else {
-			ai++;
-			peak_step(m, live, a, 0, a->t_alloc, 0, a->seq_alloc);
-		}
-	}
-}
-
 static void sweep_peaks(struct vt_model *m)
 {
-	if (m->nprocs == 1) {
-		uint64_t live[VT_MAX_DEVICES] = {0};
-		sweep_one(m, live);
-		for (int dv = 0; dv < VT_MAX_DEVICES; dv++)
-			m->devices[dv].end_bytes = live[dv];
+	if (m->nprocs == 1) { /* the replay kept the score */
+		for (int dv = 0; dv < VT_MAX_DEVICES && m->replay_peaks; dv++) {
+			const struct vt_replay_peak *r = &m->replay_peaks[dv];
+			struct vt_device *d = &m->devices[dv];
+			d->end_bytes = r->live;
+			if (r->peak > d->peak_bytes) {
+				d->peak_bytes = r->peak;
+				d->peak_t_ns = r->t_ns;
+				d->peak_proc = 0;
+				d->peak_seq = r->seq;
+			}
+		}
 		return;
 	}
 	sweep_many(m);
@@ -351,17 +318,42 @@ uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t 
 
 /* Per process: which stacks allocated, and in how many of them each frame
  * appears (a frame counted once per stack). */
+/* A process's stack by id through a small direct-mapped cache: a job
+ * allocates through a handful of stacks over and over, and the hash lookup
+ * per allocation was most of this pass. Id 0 is "no stack". */
+#define STACK_CACHE 64
+struct stack_cache {
+	uint32_t proc;
+	struct vt_stack_entry *slot[STACK_CACHE];
+};
+
+static struct vt_stack_entry *cached_stack(struct vt_model *m, struct stack_cache *sc,
+                                           uint32_t proc, uint32_t id)
+{
+	if (!id)
+		return NULL;
+	if (proc != sc->proc) {
+		memset(sc->slot, 0, sizeof sc->slot);
+		sc->proc = proc;
+	}
+	struct vt_stack_entry *e = sc->slot[id % STACK_CACHE];
+	if (e && e->s.id == id)
+		return e;
+	HASH_FIND(hh, m->procs[proc].stacks, &id, sizeof id, e);
+	if (e)
+		sc->slot[id % STACK_CACHE] = e;
+	return e;
+}
+
 static void frame_fanin(struct vt_model *m)
 {
+	struct stack_cache sc = {.proc = UINT32_MAX};
 	for (uint32_t i = 0; i < m->nallocs; i++) {
-		struct vt_stack_entry *e;
-		struct vt_proc *p = &m->procs[m->allocs[i].proc];
-		uint32_t id = m->allocs[i].stack_id;
-		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
+		const struct vt_alloc *a = &m->allocs[i];
+		struct vt_stack_entry *e = cached_stack(m, &sc, a->proc, a->stack_id);
 		if (e)
 			e->s.alloc_uses++;
-		id = m->allocs[i].h2d_stack_id;
-		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
+		e = cached_stack(m, &sc, a->proc, a->h2d_stack_id);
 		if (e)
 			e->s.copy_uses++;
 	}
