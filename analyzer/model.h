@@ -217,6 +217,11 @@ struct vt_model {
 	struct vt_sites *sites;
 	void (*sites_close)(struct vt_sites *sites);
 	struct vt_site_name *site_names;
+	/* the peak per device as the replay went, valid for a one-process trace
+	 * (vt_model_finish merges processes by time otherwise); replay state */
+	struct vt_replay_peak {
+		uint64_t live, peak, t_ns, seq;
+	} *replay_peaks;                          /* [VT_MAX_DEVICES], NULL until used */
 	struct vt_site_funnel *site_funnels[2];  /* [0] allocation stacks, [1] copy stacks */
 	uint32_t site_funnel_stacks[2];         /* stacks they were counted over */
 	int site_funnels_ready;
