@@ -4,14 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_hash.h"
 #include <uthash.h>
 
 #include "steps.h"
 
-/* Per-allocation facts the rules read, computed once. */
+/* Per-allocation facts the rules read, gathered in one pass: the rules'
+ * many passes then walk these 32 bytes an allocation instead of the
+ * model's 152-byte records (a classifier over millions of allocations is
+ * bound by memory traffic, not by instructions). */
 struct facts {
 	struct key_count *key;  /* its (size, device) recurrence counter */
+	uint64_t bytes;
 	int32_t born, died;     /* step of the allocation and of its free */
+	uint8_t device, charged, freed;
 	uint8_t recurring, host_filled, decided, twin_size;
 };
 
@@ -99,27 +105,24 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	       a->h2d_bytes < a->bytes / 2;
 }
 
-static void classify_pools(struct ctx *c)
+static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct facts *f)
 {
-	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		struct vt_alloc *a = &c->m->allocs[i];
-		if (!(a->flags & VT_AF_CHARGED) || !looks_like_pool(c, i))
-			continue;
-		set_cat(a, &c->f[i - c->p->alloc_begin], VT_CAT_POOL, 80,
-		        "allocator region: copies land inside it at several offsets, or it holds "
-		        "half the device for the whole run");
-		c->p->pool_mode = 1;
-	}
+	if (!f->charged || !looks_like_pool(c, i))
+		return;
+	set_cat(a, f, VT_CAT_POOL, 80,
+	        "allocator region: copies land inside it at several offsets, or it holds "
+	        "half the device for the whole run");
+	c->p->pool_mode = 1;
 }
 
 /* ---- recurrence ---------------------------------------------------------- */
 
-static struct key_count *key_of(struct key_count **keys, const struct vt_alloc *a, int add)
+static struct key_count *key_of(struct key_count **keys, uint64_t bytes, uint8_t device, int add)
 {
 	struct key_count probe, *k;
 	memset(&probe, 0, sizeof probe);
-	probe.key.bytes = a->bytes;
-	probe.key.device = a->device;
+	probe.key.bytes = bytes;
+	probe.key.device = device;
 	HASH_FIND(hh, *keys, &probe.key, sizeof probe.key, k);
 	if (!k && add) {
 		k = calloc(1, sizeof *k);
@@ -134,13 +137,17 @@ static struct key_count *key_of(struct key_count **keys, const struct vt_alloc *
 
 static void count_keys(struct ctx *c, struct key_count **keys)
 {
-	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
-		struct key_count *k = key_of(keys, a, 1);
-		c->f[i - c->p->alloc_begin].key = k;
+	uint32_t n = c->p->alloc_end - c->p->alloc_begin;
+	struct key_count *last = NULL; /* runs of one size are common */
+	for (uint32_t i = 0; i < n; i++) {
+		struct facts *f = &c->f[i];
+		struct key_count *k = last && last->key.bytes == f->bytes && last->key.device == f->device
+		                          ? last : key_of(keys, f->bytes, f->device, 1);
+		last = k;
+		f->key = k;
 		k->count++;
-		k->freed += a->t_free != VT_T_NEVER;
-		int s = c->f[i - c->p->alloc_begin].born;
+		k->freed += f->freed;
+		int s = f->born;
 		if (s >= 0 && s != k->last_step) {
 			k->steps_seen++;
 			k->last_step = s;
@@ -150,14 +157,14 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 
 /* Made again in most steps, and this one does not live through most of the
  * training (a prefetched batch lives a few steps, a weight all of them). */
-static int recurs(const struct ctx *c, const struct key_count *k, const struct vt_alloc *a,
+static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
                   const struct facts *f)
 {
 	uint32_t steps = c->p->nsteps;
 	/* still there at the end while most of its kind were freed: a batch or
 	 * an activation in flight when the job stopped; while most were kept:
 	 * state that grows (a leak, metrics), not a per-step tensor */
-	if (a->t_free == VT_T_NEVER && k->freed * 2 < k->count)
+	if (!f->freed && k->freed * 2 < k->count)
 		return 0;
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
@@ -165,7 +172,7 @@ static int recurs(const struct ctx *c, const struct key_count *k, const struct v
 		return (uint32_t)(f->died - f->born) * 4 < steps * 3;
 	}
 	/* no steps: made again and again, each one short-lived */
-	return k->count >= 3 && lifetime(c->m, a) * 4 < c->span_ns;
+	return k->count >= 3 && lifetime(c->m, &c->m->allocs[idx]) * 4 < c->span_ns;
 }
 
 static void mark_recurring(struct ctx *c)
@@ -173,11 +180,9 @@ static void mark_recurring(struct ctx *c)
 	struct key_count *keys = NULL, *k, *tmp;
 	count_keys(c, &keys);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
 		k = f->key;
-		f->recurring = k && recurs(c, k, a, f);
-		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
+		f->recurring = k && recurs(c, k, i, f);
 	}
 	HASH_ITER(hh, keys, k, tmp) {
 		HASH_DEL(keys, k);
@@ -254,9 +259,8 @@ static uint32_t long_lived(const struct ctx *c, int dev, uint32_t *out)
 {
 	uint32_t n = 0;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (a->device == dev && (a->flags & VT_AF_CHARGED) && !f->decided && !f->recurring)
+		if (f->device == dev && f->charged && !f->decided && !f->recurring)
 			out[n++] = i;
 	}
 	return n;
@@ -299,11 +303,10 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
                         uint32_t n)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (a->device != dev || f->decided || !f->recurring || f->host_filled)
+		if (f->device != dev || f->decided || !f->recurring || f->host_filled)
 			continue;
-		struct size_count *s = size_entry(sizes, a->bytes);
+		struct size_count *s = size_entry(sizes, f->bytes);
 		s->recurring++;
 		int st = f->born;
 		if (st != s->last_step) {
@@ -401,11 +404,11 @@ static int activation_of_weight_size(struct size_count *s, int step)
 static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (a->device != dev || f->decided || !f->recurring)
+		if (f->device != dev || f->decided || !f->recurring)
 			continue;
-		struct size_count *s = size_find(sizes, a->bytes);
+		struct vt_alloc *a = &c->m->allocs[i];
+		struct size_count *s = size_find(sizes, f->bytes);
 		if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85,
 			        "filled from the host every step: a batch buffer");
@@ -451,19 +454,137 @@ static int step_cursor(const struct vt_proc *p, uint32_t *cur, uint64_t t)
 	return (int)*cur - 1;
 }
 
-static void step_indexes(struct ctx *c)
+/* The step of a free, from the step of its allocation: most allocations
+ * die within a few steps, so a short walk forward beats a search, and it
+ * reads the allocation's own record instead of the free order's scattered
+ * ones. Time behind the start (threads racing for the clock): a search. */
+static int step_from(const struct vt_proc *p, int from, uint64_t t)
+{
+	if (from < 0 || t < p->step_t[from])
+		return vt_step_of(p, t);
+	for (int k = 0; k < 8; k++, from++)
+		if ((uint32_t)from + 1 >= p->nsteps || p->step_t[from + 1] > t)
+			return from;
+	return vt_step_of(p, t);
+}
+
+/* The one pass over the model's records: reset each allocation's verdict,
+ * gather its facts, its step, and decide the pools. */
+static void gather(struct ctx *c, int *devs)
 {
 	const struct vt_proc *p = c->p;
 	uint32_t cur = 0;
 	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - p->alloc_begin];
-		f->born = step_cursor(p, &cur, c->m->allocs[i].t_alloc);
-		f->died = (int)p->nsteps; /* until a free says otherwise */
+		a->category = VT_CAT_UNKNOWN;
+		a->confidence = 0;
+		a->reason = "not device memory";
+		if (a->device != VT_DEVICE_UNKNOWN)
+			devs[a->device] = 1;
+		f->bytes = a->bytes;
+		f->device = a->device;
+		f->charged = (a->flags & VT_AF_CHARGED) != 0;
+		f->freed = a->t_free != VT_T_NEVER;
+		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
+		f->born = step_cursor(p, &cur, a->t_alloc);
+		f->died = f->freed ? step_from(p, f->born, a->t_free) : (int)p->nsteps;
+		classify_pool(c, i, a, f);
 	}
-	cur = 0;
-	for (uint32_t k = p->free_begin; k < p->free_end; k++) {
-		uint32_t i = c->m->free_order[k];
-		c->f[i - p->alloc_begin].died = step_cursor(p, &cur, c->m->allocs[i].t_free);
+}
+
+/* ---- the step the job stopped in ------------------------------------------- */
+
+/* Allocations of one (stack, size, device): how many of each category, over
+ * the allocations of finished steps. */
+struct twin_key {
+	struct {
+		uint64_t bytes;
+		uint32_t stack_id, device;
+	} key;
+	uint32_t n, by_cat[VT_CAT_COUNT];
+	UT_hash_handle hh;
+};
+
+/* Made in the last step and still live at the end: the job stopped before
+ * that step finished (a kill, an OOM), so the evidence is cut short (a batch
+ * buffer allocated but not yet uploaded looks like a gradient of its size).
+ * Needs a stack: without one, the twins of a size are not told apart. */
+static int unfinished(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
+	return c->p->nsteps >= 3 && a->stack_id && a->t_free == VT_T_NEVER &&
+	       f->born == (int)c->p->nsteps - 1;
+}
+
+static struct twin_key *twin_of(struct twin_key **twins, const struct vt_alloc *a, int add)
+{
+	struct twin_key probe, *k;
+	memset(&probe, 0, sizeof probe);
+	probe.key.bytes = a->bytes;
+	probe.key.stack_id = a->stack_id;
+	probe.key.device = a->device;
+	HASH_FIND(hh, *twins, &probe.key, sizeof probe.key, k);
+	if (!k && add) {
+		k = calloc(1, sizeof *k);
+		if (!k)
+			exit(3);
+		k->key = probe.key;
+		HASH_ADD(hh, *twins, key, sizeof k->key, k);
+	}
+	return k;
+}
+
+/* The category nine in ten of the twins share, or -1. */
+static int twins_category(const struct twin_key *k)
+{
+	if (!k || k->n < 3)
+		return -1;
+	for (int cat = 0; cat < VT_CAT_COUNT; cat++)
+		if (k->by_cat[cat] * 10 >= k->n * 9)
+			return cat;
+	return -1;
+}
+
+/* An allocation of the unfinished step takes the category of its recurring
+ * twins from earlier steps: same site (stack), size and device. */
+static void unfinished_step(struct ctx *c)
+{
+	struct twin_key *twins = NULL, *k, *tmp;
+	int any = 0;
+	/* the allocations of the last step come last: look there first, so a
+	 * job that finished its steps pays nothing */
+	for (uint32_t i = c->p->alloc_end; !any && i-- > c->p->alloc_begin;) {
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (c->p->nsteps < 3 || f->born < (int)c->p->nsteps - 1)
+			break;
+		any = unfinished(c, &c->m->allocs[i], f);
+	}
+	if (!any)
+		return;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (!a->stack_id || !(a->flags & VT_AF_CHARGED) ||
+		    unfinished(c, a, &c->f[i - c->p->alloc_begin]))
+			continue;
+		k = twin_of(&twins, a, 1);
+		k->n++;
+		k->by_cat[a->category]++;
+	}
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (!(a->flags & VT_AF_CHARGED) || !unfinished(c, a, f) || a->category == VT_CAT_POOL)
+			continue;
+		int cat = twins_category(twin_of(&twins, a, 0));
+		if (cat < 0 || cat == a->category || cat == VT_CAT_POOL)
+			continue;
+		set_cat(a, f, cat, 70,
+		        "made in the step the job stopped in: the category of its twins from earlier "
+		        "steps (same site, size and device)");
+	}
+	HASH_ITER(hh, twins, k, tmp) {
+		HASH_DEL(twins, k);
+		free(k);
 	}
 }
 
@@ -481,20 +602,12 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};
-	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
-		struct vt_alloc *a = &m->allocs[i];
-		a->category = VT_CAT_UNKNOWN;
-		a->confidence = 0;
-		a->reason = "not device memory";
-		if (a->device != VT_DEVICE_UNKNOWN)
-			devs[a->device] = 1;
-	}
-	step_indexes(&c);
-	classify_pools(&c);
+	gather(&c, devs);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		if (devs[d])
 			classify_device(&c, d, ll);
+	unfinished_step(&c);
 	free(ll);
 	free(c.f);
 }

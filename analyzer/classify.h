@@ -22,7 +22,12 @@
  *    or the flat bucket (the last ones of that size in a step when
  *    activations share it); activations: the other recurring ones;
  *  - pool: a region that copies land inside at several offsets (not one
- *    contiguous upload), or that holds half a device from start to end.
+ *    contiguous upload), or that holds half a device from start to end;
+ *  - the step the job stopped in (made in the last step, still live at the
+ *    end, e.g. a SIGKILL between a batch's allocation and its upload): its
+ *    evidence is cut short, so it takes the category that nine in ten of its
+ *    twins from earlier steps share, twins matched by (stack, size, device);
+ *    never without a stack.
  * Each decision records its reason (static text) and a confidence.
  */
 #ifndef VT_CLASSIFY_H

@@ -332,6 +332,17 @@ static int edge_cmp(const void *x, const void *y)
 	return a->delta - b->delta; /* frees first */
 }
 
+/* Births come in allocation order and deaths nearly always in time order:
+ * sort only when they are not (threads racing for the clock). */
+static void sort_if_needed(struct edge *e, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		if (edge_cmp(&e[i - 1], &e[i]) > 0) {
+			qsort(e, n, sizeof *e, edge_cmp);
+			return;
+		}
+}
+
 /* The prefetch buffers of one process on one device, from the scan. */
 static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_t proc, uint8_t dev,
                         struct vt_flags *out)
@@ -346,7 +357,8 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 	struct edge *e = malloc(2 * n * sizeof *e);
 	if (!e)
 		exit(3);
-	uint32_t k = 0;
+	struct edge *deaths = e + n;
+	uint32_t k = 0, nd = 0;
 	uint64_t copies = 0, batch = 0;
 	uint32_t stack = 0;
 	for (uint32_t x = 0; x < ds->n; x++) {
@@ -356,21 +368,25 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 			continue;
 		e[k++] = (struct edge){a->t_alloc, a->seq_alloc, +1, i};
 		if (a->t_free != VT_T_NEVER)
-			e[k++] = (struct edge){a->t_free, a->seq_free, -1, i};
+			deaths[nd++] = (struct edge){a->t_free, a->seq_free, -1, i};
 		copies += a->h2d_copies;
 		if (a->bytes > batch) {
 			batch = a->bytes;
 			stack = a->h2d_stack_id ? a->h2d_stack_id : a->stack_id;
 		}
 	}
-	qsort(e, k, sizeof *e, edge_cmp);
+	sort_if_needed(e, k);
+	sort_if_needed(deaths, nd);
 	int live = 0, best = 0;
 	uint64_t when = 0;
-	for (uint32_t i = 0; i < k; i++) {
-		live += e[i].delta;
+	for (uint32_t i = 0, j = 0; i < k || j < nd;) {
+		/* merge births and deaths in (t, seq, frees first) order */
+		const struct edge *x = j < nd && (i == k || edge_cmp(&deaths[j], &e[i]) < 0)
+		                           ? &deaths[j++] : &e[i++];
+		live += x->delta;
 		if (live > best) {
 			best = live;
-			when = e[i].t;
+			when = x->t;
 		}
 	}
 	free(e);

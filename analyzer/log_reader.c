@@ -133,6 +133,14 @@ static void snapshot_header(struct vt_log *log)
 
 /* ---- chunk index -------------------------------------------------------- */
 
+/* The common record, an event of exactly its size, is valid by construction
+ * (log_record_check.c's rule for it: a fixed part, no length field); the
+ * per-type check is for the rest. */
+static inline int plain_event(uint32_t type, uint32_t size)
+{
+	return size == sizeof(struct vt_event) && type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM;
+}
+
 /* Walk a chunk's records once: warn about damage, return where valid data
  * ends. A zero word ends the data (never written); a cut file ends it too. */
 static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
@@ -153,7 +161,8 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
 		}
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
-		const char *problem = vt_record_problem(log->map + pos, type, size);
+		const char *problem = plain_event(type, size) ? NULL
+		                      : vt_record_problem(log->map + pos, type, size);
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
@@ -363,8 +372,8 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 		while (*pos < c->data_end) {
 			const uint8_t *p = log->map + *pos;
 			uint32_t word = load_word(p);
-			uint32_t size = VT_HDR_SIZE(word);
-			if (vt_record_problem(p, VT_HDR_TYPE(word), size) == NULL)
+			uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
+			if (plain_event(type, size) || vt_record_problem(p, type, size) == NULL)
 				return p;
 			*pos += size; /* unknown or invalid (warned at open): skip */
 		}
@@ -408,12 +417,34 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_recor
 	return fn(&v, ctx);
 }
 
+/* Chunks [from, to) were delivered: drop their pages from this process
+ * (the mapping is a shared file mapping, so the data stays in the page
+ * cache and a later touch faults it back). A big trace then costs the
+ * analyzer the model's memory, not the file's size too. */
+static void release_chunks(const struct vt_log *log, uint32_t from, uint32_t to)
+{
+	static long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	for (uint32_t i = from; i < to; i++) {
+		uint64_t lo = (log->chunks[i].off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
+		uint64_t hi = log->chunks[i].data_end / (uint64_t)page * (uint64_t)page;
+		if (hi > lo)
+			madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
+	}
+}
+
 /* Deliver the stream's records up to and including its keyed record (or to
  * its end when it has none); advance past them. */
 static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn fn, void *ctx)
 {
 	const uint8_t *p;
+	uint32_t done = c->ci;
 	while ((p = stream_peek(log, &c->ci, c->cend, &c->pos)) != NULL) {
+		if (c->ci != done) { /* the cursor only moves forward */
+			release_chunks(log, done, c->ci);
+			done = c->ci;
+		}
 		int last = c->ci == c->kci && c->pos == c->kpos;
 		int rc = deliver(log, c->ci, c->pos, fn, ctx);
 		c->pos += VT_HDR_SIZE(load_word(p));
@@ -422,6 +453,25 @@ static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn
 		if (last)
 			break;
 	}
+	return 0;
+}
+
+/* Deliver the rest of the stream: the last one needs no keys. */
+static int drain_all(const struct vt_log *log, struct cursor *c, vt_record_fn fn, void *ctx)
+{
+	const uint8_t *p;
+	uint32_t done = c->ci;
+	while ((p = stream_peek(log, &c->ci, c->cend, &c->pos)) != NULL) {
+		if (c->ci != done) {
+			release_chunks(log, done, c->ci);
+			done = c->ci;
+		}
+		int rc = deliver(log, c->ci, c->pos, fn, ctx);
+		c->pos += VT_HDR_SIZE(load_word(p));
+		if (rc)
+			return rc;
+	}
+	release_chunks(log, done, c->cend);
 	return 0;
 }
 
@@ -462,6 +512,8 @@ static int merge_streams(const struct vt_log *log, struct cursor *cur, uint32_t 
 		sift_down(heap, n, cur, i);
 	while (n > 0) {
 		struct cursor *c = &cur[heap[0]];
+		if (n == 1) /* one stream left (a single-threaded job: always): no merge */
+			return drain_all(log, c, fn, ctx);
 		int rc = drain_to_key(log, c, fn, ctx);
 		if (rc)
 			return rc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_hash.h"
 #include <uthash.h>
 
 #include "model_internal.h"
@@ -136,6 +137,7 @@ void vt_model_free(struct vt_model *m)
 		m->sites_close(m->sites);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		free(m->devices[d].name);
+	free(m->replay_peaks);
 	free(m->allocs);
 	free(m->free_order);
 	free(m->ranges);
@@ -203,6 +205,32 @@ static uint64_t trace_t(const struct vt_proc *p, uint64_t t_ns)
 	return t_ns + p->clock_offset_ns;
 }
 
+/* Live bytes and peak per device as the replay goes: for a one-process
+ * trace this is the peak (the allocations and frees come in seq order, a
+ * free before the alloc that closed it), and vt_model_finish need not read
+ * every record again. */
+static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
+                          uint64_t seq)
+{
+	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
+		return;
+	if (!m->replay_peaks && !(m->replay_peaks = calloc(VT_MAX_DEVICES, sizeof *m->replay_peaks))) {
+		fprintf(stderr, "vramtrace: out of memory\n");
+		exit(3);
+	}
+	struct vt_replay_peak *r = &m->replay_peaks[a->device];
+	if (is_free) {
+		r->live -= a->bytes;
+		return;
+	}
+	r->live += a->bytes;
+	if (r->live > r->peak) {
+		r->peak = r->live;
+		r->t_ns = t;
+		r->seq = seq;
+	}
+}
+
 static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t,
                         uint64_t seq)
 {
@@ -211,7 +239,10 @@ static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uin
 		return;
 	/* A log whose time goes backwards must not end an allocation before it
 	 * began: every sweep over lifetimes would count it below zero. */
-	a->t_free = t < a->t_alloc ? a->t_alloc : t;
+	if (t < a->t_alloc)
+		t = a->t_alloc;
+	replay_charge(m, a, 1, t, seq);
+	a->t_free = t;
 	a->seq_free = seq;
 	GROW(m->free_order, m->cap_free_order, m->nfree_order);
 	m->free_order[m->nfree_order++] = idx;
@@ -247,9 +278,11 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	}
 	m->totals.alloc_calls++;
 	int handle = is_handle_kind(ev->kind);
+	int contained = 0; /* some interval contained the address */
 	if (!handle) {
 		/* an ALLOC over a live address: its FREE was lost; close it now */
 		const struct vt_ival *old = vt_ival_find(p->live, ev->addr);
+		contained = old != NULL;
 		if (old && !old->is_mapping) {
 			struct vt_ival gone;
 			vt_ival_erase(p->live, old->start, &gone);
@@ -294,11 +327,14 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			record_free(m, p, h->alloc, t, ev->seq); /* handle value reused */
 		}
 		h->alloc = idx;
+		replay_charge(m, &m->allocs[idx], 0, t, ev->seq); /* after the free it implies */
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
-	if (vt_ival_insert(p->live, &iv) != 0)
+	/* nothing contained the address: nothing starts there either */
+	if ((contained ? vt_ival_insert(p->live, &iv) : vt_ival_insert_new(p->live, &iv)) != 0)
 		exit(3);
+	replay_charge(m, a, 0, t, ev->seq);
 }
 
 /* A VMM handle's memory is gone once it is released and no longer mapped. */
@@ -328,11 +364,16 @@ static int free_handle(struct vt_model *m, struct vt_proc *p, const struct vt_ev
 static int free_address(struct vt_model *m, struct vt_proc *p, const struct vt_event *ev,
                         uint64_t t)
 {
-	const struct vt_ival *iv = vt_ival_exact(p->live, ev->addr);
-	if (!iv || iv->is_mapping)
-		return 0;
+	/* one descent: erase, and put a VMM mapping back (a FREE of a mapped
+	 * address frees nothing; rare) */
 	struct vt_ival gone;
-	vt_ival_erase(p->live, ev->addr, &gone);
+	if (!vt_ival_erase(p->live, ev->addr, &gone))
+		return 0;
+	if (gone.is_mapping) {
+		if (vt_ival_insert(p->live, &gone) != 0)
+			exit(3);
+		return 0;
+	}
 	record_free(m, p, gone.alloc, t, ev->seq);
 	return 1;
 }

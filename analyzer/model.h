@@ -224,6 +224,11 @@ struct vt_model {
 	struct vt_sites *sites;
 	void (*sites_close)(struct vt_sites *sites);
 	struct vt_site_name *site_names;
+	/* the peak per device as the replay went, valid for a one-process trace
+	 * (vt_model_finish merges processes by time otherwise); replay state */
+	struct vt_replay_peak {
+		uint64_t live, peak, t_ns, seq;
+	} *replay_peaks;                          /* [VT_MAX_DEVICES], NULL until used */
 	struct vt_site_funnel *site_funnels[2];  /* [0] allocation stacks, [1] copy stacks */
 	uint32_t site_funnel_stacks[2];         /* stacks they were counted over */
 	int site_funnels_ready;
@@ -244,6 +249,11 @@ void vt_model_finish(struct vt_model *m);
 /* Read a trace directory (analyzer/log_reader.h) into a new model, finished.
  * NULL and a one-line reason in err on failure. */
 struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen);
+/* Optional progress while vt_model_load_trace reads: bytes of the logs read
+ * so far and in all, called every few thousand records (a progress bar,
+ * term.h). fn NULL turns it off. Process-wide: set it before loading. */
+typedef void (*vt_load_progress_fn)(uint64_t done, uint64_t total, void *ctx);
+void vt_model_set_load_progress(vt_load_progress_fn fn, void *ctx);
 
 /* ---- queries -------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
 #ifndef VT_MODEL_INTERNAL_H
 #define VT_MODEL_INTERNAL_H
 
+#include "model_hash.h" /* every table below hashed the same way in every file */
 #include <uthash.h>
 
 #include "model.h"

@@ -96,6 +96,11 @@ static uint32_t merge(struct vt_ival_node *nd, uint32_t a, uint32_t b)
 int vt_ival_insert(struct vt_ival_map *m, const struct vt_ival *iv)
 {
 	vt_ival_erase(m, iv->start, NULL);
+	return vt_ival_insert_new(m, iv);
+}
+
+int vt_ival_insert_new(struct vt_ival_map *m, const struct vt_ival *iv)
+{
 	uint32_t n = new_node(m, iv);
 	if (!n)
 		return -1;

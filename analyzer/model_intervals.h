@@ -27,6 +27,9 @@ void vt_ival_init(struct vt_ival_map *m);
 void vt_ival_destroy(struct vt_ival_map *m);
 /* Insert (replaces an interval with the same start). Returns 0 or -1 (OOM). */
 int vt_ival_insert(struct vt_ival_map *m, const struct vt_ival *iv);
+/* Insert when no interval starts at iv->start (the caller knows): one
+ * descent less. */
+int vt_ival_insert_new(struct vt_ival_map *m, const struct vt_ival *iv);
 /* Remove the interval starting at start; copy it out if found. 1 found, 0 not. */
 int vt_ival_erase(struct vt_ival_map *m, uint64_t start, struct vt_ival *out);
 /* The interval with the greatest start <= addr that contains addr, or NULL. */

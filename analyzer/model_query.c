@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_hash.h"
 #include "model_internal.h"
 
 int vt_moment_cmp(const struct vt_moment *a, const struct vt_moment *b)
@@ -231,7 +232,28 @@ static int next_event(const struct vt_model *m, const struct vt_proc *p, const s
 	return 1;
 }
 
+static void sweep_many(struct vt_model *m);
+
 static void sweep_peaks(struct vt_model *m)
+{
+	if (m->nprocs == 1) { /* the replay kept the score */
+		for (int dv = 0; dv < VT_MAX_DEVICES && m->replay_peaks; dv++) {
+			const struct vt_replay_peak *r = &m->replay_peaks[dv];
+			struct vt_device *d = &m->devices[dv];
+			d->end_bytes = r->live;
+			if (r->peak > d->peak_bytes) {
+				d->peak_bytes = r->peak;
+				d->peak_t_ns = r->t_ns;
+				d->peak_proc = 0;
+				d->peak_seq = r->seq;
+			}
+		}
+		return;
+	}
+	sweep_many(m);
+}
+
+static void sweep_many(struct vt_model *m)
 {
 	uint64_t live[VT_MAX_DEVICES] = {0};
 	struct proc_cursor *cur = calloc(m->nprocs ? m->nprocs : 1, sizeof *cur);
@@ -296,17 +318,42 @@ uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t 
 
 /* Per process: which stacks allocated, and in how many of them each frame
  * appears (a frame counted once per stack). */
+/* A process's stack by id through a small direct-mapped cache: a job
+ * allocates through a handful of stacks over and over, and the hash lookup
+ * per allocation was most of this pass. Id 0 is "no stack". */
+#define STACK_CACHE 64
+struct stack_cache {
+	uint32_t proc;
+	struct vt_stack_entry *slot[STACK_CACHE];
+};
+
+static struct vt_stack_entry *cached_stack(struct vt_model *m, struct stack_cache *sc,
+                                           uint32_t proc, uint32_t id)
+{
+	if (!id)
+		return NULL;
+	if (proc != sc->proc) {
+		memset(sc->slot, 0, sizeof sc->slot);
+		sc->proc = proc;
+	}
+	struct vt_stack_entry *e = sc->slot[id % STACK_CACHE];
+	if (e && e->s.id == id)
+		return e;
+	HASH_FIND(hh, m->procs[proc].stacks, &id, sizeof id, e);
+	if (e)
+		sc->slot[id % STACK_CACHE] = e;
+	return e;
+}
+
 static void frame_fanin(struct vt_model *m)
 {
+	struct stack_cache sc = {.proc = UINT32_MAX};
 	for (uint32_t i = 0; i < m->nallocs; i++) {
-		struct vt_stack_entry *e;
-		struct vt_proc *p = &m->procs[m->allocs[i].proc];
-		uint32_t id = m->allocs[i].stack_id;
-		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
+		const struct vt_alloc *a = &m->allocs[i];
+		struct vt_stack_entry *e = cached_stack(m, &sc, a->proc, a->stack_id);
 		if (e)
 			e->s.alloc_uses++;
-		id = m->allocs[i].h2d_stack_id;
-		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
+		e = cached_stack(m, &sc, a->proc, a->h2d_stack_id);
 		if (e)
 			e->s.copy_uses++;
 	}

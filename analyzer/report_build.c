@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_hash.h"
 #include <uthash.h>
 
 #include "classify.h"

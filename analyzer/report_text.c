@@ -1,5 +1,8 @@
 /* `vramtrace report` as text: processes, devices, bytes by category with a
- * bar each, top sites, flags with advice. */
+ * bar each, top sites, flags with advice. Colour (term.h) only on a TTY and
+ * never with NO_COLOR: headings bold, each category's bar in its colour, a
+ * process that died and the flags in red/yellow; piped, the text is plain
+ * and byte-identical to what it was before colour. */
 #include "report.h"
 
 #include <inttypes.h>
@@ -9,6 +12,7 @@
 #include "flags.h"
 #include "report_site.h"
 #include "steps.h"
+#include "term.h"
 #include "units.h"
 
 #define BAR_WIDTH 40
@@ -28,30 +32,70 @@ static const char *shown(const char *s, char *buf, size_t n)
 	return buf;
 }
 
-static void bar(FILE *out, uint64_t part, uint64_t whole)
+/* The colour of each category's bar (enum vt_category order). */
+static const enum vt_color category_color[VT_CAT_COUNT] = {
+	[VT_CAT_DATASET] = VT_COLOR_RED,       [VT_CAT_PREFETCH] = VT_COLOR_YELLOW,
+	[VT_CAT_WEIGHTS] = VT_COLOR_BLUE,      [VT_CAT_OPTIMIZER] = VT_COLOR_BLUE,
+	[VT_CAT_GRADIENTS] = VT_COLOR_GREEN,   [VT_CAT_ACTIVATIONS] = VT_COLOR_GREEN,
+	[VT_CAT_POOL] = VT_COLOR_DIM,          [VT_CAT_UNKNOWN] = VT_COLOR_DIM,
+};
+
+/* A flag's kind: red for the upload that breaks jobs, yellow for the rest. */
+static enum vt_color flag_color(int kind)
+{
+	return kind == VT_FLAG_WHOLE_DATASET ? VT_COLOR_RED : VT_COLOR_YELLOW;
+}
+
+static const char *on(FILE *out, enum vt_color c)
+{
+	return vt_term_color(out, c);
+}
+
+static const char *off(FILE *out)
+{
+	return vt_term_color(out, VT_COLOR_RESET);
+}
+
+static void heading(FILE *out, const char *lead, const char *text)
+{
+	fprintf(out, "%s%s%s%s\n", lead, on(out, VT_COLOR_BOLD), text, off(out));
+}
+
+static void bar(FILE *out, uint64_t part, uint64_t whole, enum vt_color color)
 {
 	int n = whole ? (int)((part * BAR_WIDTH + whole / 2) / whole) : 0;
 	if (part && !n)
 		n = 1;
-	for (int i = 0; i < BAR_WIDTH; i++)
-		fputs(i < n ? "#" : ".", out);
+	if (n > 0) {
+		fputs(on(out, color), out);
+		for (int i = 0; i < n; i++)
+			fputc('#', out);
+		fputs(off(out), out);
+	}
+	if (n < BAR_WIDTH) {
+		fputs(on(out, VT_COLOR_DIM), out);
+		for (int i = n; i < BAR_WIDTH; i++)
+			fputc('.', out);
+		fputs(off(out), out);
+	}
 }
 
 static void processes(const struct vt_report *r, FILE *out)
 {
-	fprintf(out, "Processes\n");
+	heading(out, "", "Processes");
 	for (uint32_t i = 0; i < r->m->nprocs; i++) {
 		const struct vt_proc *p = &r->m->procs[i];
 		char status[64], exe[1024];
+		int died = 0;
 		if (p->clean_exit)
 			snprintf(status, sizeof status, "exited %d", p->exit_code);
 		else if (VT_STATE_OF(p->state_word) == VT_STATE_EXECED)
 			snprintf(status, sizeof status, "exec'd");
 		else
-			snprintf(status, sizeof status, "did NOT exit cleanly");
-		fprintf(out, "  pid %-7d %s  %s, %s allocator, %u steps (%s)%s%s\n", p->pid,
+			died = snprintf(status, sizeof status, "did NOT exit cleanly") > 0;
+		fprintf(out, "  pid %-7d %s  %s%s%s, %s allocator, %u steps (%s)%s%s\n", p->pid,
 		        shown(p->exe, exe, sizeof exe),
-		        status, p->pool_mode ? "pool" : "per-tensor", p->nsteps,
+		        died ? on(out, VT_COLOR_RED) : "", status, died ? off(out) : "", p->pool_mode ? "pool" : "per-tensor", p->nsteps,
 		        vt_step_source_name(p->step_source),
 		        vt_framework_of(p) ? ", " : "", vt_framework_of(p) ? vt_framework_name(vt_framework_of(p)) : "");
 		if (p->header_flags & VT_FLAG_TRUNCATED)
@@ -62,7 +106,7 @@ static void processes(const struct vt_report *r, FILE *out)
 
 static void devices(const struct vt_report *r, FILE *out)
 {
-	fprintf(out, "\nDevices\n");
+	heading(out, "\n", "Devices");
 	for (int d = 0; d < VT_MAX_DEVICES; d++) {
 		const struct vt_device *dv = &r->m->devices[d];
 		if (!vt_model_device_used(r->m, d))
@@ -89,7 +133,7 @@ static void category_table(FILE *out, const uint64_t *cats)
 		char b[32];
 		vt_format_bytes(cats[c], b, sizeof b);
 		fprintf(out, "  %-12s %10s  ", vt_category_name(c), b);
-		bar(out, cats[c], total);
+		bar(out, cats[c], total, category_color[c]);
 		fprintf(out, " %5.1f%%\n", total ? 100.0 * (double)cats[c] / (double)total : 0.0);
 	}
 }
@@ -97,26 +141,30 @@ static void category_table(FILE *out, const uint64_t *cats)
 static void categories(const struct vt_report *r, FILE *out)
 {
 	if (!strcmp(r->at_label, "peak")) {
-		fprintf(out, "\nBytes by category at peak (each device at its peak)\n");
+		heading(out, "\n", "Bytes by category at peak (each device at its peak)");
 		category_table(out, r->cats_at_peak);
 		return;
 	}
 	char when[32];
 	vt_format_seconds(r->at.t_ns == VT_T_NEVER ? 0 : r->at.t_ns, when, sizeof when);
-	fprintf(out, "\nBytes by category at %s (t = %s, all devices)\n",
-	        !strncmp(r->at_label, "t=", 2) ? "that moment" : r->at_label, when);
+	char title[sizeof r->at_label + 96];
+	snprintf(title, sizeof title, "Bytes by category at %s (t = %s, all devices)",
+	         !strncmp(r->at_label, "t=", 2) ? "that moment" : r->at_label, when);
+	heading(out, "\n", title);
 	category_table(out, r->at_cats);
 }
 
 static void sites(const struct vt_report *r, FILE *out)
 {
-	fprintf(out, "\nTop sites at peak\n  %10s %8s  %-12s %s\n", "bytes", "allocs", "category", "site");
+	heading(out, "\n", "Top sites at peak");
+	fprintf(out, "  %10s %8s  %-12s %s\n", "bytes", "allocs", "category", "site");
 	for (uint32_t i = 0; i < r->nsites && i < (uint32_t)r->opt.top; i++) {
 		const struct vt_site_stat *s = &r->sites[i];
 		char b[32], name[4096];
 		vt_format_bytes(s->bytes_at_peak, b, sizeof b);
-		fprintf(out, "  %10s %8" PRIu64 "  %-12s %s\n", b, s->allocs,
-		        vt_category_name(s->category), shown(s->name, name, sizeof name));
+		fprintf(out, "  %10s %8" PRIu64 "  %s%-12s%s %s\n", b, s->allocs,
+		        on(out, category_color[s->category < VT_CAT_COUNT ? s->category : VT_CAT_UNKNOWN]),
+		        vt_category_name(s->category), off(out), shown(s->name, name, sizeof name));
 	}
 }
 
@@ -141,7 +189,7 @@ static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *
 	vt_format_bytes(sum, all, sizeof all);
 	vt_format_seconds(f->t_ns, when, sizeof when);
 	const char *copies = f->copies == 1 ? "copy" : "copies";
-	fprintf(out, "  [%s] ", vt_flag_kind_name(f->kind));
+	fprintf(out, "  %s[%s]%s ", on(out, flag_color(f->kind)), vt_flag_kind_name(f->kind), off(out));
 	switch (f->kind) {
 	case VT_FLAG_WHOLE_DATASET:
 		fprintf(out, "%s dataset%s uploaded to ", b, f->ndev > 1 ? " (each)" : "");
@@ -174,7 +222,7 @@ static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *
 
 static void flags(const struct vt_report *r, FILE *out)
 {
-	fprintf(out, "\nFlags\n");
+	heading(out, "\n", "Flags");
 	if (!r->flags.n)
 		fprintf(out, "  none\n");
 	for (uint32_t i = 0; i < r->flags.n; i++)
@@ -186,7 +234,8 @@ int vt_report_write_text(const struct vt_report *r, FILE *out)
 	const struct vt_totals *t = &r->m->totals;
 	char h2d[32];
 	vt_format_bytes(t->htod_bytes, h2d, sizeof h2d);
-	fprintf(out, "vramtrace report: %s\n", r->opt.title ? r->opt.title : "");
+	fprintf(out, "%svramtrace report:%s %s\n", on(out, VT_COLOR_BOLD), off(out),
+	        r->opt.title ? r->opt.title : "");
 	fprintf(out, "  %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
 	             " host-to-device copies (%s), %" PRIu64 " failed allocations\n\n",
 	        t->alloc_calls, t->free_calls, t->htod_calls, h2d, t->failed_allocs);

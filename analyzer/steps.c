@@ -214,11 +214,29 @@ static int one_more_step(const uint64_t *allocs_at_end, uint32_t k, uint64_t tot
 	return (total - allocs_at_end[k - 1]) * 2 >= median;
 }
 
+/* When the first allocation on dev that is freed by `end` (the first step's
+ * end) was made: the first step's first transient tensor, or a setup
+ * temporary before it. What comes before it outlives the first step: the
+ * job's setup (weights made before any step). */
+static uint64_t first_transient(const struct vt_model *m, const struct vt_proc *p, int dev,
+                                uint64_t end)
+{
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->t_alloc > end)
+			break;
+		if (a->device == dev && (a->flags & VT_AF_CHARGED) && a->t_free <= end)
+			return a->t_alloc;
+	}
+	return VT_T_NEVER;
+}
+
 static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 {
 	uint32_t n;
 	uint64_t total;
-	struct valley *v = find_valleys(m, p, busiest_device(m, p), &n, &total);
+	int dev = busiest_device(m, p);
+	struct valley *v = find_valleys(m, p, dev, &n, &total);
 	uint64_t level;
 	if (!v || n < 3 || !step_level(v, n, &level)) {
 		free(v);
@@ -252,7 +270,10 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 		return 0;
 	}
 	/* step i starts where step i-1 ended; the first starts one period
-	 * earlier; a step may run after the last valley */
+	 * earlier, but not before its first transient tensor: a first step
+	 * shorter than the period (a slow setup upload, a sleep between steps)
+	 * would otherwise take in the setup, and the weights made before it
+	 * would look made during training; a step may run after the last valley */
 	uint64_t period = median_gap(ends, k);
 	uint32_t nsteps = k + (uint32_t)one_more_step(allocs, k, total);
 	free(allocs);
@@ -264,6 +285,12 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 	p->step_t[0] = ends[0] > period ? ends[0] - period : 0;
 	for (uint32_t i = 1; i < nsteps; i++)
 		p->step_t[i] = ends[i - 1];
+	/* the job's period from its measured steps, before the first step's
+	 * start is bounded below */
+	p->step_period_ns = median_gap(p->step_t, nsteps);
+	uint64_t transient = first_transient(m, p, dev, ends[0]);
+	if (transient != VT_T_NEVER && transient > p->step_t[0])
+		p->step_t[0] = transient;
 	p->nsteps = nsteps;
 	p->step_source = VT_STEPS_PERIOD;
 	free(ends);
@@ -278,8 +305,10 @@ void vt_steps_find(struct vt_model *m)
 		p->step_t = NULL;
 		p->nsteps = 0;
 		p->step_source = VT_STEPS_NONE;
+		p->step_period_ns = 0;
 		if (!steps_from_markers(p))
 			steps_from_period(m, p);
-		p->step_period_ns = median_gap(p->step_t, p->nsteps);
+		if (p->step_source != VT_STEPS_PERIOD)
+			p->step_period_ns = median_gap(p->step_t, p->nsteps);
 	}
 }

@@ -262,7 +262,7 @@ static void build_cu_ranges(struct mod_cache *mc)
 			mc->cu_ranges[n++] = (struct cu_range){lo + bias, hi + bias, bias, *cu};
 		}
 	}
-	if (n > 1) /* none at all: cu_ranges is NULL, which qsort must not get */
+	if (n) /* qsort(NULL, 0) is undefined (UBSan, on Python traces' modules) */
 		qsort(mc->cu_ranges, n, sizeof *mc->cu_ranges, cmp_range);
 	mc->ncu_ranges = n;
 }

@@ -12,6 +12,7 @@ struct builder {
 	struct vt_model *m;
 	uint32_t proc;
 	uint64_t seq;
+	uint32_t stack; /* stack id the next events carry (0: none) */
 };
 
 static inline void b_begin(struct builder *b, struct vt_model *m, int pid, uint64_t clock_base,
@@ -28,6 +29,7 @@ static inline void b_begin(struct builder *b, struct vt_model *m, int pid, uint6
 	b->m = m;
 	b->proc = vt_model_begin_process(m, &h, trace_start);
 	b->seq = 0;
+	b->stack = 0;
 }
 
 static inline void b_event(struct builder *b, uint32_t type, uint64_t t, uint64_t addr,
@@ -36,6 +38,7 @@ static inline void b_event(struct builder *b, uint32_t type, uint64_t t, uint64_
 	struct vt_event ev;
 	memset(&ev, 0, sizeof ev);
 	ev.hdr = VT_HDR(type, sizeof ev);
+	ev.stack_id = b->stack;
 	ev.seq = ++b->seq;
 	ev.t_ns = t;
 	ev.addr = addr;
