@@ -13,6 +13,7 @@
 #include "diff.h"
 #include "json_out.h"
 #include "units.h"
+#include "term.h"
 
 #define DIFF_USAGE "usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]\n"
 #define DIFF_TOP 10
@@ -87,9 +88,10 @@ static void text_row(FILE *out, const char *label, uint64_t b, uint64_t n)
 static void text_flags(FILE *out, const char *label, const struct vt_diff_flag *v, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		char b[32];
+		char b[32], site[1024];
 		vt_format_bytes(vt_flag_bytes_max(v[i].f), b, sizeof b);
-		fprintf(out, "  %-5s %s at %s: %s\n", label, vt_flag_kind_name(v[i].f->kind), v[i].site, b);
+		fprintf(out, "  %-5s %s at %s: %s\n", label, vt_flag_kind_name(v[i].f->kind),
+		        vt_term_safe(v[i].site, site, sizeof site), b);
 	}
 }
 
@@ -114,9 +116,12 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 	fprintf(out, "\nFlags\n");
 	text_flags(out, "new", d->flags_new, d->nflags_new);
 	text_flags(out, "gone", d->flags_gone, d->nflags_gone);
-	for (uint32_t i = 0; i < d->nflags_moved; i++)
+	for (uint32_t i = 0; i < d->nflags_moved; i++) {
+		char now[1024], was[1024];
 		fprintf(out, "  same  %s, now at %s (was %s)\n", vt_flag_kind_name(d->flags_moved[i].f->kind),
-		        d->flags_moved[i].site, d->flags_moved[i].base_site);
+		        vt_term_safe(d->flags_moved[i].site, now, sizeof now),
+		        vt_term_safe(d->flags_moved[i].base_site, was, sizeof was));
+	}
 	if (!d->nflags_new && !d->nflags_gone)
 		fprintf(out, "  no flag appeared or vanished\n");
 	fprintf(out, "\nBiggest movers (bytes live at peak, by site)\n");
@@ -125,13 +130,14 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 		const struct vt_diff_site *s = &d->sites[i];
 		if (s->base == s->new_)
 			break; /* sorted by |delta|: the rest did not move */
-		char bs[32], ns[32], ds[40];
+		char bs[32], ns[32], ds[40], name[1024], base_name[1024];
 		vt_format_bytes(s->base, bs, sizeof bs);
 		vt_format_bytes(s->new_, ns, sizeof ns);
 		signed_bytes((int64_t)(s->new_ - s->base), ds, sizeof ds);
 		fprintf(out, "  %11s  %10s -> %10s  %-11s  %s%s%s%s\n", ds, bs, ns,
-		        vt_category_name(s->category), s->name, s->base_name[0] ? " (was " : "",
-		        s->base_name, s->base_name[0] ? ")" : "");
+		        vt_category_name(s->category), vt_term_safe(s->name, name, sizeof name),
+		        s->base_name[0] ? " (was " : "", vt_term_safe(s->base_name, base_name, sizeof base_name),
+		        s->base_name[0] ? ")" : "");
 		shown++;
 	}
 	if (!shown)

@@ -12,13 +12,16 @@
 #include "record_text.h"
 #include "report_site.h"
 #include "units.h"
+#include "term.h"
 
 /* ---- text ------------------------------------------------------------------- */
 
+/* The exe's file name, safe to print (term.h). One call per printf. */
 static const char *exe_base(const struct vt_proc *p)
 {
+	static char buf[512];
 	const char *b = strrchr(p->exe, '/');
-	return b ? b + 1 : p->exe;
+	return vt_term_safe(b ? b + 1 : p->exe, buf, sizeof buf);
 }
 
 static void text_device(char *buf, size_t len, int dev)

@@ -26,6 +26,13 @@ struct pf_writer {
 /* A JSON string: printable ASCII without '"' or '\\' (nearly every name
  * and site) is written as is, the rest through the JSON writer's escaping;
  * a million events spend most of their time here. */
+/* A name from record_text.h, or "unknown" for a value it does not know (a
+ * newer writer or a damaged log): NULL must never reach a printer. */
+static const char *known(const char *name)
+{
+	return name ? name : "unknown";
+}
+
 static void put_string(FILE *out, const char *s)
 {
 	size_t n = 0;
@@ -166,7 +173,7 @@ static void alloc_slice(const struct vt_export *x, struct pf_writer *j, uint32_t
 		char addr[24];
 		snprintf(addr, sizeof addr, "0x%" PRIx64, a->addr);
 		kv_string(j, "address", addr);
-		kv_string(j, "api", vt_api_name(a->api));
+		kv_string(j, "api", known(vt_api_name(a->api)));
 		kv_u64(j, "confidence", a->confidence);
 		if (a->reason)
 			kv_string(j, "reason", a->reason);
@@ -233,7 +240,7 @@ static void write_failed(const struct vt_export *x, struct pf_writer *j)
 		const struct vt_failed_alloc *f = &x->m->failed[i];
 		char name[96], b[32], site[256];
 		vt_format_bytes(f->bytes, b, sizeof b);
-		snprintf(name, sizeof name, "%s %s failed (CUresult %d)", vt_api_name(f->api), b,
+		snprintf(name, sizeof name, "%s %s failed (CUresult %d)", known(vt_api_name(f->api)), b,
 		         f->result);
 		instant(j, name, "g", f->t_ns, (uint64_t)x->m->procs[f->proc].pid, 0);
 		args_begin(j);
@@ -280,7 +287,7 @@ static void write_marks(const struct vt_export *x, struct pf_writer *j)
 			const struct vt_mark *mk = &pr->marks[i];
 			instant(j, mk->text ? mk->text : "mark", "p", mk->t_ns, (uint64_t)pr->pid, 0);
 			args_begin(j);
-			kv_string(j, "kind", vt_mark_kind_name(mk->kind));
+			kv_string(j, "kind", known(vt_mark_kind_name(mk->kind)));
 			object_end(j);
 			object_end(j);
 		}
@@ -301,11 +308,11 @@ static void copy_event(struct copy_ctx *c, const struct vt_record_view *rec)
 	const struct vt_proc *pr = &c->x->m->procs[c->proc];
 	char name[64], b[32], site[256], addr[24];
 	vt_format_bytes(ev->bytes, b, sizeof b);
-	snprintf(name, sizeof name, "%s %s", vt_copy_dir_name(ev->kind), b);
+	snprintf(name, sizeof name, "%s %s", known(vt_copy_dir_name(ev->kind)), b);
 	instant(c->j, name, "t", ev->t_ns + pr->clock_offset_ns, (uint64_t)pr->pid, rec->tid);
 	kv_string(c->j, "cat", "copy");
 	args_begin(c->j);
-	kv_string(c->j, "direction", vt_copy_dir_name(ev->kind));
+	kv_string(c->j, "direction", known(vt_copy_dir_name(ev->kind)));
 	kv_u64(c->j, "bytes", ev->bytes);
 	if (ev->device != VT_DEVICE_UNKNOWN)
 		kv_u64(c->j, "device", ev->device);
@@ -313,7 +320,7 @@ static void copy_event(struct copy_ctx *c, const struct vt_record_view *rec)
 	kv_string(c->j, "dst", addr);
 	snprintf(addr, sizeof addr, "0x%" PRIx64, ev->aux);
 	kv_string(c->j, "src", addr);
-	kv_string(c->j, "api", vt_api_name(ev->api));
+	kv_string(c->j, "api", known(vt_api_name(ev->api)));
 	vt_report_site(c->x->m, c->proc, ev->stack_id, site, sizeof site);
 	kv_string(c->j, "site", site);
 	object_end(c->j);

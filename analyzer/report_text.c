@@ -17,21 +17,6 @@
 
 #define BAR_WIDTH 40
 
-/* Text that comes from the trace (the job's exe, names from its symbol files
- * or sidecar) is shown, never obeyed: ASCII and C1 control characters become
- * '?', so a hostile trace cannot send escape sequences to the terminal. */
-static const char *shown(const char *s, char *buf, size_t n)
-{
-	size_t i = 0;
-	for (const unsigned char *p = (const unsigned char *)s; p && *p && i + 1 < n; p++) {
-		int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f; /* U+0080..U+009F */
-		buf[i++] = *p < 0x20 || *p == 0x7f || c1 ? '?' : (char)*p;
-		p += c1;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
 /* The colour of each category's bar (enum vt_category order). */
 static const enum vt_color category_color[VT_CAT_COUNT] = {
 	[VT_CAT_DATASET] = VT_COLOR_RED,       [VT_CAT_PREFETCH] = VT_COLOR_YELLOW,
@@ -94,7 +79,7 @@ static void processes(const struct vt_report *r, FILE *out)
 		else
 			died = snprintf(status, sizeof status, "did NOT exit cleanly") > 0;
 		fprintf(out, "  pid %-7d %s  %s%s%s, %s allocator, %u steps (%s)%s%s\n", p->pid,
-		        shown(p->exe, exe, sizeof exe),
+		        vt_term_safe(p->exe, exe, sizeof exe),
 		        died ? on(out, VT_COLOR_RED) : "", status, died ? off(out) : "", p->pool_mode ? "pool" : "per-tensor", p->nsteps,
 		        vt_step_source_name(p->step_source),
 		        vt_framework_of(p) ? ", " : "", vt_framework_of(p) ? vt_framework_name(vt_framework_of(p)) : "");
@@ -164,7 +149,7 @@ static void sites(const struct vt_report *r, FILE *out)
 		vt_format_bytes(s->bytes_at_peak, b, sizeof b);
 		fprintf(out, "  %10s %8" PRIu64 "  %s%-12s%s %s\n", b, s->allocs,
 		        on(out, category_color[s->category < VT_CAT_COUNT ? s->category : VT_CAT_UNKNOWN]),
-		        vt_category_name(s->category), off(out), shown(s->name, name, sizeof name));
+		        vt_category_name(s->category), off(out), vt_term_safe(s->name, name, sizeof name));
 	}
 }
 
@@ -184,7 +169,7 @@ static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *
 	for (uint32_t d = 0; d < f->ndev; d++)
 		sum += f->bytes[d];
 	vt_report_site(r->m, f->proc, f->stack_id, raw, sizeof raw);
-	shown(raw, site, sizeof site);
+	vt_term_safe(raw, site, sizeof site);
 	vt_format_bytes(vt_flag_bytes_max(f), b, sizeof b);
 	vt_format_bytes(sum, all, sizeof all);
 	vt_format_seconds(f->t_ns, when, sizeof when);

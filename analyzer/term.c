@@ -81,3 +81,16 @@ void vt_progress_hook(uint64_t done, uint64_t total, void *ctx)
 {
 	vt_progress_update(ctx, done, total);
 }
+
+const char *vt_term_safe(const char *s, char *buf, size_t n)
+{
+	size_t i = 0;
+	for (const unsigned char *p = (const unsigned char *)s; p && *p && i + 1 < n; p++) {
+		int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f; /* U+0080..U+009F */
+		buf[i++] = *p < 0x20 || *p == 0x7f || c1 ? '?' : (char)*p;
+		p += c1;
+	}
+	if (n)
+		buf[i] = '\0';
+	return buf;
+}

@@ -12,6 +12,7 @@
 #ifndef VT_TERM_H
 #define VT_TERM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -25,6 +26,11 @@ enum vt_color {
 	VT_COLOR_BLUE,
 	VT_COLOR_COUNT
 };
+
+/* Text that comes from a trace (an exe path, a symbol name, a sidecar's
+ * names), made safe to print: ASCII and C1 control characters become '?', so
+ * a hostile trace cannot send escape sequences to the terminal. Returns buf. */
+const char *vt_term_safe(const char *s, char *buf, size_t n);
 
 /* 1 if colour escapes may be written to f. */
 int vt_term_use_color(FILE *f);

@@ -100,6 +100,42 @@ while IFS=$'\t' read -r case cmd want_rc want_lines want_records patterns; do
 	done
 done <"$expected"
 
+# Every other command on every case: an exit code of 0, 1 or 2, every
+# message line a vramtrace line, no raw escape byte in what it prints, valid
+# JSON where it writes JSON. (Messages are pinned above for dump and report.)
+smoke() { # NAME OUTFILE CMD...
+	local name=$1 outfile=$2 rc
+	shift 2
+	(
+		[[ -z $san ]] && ulimit -d $((512 * 1024))
+		exec timeout -s KILL 20 "$@"
+	) >"$work/out" 2>"$work/err"
+	rc=$?
+	runs=$((runs + 1))
+	local where="$case $name"
+	if ((rc > 2)); then echo "FAIL [$where]: exit $rc"; sed 's/^/    stderr: /' "$work/err" | head -5; failures=$((failures + 1)); return; fi
+	if grep -qE 'runtime error|AddressSanitizer|LeakSanitizer' "$work/err" || grep -vq '^vramtrace' "$work/err"; then
+		echo "FAIL [$where]: unexpected message"; head -5 "$work/err"; failures=$((failures + 1)); return
+	fi
+	# terminal text must carry no escape byte (exported files are data)
+	if [[ -z $outfile ]] && grep -q $'\x1b' "$work/out"; then echo "FAIL [$where]: raw escape byte"; failures=$((failures + 1)); fi
+	if [[ $name == *json* || $name == *perfetto* ]] && ((rc == 0 && have_py)); then
+		python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "${outfile:-$work/out}" 2>/dev/null ||
+			{ echo "FAIL [$where]: invalid JSON"; failures=$((failures + 1)); }
+	fi
+	rm -f "$work/x.out"
+}
+for case in $("$gen" --list); do
+	d=$work/cases/$case
+	smoke oom "" "$vt" oom "$d"
+	smoke oom_json "" "$vt" oom "$d" --json
+	smoke diff "" "$vt" diff "$work/cases/good" "$d"
+	smoke diff_json "" "$vt" diff "$d" "$work/cases/every_kind" --json
+	for fmt in csv folded perfetto html; do
+		smoke "export_$fmt" "$work/x.out" "$vt" export "$d" --format "$fmt" -o "$work/x.out"
+	done
+done
+
 for case in $("$gen" --list); do
 	if [[ -z ${covered[$case]:-} ]]; then
 		echo "FAIL: case '$case' has no row in expected.tsv"
