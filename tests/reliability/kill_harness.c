@@ -53,7 +53,7 @@ struct outcome {
 	int killed;            /* the job died of our SIGKILL */
 	int no_log;            /* no readable log (killed before it existed) */
 	uint64_t acked, found; /* events */
-	uint64_t elapsed_ns;   /* job start .. EOF */
+	uint64_t elapsed_ns;   /* job start .. its last ack */
 	uint64_t dropped;      /* acked but not in a truncated log (counted there) */
 };
 
@@ -103,7 +103,7 @@ static void exec_job(const struct cfg *c, const char *dir, int wfd)
 static int watch(int rfd, int64_t delay_ns, uint64_t acked[], pid_t *job, int *sent_kill,
                  uint64_t *elapsed)
 {
-	uint64_t start = 0, began = now_ns(), msg;
+	uint64_t start = 0, began = now_ns(), last_ack = 0, msg;
 	for (;;) {
 		int timeout = -1;
 		if (start && *job && delay_ns >= 0 && !*sent_kill) {
@@ -137,11 +137,14 @@ static int watch(int rfd, int64_t delay_ns, uint64_t acked[], pid_t *job, int *s
 			start = now_ns();
 		} else if (VT_ACK_THREAD(msg) < MAX_THREADS) {
 			uint64_t k = VT_ACK_COUNT(msg);
+			last_ack = now_ns();
 			if (k > acked[VT_ACK_THREAD(msg)])
 				acked[VT_ACK_THREAD(msg)] = k;
 		}
 	}
-	*elapsed = start ? now_ns() - start : 0;
+	/* the job's own run time: to its last ack (a launcher writing the
+	 * sidecar afterwards still holds the pipe) */
+	*elapsed = start && last_ack > start ? last_ack - start : 0;
 	return 0;
 }
 
