@@ -4,7 +4,11 @@
  * never calls CUDA and never creates the log (a process that never touches
  * the driver leaves no file). The log is created by the first record
  * (vt_shim_log_ready). At exit an on_exit handler, which receives the real
- * exit status even on a return from main, finishes the log. */
+ * exit status even on a return from main, finishes the log. It is registered
+ * when the log is created, not in the constructor: exit handlers run last-in
+ * first-out, and a preloaded library's constructor runs before libc registers
+ * the loader's _dl_fini, which would then run our destructor (status unknown)
+ * before an on_exit handler registered that early. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -70,38 +74,6 @@ int vt_is_own_address(const void *p)
 	return p && dladdr(p, &info) && info.dli_fbase == base;
 }
 
-/* ---- the log, created on first use -------------------------------------- */
-
-enum { LOG_NONE, LOG_OPENING, LOG_READY };
-static atomic_int log_state;
-
-int vt_shim_log_ready(void)
-{
-	if (vt_shim_disabled())
-		return 0;
-	int s = atomic_load_explicit(&log_state, memory_order_acquire);
-	if (s == LOG_READY)
-		return 1;
-	int expected = LOG_NONE;
-	if (atomic_compare_exchange_strong(&log_state, &expected, LOG_OPENING)) {
-		struct vt_log_config cfg;
-		memset(&cfg, 0, sizeof cfg);
-		vt_log_config_from_env(&cfg);
-		vt_log_init(&cfg); /* on failure the writer warns once, drops */
-		atomic_store_explicit(&log_state, LOG_READY, memory_order_release);
-		return 1;
-	}
-	/* Another thread is creating the file: wait a bounded time (it may be
-	 * blocked on the loader lock we hold, from inside a dlopen). */
-	for (int i = 0; i < 20000; i++) {
-		if (atomic_load_explicit(&log_state, memory_order_acquire) == LOG_READY)
-			return 1;
-		struct timespec ts = {0, 100000};
-		nanosleep(&ts, NULL);
-	}
-	return 0;
-}
-
 /* ---- lifetime ----------------------------------------------------------- */
 
 static atomic_int finished;
@@ -120,6 +92,39 @@ static void on_exit_handler(int status, void *arg)
 	finish(status);
 }
 
+/* ---- the log, created on first use -------------------------------------- */
+
+enum { LOG_NONE, LOG_OPENING, LOG_READY };
+static atomic_int log_state;
+
+int vt_shim_log_ready(void)
+{
+	if (vt_shim_disabled())
+		return 0;
+	int s = atomic_load_explicit(&log_state, memory_order_acquire);
+	if (s == LOG_READY)
+		return 1;
+	int expected = LOG_NONE;
+	if (atomic_compare_exchange_strong(&log_state, &expected, LOG_OPENING)) {
+		struct vt_log_config cfg;
+		memset(&cfg, 0, sizeof cfg);
+		vt_log_config_from_env(&cfg);
+		vt_log_init(&cfg); /* on failure the writer warns once, drops */
+		on_exit(on_exit_handler, NULL);
+		atomic_store_explicit(&log_state, LOG_READY, memory_order_release);
+		return 1;
+	}
+	/* Another thread is creating the file: wait a bounded time (it may be
+	 * blocked on the loader lock we hold, from inside a dlopen). */
+	for (int i = 0; i < 20000; i++) {
+		if (atomic_load_explicit(&log_state, memory_order_acquire) == LOG_READY)
+			return 1;
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
 static void after_fork_child(void)
 {
 	/* The child writes its own log (the writer notices the new pid), so
@@ -134,8 +139,6 @@ __attribute__((constructor)) static void vt_shim_constructor(void)
 	vt_real_dlsym();
 	if (disabled)
 		return;
-	/* Registered first, so it runs after the job's own atexit handlers. */
-	on_exit(on_exit_handler, NULL);
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
 

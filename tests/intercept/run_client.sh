@@ -34,3 +34,11 @@ grep -q "vramtrace: trace in $dir.trace" "$dir/traced.err" || { echo "FAIL: no s
 [[ -f $dir.trace/run.json ]] || { echo "FAIL: no run.json" >&2; exit 1; }
 grep -q "\"exit_code\": $plain_rc" "$dir.trace/run.json" || { echo "FAIL: run.json exit code" >&2; exit 1; }
 "$verify" "$dir.trace" "$dir/truth" "${verify_args[@]}"
+# The log itself must carry the job's exit status too (the analyzer reads it
+# from there when run.json is absent, e.g. a job preloaded by hand).
+header=$("$vramtrace" dump "$dir.trace" | grep '^log ') # whole output: no SIGPIPE under pipefail
+if ! grep -q "state=exited exit_code=$plain_rc " <<<"$header"; then
+	echo "FAIL: the log's state word does not say exited with code $plain_rc" >&2
+	echo "$header" >&2
+	exit 1
+fi

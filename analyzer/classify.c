@@ -1,0 +1,509 @@
+/* Classification of allocations (see classify.h). */
+#include "classify.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "steps.h"
+
+/* Per-allocation facts the rules read, computed once. */
+struct facts {
+	struct key_count *key;  /* its (size, device) recurrence counter */
+	int32_t born, died;     /* step of the allocation and of its free */
+	uint8_t recurring, host_filled, decided, twin_size;
+};
+
+/* Allocations of one size on one device: the call site is not part of the
+ * key, because frameworks allocate everything through the same allocator
+ * frames while the same tensor role recurs with the same size. */
+struct key_count {
+	struct {
+		uint64_t bytes;
+		uint32_t device;
+		uint32_t pad;
+	} key;
+	uint32_t count, steps_seen, freed;
+	int last_step;
+	UT_hash_handle hh;
+};
+
+#define PER_STEP_HIST 8
+
+struct size_count {
+	uint64_t bytes;
+	uint32_t recurring, steps_seen, long_lived, weights;
+	int last_step;
+	uint32_t in_step;       /* recurring allocations of this size in last_step */
+	struct {
+		uint32_t count, steps;
+	} hist[PER_STEP_HIST];  /* how many steps made `count` of them */
+	uint8_t gradient_size;   /* recurring allocations of this size are gradients */
+	uint32_t ll_before, ll_during; /* long-lived ones made before / during training */
+	uint32_t grads_per_step; /* of the recurring ones each step, the last this many
+	                            are gradients (the rest: activations of that size) */
+	int cur_step;            /* recurring_ones: the step being walked */
+	uint32_t idx_in_step;
+	UT_hash_handle hh;
+};
+
+struct ctx {
+	struct vt_model *m;
+	struct vt_proc *p;
+	uint32_t proc;
+	struct facts *f;        /* indexed by alloc - p->alloc_begin */
+	uint64_t span_ns;       /* first to last event of the process */
+};
+
+static void set_cat(struct vt_alloc *a, struct facts *f, int cat, int confidence, const char *why)
+{
+	a->category = (uint8_t)cat;
+	a->confidence = (uint8_t)confidence;
+	a->reason = why;
+	f->decided = 1;
+}
+
+static uint64_t lifetime(const struct vt_model *m, const struct vt_alloc *a)
+{
+	uint64_t end = a->t_free == VT_T_NEVER ? m->end_t_ns : a->t_free;
+	return end > a->t_alloc ? end - a->t_alloc : 0;
+}
+
+/* ---- pools -------------------------------------------------------------- */
+
+/* Copies that tile the allocation from offset 0, once each: a large tensor
+ * uploaded in chunks, not an allocator region. */
+static int one_contiguous_upload(const struct vt_copy_range *r, uint32_t n, uint64_t bytes)
+{
+	uint64_t next = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (r[i].copies != 1 || r[i].offset != next)
+			return 0;
+		next = r[i].offset + r[i].bytes;
+	}
+	return next * 10 >= bytes * 9;
+}
+
+static int looks_like_pool(const struct ctx *c, uint32_t idx)
+{
+	const struct vt_alloc *a = &c->m->allocs[idx];
+	uint32_t n = 0;
+	const struct vt_copy_range *r =
+		a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, idx, &n) : NULL;
+	if (n >= 2 && !one_contiguous_upload(r, n, a->bytes))
+		return 1;
+	uint64_t total = vt_model_device_total(c->m, a->device);
+	/* a preallocated arena (XLA's 75 %): half a device, held start to end */
+	return total && a->bytes * 2 >= total && lifetime(c->m, a) * 10 >= c->span_ns * 9 &&
+	       a->h2d_bytes < a->bytes / 2;
+}
+
+static void classify_pools(struct ctx *c)
+{
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		if (!(a->flags & VT_AF_CHARGED) || !looks_like_pool(c, i))
+			continue;
+		set_cat(a, &c->f[i - c->p->alloc_begin], VT_CAT_POOL, 80,
+		        "allocator region: copies land inside it at several offsets, or it holds "
+		        "half the device for the whole run");
+		c->p->pool_mode = 1;
+	}
+}
+
+/* ---- recurrence ---------------------------------------------------------- */
+
+static struct key_count *key_of(struct key_count **keys, const struct vt_alloc *a, int add)
+{
+	struct key_count probe, *k;
+	memset(&probe, 0, sizeof probe);
+	probe.key.bytes = a->bytes;
+	probe.key.device = a->device;
+	HASH_FIND(hh, *keys, &probe.key, sizeof probe.key, k);
+	if (!k && add) {
+		k = calloc(1, sizeof *k);
+		if (!k)
+			exit(3);
+		k->key = probe.key;
+		k->last_step = -2;
+		HASH_ADD(hh, *keys, key, sizeof k->key, k);
+	}
+	return k;
+}
+
+static void count_keys(struct ctx *c, struct key_count **keys)
+{
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		struct key_count *k = key_of(keys, a, 1);
+		c->f[i - c->p->alloc_begin].key = k;
+		k->count++;
+		k->freed += a->t_free != VT_T_NEVER;
+		int s = c->f[i - c->p->alloc_begin].born;
+		if (s >= 0 && s != k->last_step) {
+			k->steps_seen++;
+			k->last_step = s;
+		}
+	}
+}
+
+/* Made again in most steps, and this one does not live through most of the
+ * training (a prefetched batch lives a few steps, a weight all of them). */
+static int recurs(const struct ctx *c, const struct key_count *k, const struct vt_alloc *a,
+                  const struct facts *f)
+{
+	uint32_t steps = c->p->nsteps;
+	/* still there at the end while most of its kind were freed: a batch or
+	 * an activation in flight when the job stopped; while most were kept:
+	 * state that grows (a leak, metrics), not a per-step tensor */
+	if (a->t_free == VT_T_NEVER && k->freed * 2 < k->count)
+		return 0;
+	if (steps >= 3) {
+		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
+			return 0;
+		return (uint32_t)(f->died - f->born) * 4 < steps * 3;
+	}
+	/* no steps: made again and again, each one short-lived */
+	return k->count >= 3 && lifetime(c->m, a) * 4 < c->span_ns;
+}
+
+static void mark_recurring(struct ctx *c)
+{
+	struct key_count *keys = NULL, *k, *tmp;
+	count_keys(c, &keys);
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		k = f->key;
+		f->recurring = k && recurs(c, k, a, f);
+		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
+	}
+	HASH_ITER(hh, keys, k, tmp) {
+		HASH_DEL(keys, k);
+		free(k);
+	}
+}
+
+/* ---- twins: gradients and the weights they mirror ----------------------- */
+
+static struct size_count *size_entry(struct size_count **sizes, uint64_t bytes)
+{
+	struct size_count *s;
+	HASH_FIND(hh, *sizes, &bytes, sizeof bytes, s);
+	if (!s) {
+		s = calloc(1, sizeof *s);
+		if (!s)
+			exit(3);
+		s->bytes = bytes;
+		s->last_step = -2;
+		s->cur_step = -2;
+		HASH_ADD(hh, *sizes, bytes, sizeof s->bytes, s);
+	}
+	return s;
+}
+
+/* Lookup only: every size the rules ask about was entered by count_sizes. */
+static struct size_count *size_find(struct size_count *sizes, uint64_t bytes)
+{
+	struct size_count *s;
+	HASH_FIND(hh, sizes, &bytes, sizeof bytes, s);
+	return s;
+}
+
+static void free_sizes(struct size_count **sizes)
+{
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, *sizes, s, tmp) {
+		HASH_DEL(*sizes, s);
+		free(s);
+	}
+}
+
+/* The step just left made in_step allocations of this size: count it. */
+static void close_step(struct size_count *s)
+{
+	if (!s->in_step)
+		return;
+	for (int i = 0; i < PER_STEP_HIST; i++) {
+		if (s->hist[i].steps && s->hist[i].count != s->in_step)
+			continue;
+		s->hist[i].count = s->in_step;
+		s->hist[i].steps++;
+		break;
+	}
+	s->in_step = 0;
+}
+
+/* How many of this size a step makes: the most common count (a step cut in
+ * two by an estimated boundary, or one that made extra, does not move it). */
+static uint32_t per_step(const struct size_count *s)
+{
+	uint32_t best = 0, best_steps = 0;
+	for (int i = 0; i < PER_STEP_HIST; i++)
+		if (s->hist[i].steps > best_steps ||
+		    (s->hist[i].steps == best_steps && s->hist[i].count > best)) {
+			best = s->hist[i].count;
+			best_steps = s->hist[i].steps;
+		}
+	return best ? best : 1;
+}
+
+/* Undecided long-lived allocations of one device, in time order. */
+static uint32_t long_lived(const struct ctx *c, int dev, uint32_t *out)
+{
+	uint32_t n = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (a->device == dev && (a->flags & VT_AF_CHARGED) && !f->decided && !f->recurring)
+			out[n++] = i;
+	}
+	return n;
+}
+
+/* A run of consecutive long-lived allocations whose sizes add up to a
+ * recurring flat gradient bucket: those are the weights. */
+static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
+{
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp) {
+		if (!s->recurring || s->long_lived)
+			continue;
+		uint64_t sum = 0;
+		uint32_t lo = 0;
+		for (uint32_t hi = 0; hi < n; hi++) {
+			sum += c->m->allocs[ll[hi]].bytes;
+			while (sum > s->bytes && lo <= hi)
+				sum -= c->m->allocs[ll[lo++]].bytes;
+			if (sum != s->bytes || hi - lo + 1 < 2)
+				continue;
+			for (uint32_t i = lo; i <= hi; i++) {
+				struct vt_alloc *a = &c->m->allocs[ll[i]];
+				set_cat(a, &c->f[ll[i] - c->p->alloc_begin], VT_CAT_WEIGHTS, 85,
+				        "long-lived; with its neighbours it adds up to the flat gradient "
+				        "bucket made every step");
+				size_find(sizes, a->bytes)->weights++;
+			}
+			s->gradient_size = 1;
+			s->grads_per_step = per_step(s);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Per size: how many recurring (not host-filled) allocations each step makes,
+ * how many long-lived allocations exist. */
+static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const uint32_t *ll,
+                        uint32_t n)
+{
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (a->device != dev || f->decided || !f->recurring || f->host_filled)
+			continue;
+		struct size_count *s = size_entry(sizes, a->bytes);
+		s->recurring++;
+		int st = f->born;
+		if (st != s->last_step) {
+			close_step(s);
+			s->steps_seen++;
+			s->last_step = st;
+		}
+		s->in_step++;
+	}
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, *sizes, s, tmp) close_step(s);
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct size_count *s = size_entry(sizes, a->bytes);
+		s->long_lived++;
+		if (a->t_alloc < first_step)
+			s->ll_before++;
+		else
+			s->ll_during++;
+	}
+}
+
+/* How many long-lived allocations of a size are weights: one per gradient
+ * made each step. When activations share the size, a step makes more of it
+ * than there are weights; then, if the optimizer state was made during
+ * training (lazily, as PyTorch and Keras do), the weights are those made
+ * before it. */
+static uint32_t weights_of_size(const struct size_count *s)
+{
+	uint32_t n = per_step(s);
+	if (s->ll_before && s->ll_during && s->ll_before < n)
+		n = s->ll_before;
+	return n;
+}
+
+static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
+		struct size_count *s = size_find(sizes, a->bytes);
+		if (f->decided || !s->recurring)
+			continue;
+		s->gradient_size = 1;
+		if (s->weights < weights_of_size(s)) {
+			s->weights++;
+			s->grads_per_step = s->weights;
+			set_cat(a, f, VT_CAT_WEIGHTS, 90,
+			        "long-lived; a gradient of the same size is made every step");
+		}
+	}
+}
+
+/* What the twin rules left: optimizer slots (a weight's size, made after
+ * it), datasets (host-filled, no twin), weights without a visible twin. */
+static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
+                               uint32_t n)
+{
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	for (uint32_t i = 0; i < n; i++) {
+		struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
+		if (f->decided)
+			continue;
+		struct size_count *s = size_find(sizes, a->bytes);
+		if (s->weights > 0 && !f->host_filled)
+			set_cat(a, f, VT_CAT_OPTIMIZER, 85,
+			        "long-lived, the size of a weight and made after it (optimizer slot)");
+		else if (f->host_filled)
+			set_cat(a, f, VT_CAT_DATASET, 85,
+			        "filled from the host, long-lived, no per-step twin: data, not weights");
+		else if (a->t_alloc < first_step)
+			set_cat(a, f, VT_CAT_WEIGHTS, 50,
+			        "long-lived, made before the first step; no gradient twin seen");
+		else
+			set_cat(a, f, VT_CAT_UNKNOWN, 30,
+			        "long-lived, made during training, matches no weight");
+	}
+}
+
+/* Within a step, the allocations of a gradient size that come before its
+ * gradients are the forward pass's activations of that size. */
+static int activation_of_weight_size(struct size_count *s, int step)
+{
+	if (step != s->cur_step) {
+		s->cur_step = step;
+		s->idx_in_step = 0;
+	}
+	uint32_t idx = s->idx_in_step++;
+	uint32_t made = per_step(s);
+	return s->grads_per_step && s->grads_per_step < made && idx < made - s->grads_per_step;
+}
+
+static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
+{
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (a->device != dev || f->decided || !f->recurring)
+			continue;
+		struct size_count *s = size_find(sizes, a->bytes);
+		if (f->host_filled)
+			set_cat(a, f, VT_CAT_PREFETCH, 85,
+			        "filled from the host every step: a batch buffer");
+		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 60,
+			        "made every step before the gradients of its size (forward pass)");
+		else if (s && s->gradient_size)
+			set_cat(a, f, VT_CAT_GRADIENTS, 85,
+			        "made every step, the size of the weights (or of all of them: a flat "
+			        "bucket)");
+		else
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 75,
+			        "made and freed every step, matches no weight");
+	}
+}
+
+static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
+{
+	uint32_t n = long_lived(c, dev, ll_buf);
+	struct size_count *sizes = NULL;
+	count_sizes(c, dev, &sizes, ll_buf, n);
+	find_flat_bucket(c, sizes, ll_buf, n);
+	weights_by_twin(c, sizes, ll_buf, n);
+	rest_of_long_lived(c, sizes, ll_buf, n);
+	recurring_ones(c, dev, sizes);
+	free_sizes(&sizes);
+}
+
+/* The step of every allocation and free. Allocations and frees are each in
+ * time order, so a cursor walks the steps; a binary search only where time
+ * went backwards (threads racing for the clock). */
+static int step_cursor(const struct vt_proc *p, uint32_t *cur, uint64_t t)
+{
+	if (!p->nsteps)
+		return -1;
+	if (*cur > 0 && t < p->step_t[*cur - 1]) {
+		int s = vt_step_of(p, t);
+		*cur = (uint32_t)(s + 1);
+		return s;
+	}
+	while (*cur < p->nsteps && p->step_t[*cur] <= t)
+		(*cur)++;
+	return (int)*cur - 1;
+}
+
+static void step_indexes(struct ctx *c)
+{
+	const struct vt_proc *p = c->p;
+	uint32_t cur = 0;
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		struct facts *f = &c->f[i - p->alloc_begin];
+		f->born = step_cursor(p, &cur, c->m->allocs[i].t_alloc);
+		f->died = (int)p->nsteps; /* until a free says otherwise */
+	}
+	cur = 0;
+	for (uint32_t k = p->free_begin; k < p->free_end; k++) {
+		uint32_t i = c->m->free_order[k];
+		c->f[i - p->alloc_begin].died = step_cursor(p, &cur, c->m->allocs[i].t_free);
+	}
+}
+
+static void classify_proc(struct vt_model *m, uint32_t pi)
+{
+	struct vt_proc *p = &m->procs[pi];
+	uint32_t n = p->alloc_end - p->alloc_begin;
+	if (!n)
+		return;
+	struct ctx c = {.m = m, .p = p, .proc = pi};
+	c.f = calloc(n, sizeof *c.f);
+	uint32_t *ll = malloc(n * sizeof *ll);
+	if (!c.f || !ll)
+		exit(3);
+	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
+	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
+	int devs[VT_MAX_DEVICES] = {0};
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		struct vt_alloc *a = &m->allocs[i];
+		a->category = VT_CAT_UNKNOWN;
+		a->confidence = 0;
+		a->reason = "not device memory";
+		if (a->device != VT_DEVICE_UNKNOWN)
+			devs[a->device] = 1;
+	}
+	step_indexes(&c);
+	classify_pools(&c);
+	mark_recurring(&c);
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		if (devs[d])
+			classify_device(&c, d, ll);
+	free(ll);
+	free(c.f);
+}
+
+void vt_classify(struct vt_model *m)
+{
+	vt_steps_find(m);
+	for (uint32_t i = 0; i < m->nprocs; i++) {
+		m->procs[i].pool_mode = 0;
+		classify_proc(m, i);
+	}
+}

@@ -1,0 +1,42 @@
+/* Classification (DESIGN.md "Classification"): each allocation of a finished
+ * model gets a category, a reason and a confidence; each process gets its
+ * allocator mode (per-tensor or pool). Steps are found first (steps.h).
+ *
+ * The evidence, per process and device:
+ *  - recurring: allocations of a size made in most steps (and at least 3),
+ *    each living through less than 3/4 of the steps (one still live at the
+ *    end only if most of its size were freed); long-lived: the others. The call site is not part of the
+ *    key: frameworks allocate everything through the same frames;
+ *  - host-filled: at least half of the bytes arrived by host-to-device copies;
+ *  - a gradient twin: a recurring, not host-filled allocation of the same
+ *    size, every step; or a recurring flat bucket whose size is the sum of a
+ *    run of consecutive long-lived allocations (DDP, XLA);
+ *  - weights: the long-lived allocations with a twin, the first ones of each
+ *    size, as many as the step makes gradients of it (optimizer slots come
+ *    after the weights they mirror, even when they exist before the first
+ *    step as in JAX); when activations share the size (square layers) and
+ *    the optimizer state was made during training, the ones made before it;
+ *  - optimizer: long-lived, same size as a weight, allocated after it;
+ *  - dataset: long-lived, host-filled, no twin;
+ *  - prefetch: recurring, host-filled; gradients: recurring, a weight's size
+ *    or the flat bucket (the last ones of that size in a step when
+ *    activations share it); activations: the other recurring ones;
+ *  - pool: a region that copies land inside at several offsets (not one
+ *    contiguous upload), or that holds half a device from start to end.
+ * Each decision records its reason (static text) and a confidence.
+ */
+#ifndef VT_CLASSIFY_H
+#define VT_CLASSIFY_H
+
+#include "model.h"
+
+/* Run steps + classification over the whole model (idempotent). */
+void vt_classify(struct vt_model *m);
+
+/* An allocation that is a pool region (valid after vt_classify). */
+static inline int vt_alloc_is_pool(const struct vt_alloc *a)
+{
+	return a->category == VT_CAT_POOL;
+}
+
+#endif

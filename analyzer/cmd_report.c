@@ -1,0 +1,89 @@
+/* vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "report.h"
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] "
+	                "[--allocs]\n");
+	return 2;
+}
+
+/* Parse the options into opt; the trace directory into *dir. 0 or exit code. */
+static int parse(int argc, char **argv, struct vt_report_options *opt, const char **dir)
+{
+	memset(opt, 0, sizeof *opt);
+	opt->top = 10;
+	*dir = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--json")) {
+			opt->json = 1;
+		} else if (!strcmp(a, "--allocs")) {
+			opt->with_allocs = 1;
+		} else if (!strcmp(a, "--top") || !strcmp(a, "--at")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "vramtrace report: %s needs a value\n", a);
+				return 2;
+			}
+			const char *v = argv[++i];
+			if (!strcmp(a, "--at")) {
+				opt->at = v;
+				continue;
+			}
+			char *end;
+			long n = strtol(v, &end, 10);
+			if (*end || n < 1 || n > 100000) {
+				fprintf(stderr, "vramtrace report: --top wants a count, not '%s'\n", v);
+				return 2;
+			}
+			opt->top = (int)n;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage();
+			return 2;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "vramtrace report: unknown option '%s'\n", a);
+			return usage();
+		} else if (!*dir) {
+			*dir = a;
+		} else {
+			fprintf(stderr, "vramtrace report: one trace directory, please ('%s')\n", a);
+			return 2;
+		}
+	}
+	if (!*dir)
+		return usage();
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct vt_report_options opt;
+	const char *dir;
+	int rc = parse(argc, argv, &opt, &dir);
+	if (rc)
+		return rc;
+	opt.title = dir;
+	char err[512] = "";
+	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);
+	if (!m) {
+		fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "cannot read the trace");
+		return 1;
+	}
+	struct vt_report r;
+	if (vt_report_build(&r, m, &opt, err, sizeof err) != 0) {
+		fprintf(stderr, "vramtrace report: %s\n", err);
+		vt_model_free(m);
+		return 2;
+	}
+	rc = opt.json ? vt_report_write_json(&r, stdout) : vt_report_write_text(&r, stdout);
+	if (rc)
+		fprintf(stderr, "vramtrace report: writing the report failed\n");
+	vt_report_free(&r);
+	vt_model_free(m);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,457 @@
+/* Flags and their advice (see flags.h). */
+#include "flags.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "report_site.h"
+#include "steps.h"
+#include "units.h"
+
+#define MIB (1024ull * 1024ull)
+
+static const char *const kind_names[VT_FLAG_KIND_COUNT] = {
+	"whole_dataset_upload", "prefetch_depth", "replicated_across_devices", "opaque_pool",
+};
+
+const char *vt_flag_kind_name(int kind)
+{
+	return kind >= 0 && kind < VT_FLAG_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+const char *vt_framework_name(int fw)
+{
+	switch (fw) {
+	case VT_FW_TENSORFLOW: return "tensorflow";
+	case VT_FW_JAX: return "jax";
+	case VT_FW_PYTORCH: return "pytorch";
+	case VT_FW_CUPY: return "cupy";
+	default: return "none";
+	}
+}
+
+int vt_framework_of(const struct vt_proc *p)
+{
+	static const struct {
+		const char *needle;
+		int fw;
+	} signs[] = {
+		{"libtensorflow_framework", VT_FW_TENSORFLOW}, {"_pywrap_tensorflow", VT_FW_TENSORFLOW},
+		{"libtensorflow_cc", VT_FW_TENSORFLOW},       {"xla_extension", VT_FW_JAX},
+		{"jaxlib", VT_FW_JAX},                         {"libtorch_cuda", VT_FW_PYTORCH},
+		{"libc10_cuda", VT_FW_PYTORCH},                {"cupy_backends", VT_FW_CUPY},
+		{"/cupy/", VT_FW_CUPY},
+	};
+	for (uint32_t i = 0; i < p->nmodules; i++)
+		for (size_t s = 0; s < sizeof signs / sizeof signs[0]; s++)
+			if (strstr(p->modules[i].path, signs[s].needle))
+				return signs[s].fw;
+	return VT_FW_NONE;
+}
+
+uint64_t vt_flag_bytes_max(const struct vt_flag *f)
+{
+	uint64_t b = 0;
+	for (uint32_t i = 0; i < f->ndev; i++)
+		if (f->bytes[i] > b)
+			b = f->bytes[i];
+	return b;
+}
+
+static struct vt_flag *new_flag(struct vt_flags *out, int kind, uint32_t proc)
+{
+	if (out->n == out->cap) {
+		uint32_t cap = out->cap ? out->cap * 2 : 8;
+		struct vt_flag *v = realloc(out->v, cap * sizeof *v);
+		if (!v)
+			exit(3);
+		out->v = v;
+		out->cap = cap;
+	}
+	struct vt_flag *f = &out->v[out->n++];
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->proc = proc;
+	return f;
+}
+
+/* Add bytes on a device, keeping devices ascending. */
+static void add_device(struct vt_flag *f, uint8_t dev, uint64_t bytes)
+{
+	uint32_t i = 0;
+	while (i < f->ndev && f->devices[i] < dev)
+		i++;
+	if (i < f->ndev && f->devices[i] == dev) {
+		f->bytes[i] += bytes;
+		return;
+	}
+	memmove(&f->devices[i + 1], &f->devices[i], f->ndev - i);
+	memmove(&f->bytes[i + 1], &f->bytes[i], (f->ndev - i) * sizeof f->bytes[0]);
+	f->devices[i] = dev;
+	f->bytes[i] = bytes;
+	f->ndev++;
+}
+
+/* ---- one scan: what the flags look at, and the per-step upload ---------- */
+
+struct scan {
+	uint64_t step_h2d[VT_MAX_DEVICES];  /* host-to-device bytes per step */
+	uint32_t *idx;                      /* datasets, pools, prefetch buffers */
+	uint32_t n;
+};
+
+static void scan_allocs(const struct vt_model *m, struct scan *ds)
+{
+	uint64_t h2d[VT_MAX_DEVICES] = {0};
+	uint32_t steps[VT_MAX_DEVICES] = {0}, cap = 0;
+	memset(ds, 0, sizeof *ds);
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		int c = a->category;
+		if (c == VT_CAT_DATASET || c == VT_CAT_POOL || c == VT_CAT_PREFETCH) {
+			if (ds->n == cap) {
+				cap = cap ? cap * 2 : 64;
+				uint32_t *v = realloc(ds->idx, cap * sizeof *v);
+				if (!v)
+					exit(3);
+				ds->idx = v;
+			}
+			ds->idx[ds->n++] = i;
+		}
+		if (a->device == VT_DEVICE_UNKNOWN || !a->h2d_bytes)
+			continue;
+		const struct vt_proc *p = &m->procs[a->proc];
+		if (p->nsteps > steps[a->device])
+			steps[a->device] = p->nsteps;
+		if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
+			h2d[a->device] += a->h2d_bytes;
+	}
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		ds->step_h2d[d] = steps[d] ? h2d[d] / steps[d] : 0;
+}
+
+static int big_enough(const struct vt_model *m, const struct scan *ds, uint8_t dev,
+                      uint64_t bytes)
+{
+	uint64_t total = vt_model_device_total(m, dev);
+	if (bytes < MIB)
+		return 0;
+	return bytes >= 4 * ds->step_h2d[dev] || (total && bytes * 10 >= total);
+}
+
+/* ---- advice -------------------------------------------------------------- */
+
+static void dataset_advice(struct vt_flag *f, const char *size)
+{
+	switch (f->framework) {
+	case VT_FW_TENSORFLOW:
+		snprintf(f->advice, sizeof f->advice,
+		         "The whole dataset (%s) was copied to the GPU as one constant. From TensorFlow "
+		         "2.6, tf.data.Dataset.from_tensor_slices(numpy) and model.fit(numpy) convert the "
+		         "whole array with convert_to_tensor and the _EagerConst op places it on the "
+		         "default GPU. Build the dataset under tf.device('/CPU:0'), or feed it with "
+		         "tf.data.Dataset.from_generator or a file-backed pipeline (TFRecord). "
+		         "set_memory_growth and prefetch(1) do not make this allocation fit.",
+		         size);
+		break;
+	case VT_FW_JAX:
+		snprintf(f->advice, sizeof f->advice,
+		         "The whole dataset (%s) lives on the GPU. Keep the array on the host (numpy) "
+		         "and move one batch at a time with jax.device_put inside the input loop.",
+		         size);
+		break;
+	case VT_FW_PYTORCH:
+		snprintf(f->advice, sizeof f->advice,
+		         "The whole dataset (%s) lives on the GPU. Keep the tensor on the CPU (a "
+		         "DataLoader with pin_memory=True) and move each batch with "
+		         ".to('cuda', non_blocking=True).",
+		         size);
+		break;
+	default:
+		snprintf(f->advice, sizeof f->advice,
+		         "The whole dataset (%s) was uploaded to the device. Keep it in host memory "
+		         "(pinned) and upload one batch per step, double-buffered "
+		         "(cuMemcpyHtoDAsync on a second stream), or stream it from disk.",
+		         size);
+	}
+}
+
+static void prefetch_advice(struct vt_flag *f)
+{
+	char batch[32], all[32];
+	vt_format_bytes(f->batch_bytes, batch, sizeof batch);
+	vt_format_bytes(f->batch_bytes * f->depth, all, sizeof all);
+	const char *how = f->framework == VT_FW_TENSORFLOW ? "dataset.prefetch(N) with a smaller N"
+	                  : f->framework == VT_FW_PYTORCH  ? "a smaller DataLoader prefetch_factor"
+	                  : f->framework == VT_FW_JAX      ? "a smaller prefetch buffer in the input iterator"
+	                                                   : "a smaller prefetch buffer";
+	if (f->depth > 2)
+		snprintf(f->advice, sizeof f->advice,
+		         "Prefetch holds %u batches of %s (%s) per device. If memory is tight, %s frees "
+		         "%s per batch dropped; 2 usually keeps the device busy.",
+		         f->depth, batch, all, how, batch);
+	else
+		snprintf(f->advice, sizeof f->advice,
+		         "Prefetch holds %u batch%s of %s (%s) per device: not what fills the device.",
+		         f->depth, f->depth == 1 ? "" : "es", batch, all);
+}
+
+static void replicated_advice(struct vt_flag *f)
+{
+	char each[32], total[32];
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < f->ndev; i++)
+		sum += f->bytes[i];
+	vt_format_bytes(vt_flag_bytes_max(f), each, sizeof each);
+	vt_format_bytes(sum, total, sizeof total);
+	const char *how =
+		f->framework == VT_FW_TENSORFLOW
+			? "A mirrored strategy only needs per-replica batches: create the dataset under "
+			  "tf.device('/CPU:0') and distribute it with experimental_distribute_dataset."
+		: f->framework == VT_FW_PYTORCH
+			? "Each replica only needs its batches: keep the data on the CPU and use a "
+			  "DistributedSampler."
+			: "Each replica only needs its own batches: keep one copy on the host and send "
+			  "each device its batches.";
+	snprintf(f->advice, sizeof f->advice, "The same %s dataset is held on each of %u devices "
+	         "(%s in all). %s", each, f->ndev, total, how);
+}
+
+static void pool_advice(struct vt_flag *f)
+{
+	const char *how =
+		f->framework == VT_FW_TENSORFLOW ? " (it sets TF_GPU_ALLOCATOR=cuda_malloc_async)"
+		: f->framework == VT_FW_JAX      ? " (it sets XLA_PYTHON_CLIENT_ALLOCATOR=platform)"
+		: f->framework == VT_FW_PYTORCH  ? " (it sets PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+		                                 : "";
+	char size[32];
+	vt_format_bytes(vt_flag_bytes_max(f), size, sizeof size);
+	snprintf(f->advice, sizeof f->advice,
+	         "An allocator holds %s in an opaque region; only copies into it show what it "
+	         "contains. Rerun with `vramtrace run --per-tensor`%s to see each tensor.",
+	         size, how);
+}
+
+/* ---- whole-dataset uploads ------------------------------------------------ */
+
+/* The flag already made for the same dataset on another device: same proc,
+ * same size and site. */
+static struct vt_flag *same_dataset(struct vt_flags *out, uint32_t first, uint32_t proc,
+                                    uint32_t stack_id, uint64_t bytes, uint8_t dev)
+{
+	for (uint32_t i = first; i < out->n; i++) {
+		struct vt_flag *f = &out->v[i];
+		if (f->kind != VT_FLAG_WHOLE_DATASET || f->proc != proc || f->stack_id != stack_id ||
+		    f->bytes[0] != bytes)
+			continue;
+		int has_dev = 0;
+		for (uint32_t k = 0; k < f->ndev; k++)
+			has_dev |= f->devices[k] == dev;
+		if (!has_dev)
+			return f;
+	}
+	return NULL;
+}
+
+static void note_dataset(const struct vt_model *m, struct vt_flags *out, uint32_t first,
+                         uint32_t proc, uint32_t stack, uint8_t dev, uint64_t bytes,
+                         uint64_t copies, uint64_t t, int confidence)
+{
+	struct vt_flag *f = same_dataset(out, first, proc, stack, bytes, dev);
+	if (!f) {
+		f = new_flag(out, VT_FLAG_WHOLE_DATASET, proc);
+		f->stack_id = stack;
+		f->t_ns = t;
+		f->confidence = confidence;
+		f->framework = vt_framework_of(&m->procs[proc]);
+	}
+	add_device(f, dev, bytes);
+	f->copies += copies;
+	if (t < f->t_ns)
+		f->t_ns = t;
+}
+
+static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
+                                struct vt_flags *out, uint32_t first)
+{
+	for (uint32_t k = 0; k < ds->n; k++) {
+		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
+		if (a->category != VT_CAT_DATASET || !big_enough(m, ds, a->device, a->bytes))
+			continue;
+		note_dataset(m, out, first, a->proc, a->h2d_stack_id ? a->h2d_stack_id : a->stack_id,
+		             a->device, a->bytes, a->h2d_copies, a->t_first_h2d, a->confidence);
+	}
+}
+
+/* In a pool: contiguous ranges copied once each, from one site, close in
+ * time, are one upload; a big one is a dataset. */
+static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
+                             struct vt_flags *out, uint32_t first, uint32_t idx)
+{
+	const struct vt_alloc *a = &m->allocs[idx];
+	const struct vt_proc *p = &m->procs[a->proc];
+	uint32_t n;
+	const struct vt_copy_range *r = vt_model_ranges(m, idx, &n);
+	uint64_t window = p->step_period_ns ? p->step_period_ns / 2 : UINT64_MAX;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t j = i + 1;
+		uint64_t bytes = r[i].bytes;
+		if (r[i].copies == 1) {
+			while (j < n && r[j].copies == 1 && r[j].stack_id == r[i].stack_id &&
+			       r[j].offset == r[j - 1].offset + r[j - 1].bytes &&
+			       r[j].t_first - r[i].t_first < window) {
+				bytes += r[j].bytes;
+				j++;
+			}
+			if (big_enough(m, ds, a->device, bytes))
+				note_dataset(m, out, first, a->proc, r[i].stack_id, a->device, bytes, j - i,
+				             r[i].t_first, 70);
+		}
+		i = j;
+	}
+}
+
+/* ---- prefetch depth --------------------------------------------------------- */
+
+struct edge {
+	uint64_t t, seq;
+	int delta;
+	uint32_t alloc;
+};
+
+static int edge_cmp(const void *x, const void *y)
+{
+	const struct edge *a = x, *b = y;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	return a->delta - b->delta; /* frees first */
+}
+
+/* The prefetch buffers of one process on one device, from the scan. */
+static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_t proc, uint8_t dev,
+                        struct vt_flags *out)
+{
+	uint32_t n = 0;
+	for (uint32_t k = 0; k < ds->n; k++) {
+		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
+		n += a->category == VT_CAT_PREFETCH && a->proc == proc && a->device == dev;
+	}
+	if (n < 3)
+		return;
+	struct edge *e = malloc(2 * n * sizeof *e);
+	if (!e)
+		exit(3);
+	uint32_t k = 0;
+	uint64_t copies = 0, batch = 0;
+	uint32_t stack = 0;
+	for (uint32_t x = 0; x < ds->n; x++) {
+		uint32_t i = ds->idx[x];
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->category != VT_CAT_PREFETCH || a->proc != proc || a->device != dev)
+			continue;
+		e[k++] = (struct edge){a->t_alloc, a->seq_alloc, +1, i};
+		if (a->t_free != VT_T_NEVER)
+			e[k++] = (struct edge){a->t_free, a->seq_free, -1, i};
+		copies += a->h2d_copies;
+		if (a->bytes > batch) {
+			batch = a->bytes;
+			stack = a->h2d_stack_id ? a->h2d_stack_id : a->stack_id;
+		}
+	}
+	qsort(e, k, sizeof *e, edge_cmp);
+	int live = 0, best = 0;
+	uint64_t when = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		live += e[i].delta;
+		if (live > best) {
+			best = live;
+			when = e[i].t;
+		}
+	}
+	free(e);
+	struct vt_flag *f = new_flag(out, VT_FLAG_PREFETCH_DEPTH, proc);
+	add_device(f, dev, batch * (uint64_t)best);
+	f->depth = (uint32_t)best;
+	f->batch_bytes = batch;
+	f->copies = copies;
+	f->stack_id = stack;
+	f->t_ns = when;
+	f->confidence = 80;
+	f->framework = vt_framework_of(&m->procs[proc]);
+	prefetch_advice(f);
+}
+
+/* ---- pools ----------------------------------------------------------------- */
+
+static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_flags *out)
+{
+	const struct vt_alloc *a = &m->allocs[idx];
+	for (uint32_t i = 0; i < out->n; i++) { /* one flag per process and site */
+		struct vt_flag *f = &out->v[i];
+		if (f->kind == VT_FLAG_OPAQUE_POOL && f->proc == a->proc && f->stack_id == a->stack_id) {
+			add_device(f, a->device, a->bytes);
+			f->copies += a->h2d_copies;
+			pool_advice(f);
+			return;
+		}
+	}
+	struct vt_flag *f = new_flag(out, VT_FLAG_OPAQUE_POOL, a->proc);
+	add_device(f, a->device, a->bytes);
+	f->copies = a->h2d_copies;
+	f->stack_id = a->stack_id;
+	f->t_ns = a->t_alloc;
+	f->confidence = a->confidence;
+	f->framework = vt_framework_of(&m->procs[a->proc]);
+	pool_advice(f);
+}
+
+void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
+{
+	memset(out, 0, sizeof *out);
+	struct scan ds;
+	scan_allocs(m, &ds);
+	uint32_t first = out->n;
+	datasets_per_tensor(m, &ds, out, first);
+	for (uint32_t k = 0; k < ds.n; k++)
+		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]))
+			datasets_in_pool(m, &ds, out, first, ds.idx[k]);
+	uint32_t ndatasets = out->n;
+	for (uint32_t i = first; i < ndatasets; i++) {
+		char size[32];
+		vt_format_bytes(vt_flag_bytes_max(&out->v[i]), size, sizeof size);
+		dataset_advice(&out->v[i], size);
+		if (out->v[i].ndev < 2)
+			continue;
+		struct vt_flag copy = out->v[i];
+		struct vt_flag *r = new_flag(out, VT_FLAG_REPLICATED, copy.proc);
+		*r = copy;
+		r->kind = VT_FLAG_REPLICATED;
+		replicated_advice(r);
+	}
+	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
+		uint8_t has[VT_MAX_DEVICES] = {0};
+		for (uint32_t k = 0; k < ds.n; k++) {
+			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
+			if (a->category == VT_CAT_PREFETCH && a->proc == pi && a->device != VT_DEVICE_UNKNOWN)
+				has[a->device] = 1;
+		}
+		for (int d = 0; d < VT_MAX_DEVICES; d++)
+			if (has[d])
+				prefetch_on(m, &ds, pi, (uint8_t)d, out);
+	}
+	for (uint32_t k = 0; k < ds.n; k++)
+		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]))
+			pool_flag(m, ds.idx[k], out);
+	free(ds.idx);
+}
+
+void vt_flags_free(struct vt_flags *f)
+{
+	free(f->v);
+	memset(f, 0, sizeof *f);
+}

@@ -1,0 +1,63 @@
+/* Findings a person can act on, from a classified model:
+ *   whole_dataset_upload       host-to-device copies filled long-lived memory
+ *                              that is many times the per-step upload, or a
+ *                              large share of the device, and acts as data
+ *   prefetch_depth             how many batch buffers are alive at once
+ *   replicated_across_devices  the same dataset held on several devices
+ *   opaque_pool                an allocator region whose tensors are hidden
+ * Each with the devices, bytes per device, copies, site, time, confidence
+ * and advice that is true for the framework that made the trace
+ * (recognised from its loaded modules). */
+#ifndef VT_FLAGS_H
+#define VT_FLAGS_H
+
+#include "model.h"
+
+enum vt_flag_kind {
+	VT_FLAG_WHOLE_DATASET = 0,
+	VT_FLAG_PREFETCH_DEPTH,
+	VT_FLAG_REPLICATED,
+	VT_FLAG_OPAQUE_POOL,
+	VT_FLAG_KIND_COUNT
+};
+
+enum vt_framework {
+	VT_FW_NONE = 0,      /* a plain CUDA program, or not recognised */
+	VT_FW_TENSORFLOW,
+	VT_FW_JAX,
+	VT_FW_PYTORCH,
+	VT_FW_CUPY,
+};
+
+struct vt_flag {
+	int kind;                           /* enum vt_flag_kind */
+	uint32_t proc;                      /* process of the site */
+	uint32_t stack_id;                  /* site's stack in that process */
+	uint32_t ndev;
+	uint8_t devices[VT_MAX_DEVICES];    /* ordinals, ascending */
+	uint64_t bytes[VT_MAX_DEVICES];     /* bytes on devices[i] */
+	uint64_t copies;                    /* host-to-device copies involved */
+	uint64_t t_ns;                      /* first upload / when it was reached */
+	uint32_t depth;                     /* prefetch_depth: batches alive at once */
+	uint64_t batch_bytes;               /* prefetch_depth: one batch */
+	int confidence;                     /* 0..100 */
+	int framework;                      /* enum vt_framework */
+	char advice[1024];
+};
+
+struct vt_flags {
+	struct vt_flag *v;
+	uint32_t n, cap;
+};
+
+/* Needs vt_classify() first. */
+void vt_flags_find(const struct vt_model *m, struct vt_flags *out);
+void vt_flags_free(struct vt_flags *f);
+
+const char *vt_flag_kind_name(int kind);
+int vt_framework_of(const struct vt_proc *p);
+const char *vt_framework_name(int fw);
+/* The largest bytes over a flag's devices. */
+uint64_t vt_flag_bytes_max(const struct vt_flag *f);
+
+#endif

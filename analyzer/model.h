@@ -1,0 +1,290 @@
+/* The memory model: every process log of a trace replayed into allocations
+ * with lifetimes, per device, with the copies that filled them.
+ *
+ * Input is one record at a time (vt_model_feed), so the trace loader and the
+ * unit tests share one path:
+ *
+ *   struct vt_model *m = vt_model_new();
+ *   uint32_t p = vt_model_begin_process(m, &header, trace_start_ns);
+ *   for each record of that log, in the reader's order: vt_model_feed(m, p, type, rec, size);
+ *   vt_model_end_process(m, p);
+ *   ... more processes ...
+ *   vt_model_finish(m);          // peaks per device; the model is now read-only
+ *
+ * or simply vt_model_load_trace(m, dir, err, errlen) which does all of it.
+ *
+ * Time: every t_* below is nanoseconds from the trace start (the smallest
+ * clock base over its logs). A "moment" orders events across processes:
+ * (t_ns, process, seq); an allocation is live at moment M when
+ * alloc moment <= M < free moment. Within a process seq is the truth; across
+ * processes time is.
+ *
+ * Rules the replay follows (DESIGN.md):
+ *  - an address is one allocation from its ALLOC to its FREE; an ALLOC at an
+ *    address that is still live closes the stale one first (a lost free);
+ *  - cuMemFreeAsync frees at the event (the memory may be reused from then on);
+ *  - VMM: bytes are charged at cuMemCreate (ALLOC kind VMM, addr = handle);
+ *    cuMemMap makes an address range point into the handle; the physical
+ *    memory is gone at the later of cuMemRelease and its last cuMemUnmap;
+ *  - arrays are handles too (no address range);
+ *  - IPC imports and host memory are tracked but not charged to a device;
+ *  - a copy is attached to the allocation containing its destination (H2D,
+ *    D2D in) and to the one containing its source (D2D/D2H out). Copies that
+ *    fill part of an allocation (a pool region's sub-allocation, a dataset
+ *    uploaded in chunks) are also kept as ranges (vt_copy_range).
+ */
+#ifndef VT_MODEL_H
+#define VT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramtrace/format.h"
+
+#define VT_T_NEVER UINT64_MAX   /* t_free / seq_free of an allocation live at the end */
+#define VT_MAX_DEVICES 256
+#define VT_NO_INDEX UINT32_MAX
+
+/* The categories of DESIGN.md "Classification". Order is the report's. */
+enum vt_category {
+	VT_CAT_DATASET = 0,
+	VT_CAT_PREFETCH,
+	VT_CAT_WEIGHTS,
+	VT_CAT_OPTIMIZER,
+	VT_CAT_GRADIENTS,
+	VT_CAT_ACTIVATIONS,
+	VT_CAT_POOL,
+	VT_CAT_UNKNOWN,
+	VT_CAT_COUNT
+};
+const char *vt_category_name(int cat);
+int vt_category_from_name(const char *name); /* -1 if unknown */
+
+enum vt_alloc_flag {
+	VT_AF_CHARGED = 1u << 0,       /* counts against device memory */
+	VT_AF_HANDLE = 1u << 1,        /* a VMM handle or array: no address range */
+	VT_AF_RELEASED = 1u << 2,      /* VMM: cuMemRelease seen, maybe still mapped */
+	VT_AF_IMPLICIT_FREE = 1u << 3, /* closed by a later ALLOC at its address */
+	VT_AF_PARTIAL_COPIES = 1u << 4,/* has vt_copy_range entries */
+};
+
+struct vt_alloc {
+	uint64_t addr;          /* device address (handle for VMM/arrays) */
+	uint64_t bytes;
+	uint64_t t_alloc, t_free;     /* trace ns; t_free = VT_T_NEVER if live at end */
+	uint64_t seq_alloc, seq_free; /* process seq; seq_free = VT_T_NEVER if live */
+	/* copies attached to this allocation */
+	uint64_t h2d_bytes, d2d_in_bytes, d2d_out_bytes, d2h_bytes;
+	uint64_t t_first_h2d, t_last_h2d;  /* VT_T_NEVER if none */
+	uint32_t h2d_copies, d2d_in_copies, d2d_out_copies, d2h_copies;
+	uint32_t stack_id;      /* allocating call's stack (process-local id) */
+	uint32_t h2d_stack_id;  /* stack of its first host-to-device copy */
+	uint32_t d2d_src;       /* allocation its first D2D-in copy came from */
+	uint32_t proc;          /* index into vt_model.procs */
+	uint32_t maps;          /* VMM: live mappings of this handle */
+	uint32_t flags;         /* enum vt_alloc_flag */
+	uint16_t api;           /* VT_API_* id of the allocating call */
+	uint8_t rt_api, device, kind;  /* vt_alloc_kind */
+	/* set by the classifier (classify.h) */
+	uint8_t category;       /* enum vt_category */
+	uint8_t confidence;     /* 0..100 */
+	uint8_t pad;
+	const char *reason;     /* static text */
+};
+
+/* A part of an allocation filled by host-to-device copies at one offset. */
+struct vt_copy_range {
+	uint32_t alloc;
+	uint32_t copies;
+	uint32_t stack_id;      /* first copy's stack */
+	uint32_t pad;
+	uint64_t offset, bytes; /* bytes = largest single copy at this offset */
+	uint64_t total_bytes;   /* all copies at this offset */
+	uint64_t t_first, t_last;
+};
+
+struct vt_mark {
+	uint64_t t_ns, seq, value;
+	uint16_t kind;          /* vt_mark_kind */
+	char *text;
+};
+
+struct vt_module {
+	uint64_t seq, base, lo, hi;
+	uint8_t event;          /* vt_module_event */
+	char *path;
+};
+
+struct vt_meminfo {
+	uint64_t t_ns, seq, free_bytes, total_bytes;
+	uint8_t device, reason;
+};
+
+/* A failed allocation (out of memory or another error). */
+struct vt_failed_alloc {
+	uint64_t t_ns, seq, bytes;
+	uint32_t proc, stack_id;
+	int32_t result;
+	uint16_t api;
+	uint8_t device, kind;
+};
+
+struct vt_model_stack {
+	uint32_t id;
+	uint16_t depth, py_depth;
+	uint64_t *frames;       /* depth native ips (+ 2*py_depth words) */
+	uint32_t alloc_uses;    /* allocations made with this stack (after finish) */
+	uint32_t copy_uses;     /* first host-to-device copies into an allocation
+	                           (or a part of one) made with it */
+};
+
+/* Steps of one process (filled by steps.c). */
+enum vt_step_source { VT_STEPS_NONE = 0, VT_STEPS_MARKERS, VT_STEPS_PERIOD };
+
+struct vt_proc {
+	int32_t pid, ppid;
+	uint32_t exec_index;
+	uint64_t state_word;          /* header.state */
+	uint64_t header_flags;        /* header.flags */
+	uint64_t clock_offset_ns;     /* header.clock_base_ns - trace start */
+	uint64_t events_dropped;
+	int clean_exit;               /* exited through exit()/return */
+	int32_t exit_code;
+	int have_exit_rec;
+	char *exe, *cmdline, *hostname;
+	/* allocations of this process: [alloc_begin, alloc_end) of vt_model.allocs */
+	uint32_t alloc_begin, alloc_end;
+	/* frees in the order they happened: [free_begin, free_end) of model.free_order */
+	uint32_t free_begin, free_end;
+	uint64_t last_t_ns, last_seq;
+	struct vt_mark *marks; uint32_t nmarks, cap_marks;
+	struct vt_module *modules; uint32_t nmodules, cap_modules;
+	struct vt_meminfo *meminfo; uint32_t nmeminfo, cap_meminfo;
+	struct vt_stack_entry *stacks;    /* uthash by id */
+	struct vt_frame_fanin *fanin;     /* uthash ip -> allocation stacks holding it */
+	uint32_t alloc_stacks;            /* unique stacks that allocated */
+	/* replay state (freed at end_process) */
+	struct vt_ival_map *live;         /* address -> allocation / mapping */
+	struct vt_handle_entry *handles;  /* uthash: VMM handle / array -> allocation */
+	/* steps (steps.c) */
+	enum vt_step_source step_source;
+	uint64_t *step_t;  uint32_t nsteps;   /* start time of each step */
+	uint64_t step_period_ns;              /* median step length, 0 if none */
+	/* classification (classify.c) */
+	int pool_mode;                        /* 1: opaque allocator pool seen */
+	int framework;                        /* enum vt_framework (flags.h) */
+};
+
+struct vt_device {
+	int seen;
+	char *name;
+	uint64_t total_bytes;         /* from DEVICE or MEMINFO records, 0 unknown */
+	uint64_t peak_bytes, peak_t_ns;
+	uint32_t peak_proc; uint64_t peak_seq; /* the event that reached the peak */
+	uint64_t end_bytes;           /* live at the end of the trace */
+	uint64_t alloc_calls;
+};
+
+struct vt_totals {
+	uint64_t alloc_calls, free_calls, htod_calls, htod_bytes, failed_allocs;
+	uint64_t dtoh_calls, dtod_calls, copy_calls, copy_unattached;
+	uint64_t map_calls, unmap_calls, events, records;
+	uint64_t frees_unmatched;     /* a FREE of an address nobody allocated */
+	uint64_t implicit_frees;      /* an ALLOC over a live address */
+};
+
+struct vt_moment {
+	uint64_t t_ns;
+	uint32_t proc;
+	uint64_t seq;
+};
+
+struct vt_model {
+	struct vt_alloc *allocs; uint32_t nallocs, cap_allocs;
+	uint32_t *free_order; uint32_t nfree_order, cap_free_order;
+	struct vt_copy_range *ranges; uint32_t nranges, cap_ranges;
+	struct vt_range_entry *range_index;   /* uthash (alloc, offset) -> range */
+	struct vt_failed_alloc *failed; uint32_t nfailed, cap_failed;
+	struct vt_proc *procs; uint32_t nprocs, cap_procs;
+	struct vt_device devices[VT_MAX_DEVICES];
+	struct vt_totals totals;
+	uint64_t trace_start_ns;      /* absolute CLOCK_MONOTONIC of t = 0 */
+	uint64_t end_t_ns;            /* last event time seen */
+	int finished;
+	unsigned warnings;            /* reader damage warnings, if loaded */
+	/* site naming (report_site.c): symbolized stacks when the loader set
+	 * them up, and the names already made, per (process, stack) */
+	struct vt_sites *sites;
+	void (*sites_close)(struct vt_sites *sites);
+	struct vt_site_name *site_names;
+	struct vt_site_funnel *site_funnels[2];  /* [0] allocation stacks, [1] copy stacks */
+	uint32_t site_funnel_stacks[2];         /* stacks they were counted over */
+	int site_funnels_ready;
+};
+
+struct vt_model *vt_model_new(void);
+void vt_model_free(struct vt_model *m);
+
+/* Replay input. hdr may be NULL in tests (a pid-0 process is made). */
+uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header *hdr,
+                                uint64_t trace_start_ns);
+void vt_model_feed(struct vt_model *m, uint32_t proc, uint32_t type, const void *rec,
+                   uint32_t size);
+void vt_model_end_process(struct vt_model *m, uint32_t proc);
+/* Peaks and end state per device. Call once, after the last process. */
+void vt_model_finish(struct vt_model *m);
+
+/* Read a trace directory (analyzer/log_reader.h) into a new model, finished.
+ * NULL and a one-line reason in err on failure. */
+struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen);
+
+/* ---- queries -------------------------------------------------------- */
+
+int vt_moment_cmp(const struct vt_moment *a, const struct vt_moment *b);
+/* The moment of an allocation's birth / death (death = infinitely late if live). */
+struct vt_moment vt_alloc_born(const struct vt_model *m, const struct vt_alloc *a);
+struct vt_moment vt_alloc_died(const struct vt_model *m, const struct vt_alloc *a);
+/* After every event at time t (the state "at t"). */
+struct vt_moment vt_moment_at_time(uint64_t t_ns);
+/* Right after event seq of process proc (its time is looked up from the
+ * allocation/free/failed record when known, else t_ns is used). */
+struct vt_moment vt_moment_at_seq(uint32_t proc, uint64_t seq, uint64_t t_ns);
+/* The moment device dev reached its peak; the end of the trace for dev < 0. */
+struct vt_moment vt_moment_peak(const struct vt_model *m, int dev);
+struct vt_moment vt_moment_end(const struct vt_model *m);
+
+int vt_alloc_live_at(const struct vt_model *m, const struct vt_alloc *a,
+                     const struct vt_moment *at);
+
+/* Visit the charged allocations live at a moment (dev < 0: all devices).
+ * Stops when fn returns non-zero. */
+typedef int (*vt_alloc_fn)(const struct vt_model *m, uint32_t idx, const struct vt_alloc *a,
+                           void *ctx);
+int vt_model_for_each_live(const struct vt_model *m, const struct vt_moment *at, int dev,
+                           vt_alloc_fn fn, void *ctx);
+
+/* A device's live bytes at a moment, and those bytes split by category. */
+uint64_t vt_model_live_bytes(const struct vt_model *m, const struct vt_moment *at, int dev);
+void vt_model_bytes_by_category(const struct vt_model *m, const struct vt_moment *at, int dev,
+                                uint64_t out[VT_CAT_COUNT]);
+
+/* Parse --at: "peak", "end" or seconds from the trace start ("3.25").
+ * Returns 0 and the moment, or -1 on a malformed value. For "peak" with
+ * several devices, the moment of the highest per-device peak. */
+int vt_model_parse_at(const struct vt_model *m, const char *spec, struct vt_moment *out,
+                      char *label, size_t labellen);
+
+/* How many of process proc's unique allocation stacks contain ip: a frame
+ * every allocation passes through (an allocator wrapper) names no site. */
+uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip);
+const struct vt_model_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id);
+/* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
+const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc,
+                                            uint32_t *n);
+/* Devices a report lists: those the job allocated on (failed attempts
+ * included); every device seen when it allocated nothing at all. */
+int vt_model_device_used(const struct vt_model *m, int dev);
+/* Device total bytes known from DEVICE/MEMINFO records (0 if never seen). */
+uint64_t vt_model_device_total(const struct vt_model *m, int dev);
+
+#endif

@@ -1,0 +1,82 @@
+/* Loading a trace directory into the model through the log reader; the
+ * stacks and modules also go to the stacks part's store (sites.h) in the
+ * same pass, so reports name sites "function (file:line)". */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "log_reader.h"
+#include "model.h"
+
+#include "sites.h"
+
+struct feed_ctx {
+	struct vt_model *m;
+	uint32_t proc;
+	struct vt_sites *sites;
+};
+
+static int feed_one(const struct vt_record_view *rec, void *vctx)
+{
+	struct feed_ctx *c = vctx;
+	vt_model_feed(c->m, c->proc, rec->type, rec->data, rec->size);
+	if (c->sites && (rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE))
+		vt_stack_store_add(c->sites->store, c->proc, rec, NULL, 0);
+	return 0;
+}
+
+static void close_sites(struct vt_sites *s)
+{
+	vt_sites_close(s);
+	free(s);
+}
+
+/* Site rules from the environment (VRAMTRACE_SITE_SKIP...), an empty stack
+ * store to fill during the pass, the symbolizer on the trace's sidecar. */
+static struct vt_sites *open_sites(const char *dir)
+{
+	char err[256];
+	struct vt_sites *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->rules = vt_site_rules_from_env(err, sizeof err);
+	if (!s->rules) {
+		fprintf(stderr, "vramtrace: %s (using the default site rules)\n", err);
+		s->rules = vt_site_rules_new();
+		vt_site_rules_add_defaults(s->rules);
+	}
+	s->store = vt_stack_store_new();
+	s->sym = vt_symbolizer_open(dir, 0);
+	return s;
+}
+
+struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
+{
+	struct vt_trace trace;
+	if (vt_trace_open(dir, &trace, err, errlen) != 0)
+		return NULL;
+	if (trace.nlogs == 0) {
+		snprintf(err, errlen, "%s: no vramtrace logs in this directory", dir);
+		vt_trace_close(&trace);
+		return NULL;
+	}
+	struct vt_model *m = vt_model_new();
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		vt_trace_close(&trace);
+		return NULL;
+	}
+	struct feed_ctx c = {.m = m};
+	c.sites = open_sites(trace.dir);
+	m->sites = c.sites;
+	m->sites_close = close_sites;
+	uint64_t start = vt_trace_start_ns(&trace);
+	for (size_t i = 0; i < trace.nlogs; i++) {
+		c.proc = vt_model_begin_process(m, vt_log_header(trace.logs[i]), start);
+		vt_log_for_each(trace.logs[i], feed_one, &c);
+		m->warnings += vt_log_warnings(trace.logs[i]);
+		vt_model_end_process(m, c.proc);
+	}
+	vt_trace_close(&trace);
+	vt_model_finish(m);
+	return m;
+}

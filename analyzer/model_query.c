@@ -1,0 +1,363 @@
+/* The model after replay: peaks per device and queries of the state at any
+ * moment (see model.h). */
+#include "model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+int vt_moment_cmp(const struct vt_moment *a, const struct vt_moment *b)
+{
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	return 0;
+}
+
+struct vt_moment vt_alloc_born(const struct vt_model *m, const struct vt_alloc *a)
+{
+	(void)m;
+	return (struct vt_moment){a->t_alloc, a->proc, a->seq_alloc};
+}
+
+struct vt_moment vt_alloc_died(const struct vt_model *m, const struct vt_alloc *a)
+{
+	(void)m;
+	if (a->t_free == VT_T_NEVER)
+		return (struct vt_moment){VT_T_NEVER, UINT32_MAX, VT_T_NEVER};
+	return (struct vt_moment){a->t_free, a->proc, a->seq_free};
+}
+
+struct vt_moment vt_moment_at_time(uint64_t t_ns)
+{
+	return (struct vt_moment){t_ns, UINT32_MAX, UINT64_MAX - 1};
+}
+
+struct vt_moment vt_moment_at_seq(uint32_t proc, uint64_t seq, uint64_t t_ns)
+{
+	return (struct vt_moment){t_ns, proc, seq};
+}
+
+struct vt_moment vt_moment_end(const struct vt_model *m)
+{
+	return vt_moment_at_time(m->end_t_ns);
+}
+
+struct vt_moment vt_moment_peak(const struct vt_model *m, int dev)
+{
+	int best = -1;
+	if (dev >= 0 && dev < VT_MAX_DEVICES) {
+		best = dev;
+	} else {
+		for (int d = 0; d < VT_MAX_DEVICES; d++)
+			if (m->devices[d].seen &&
+			    (best < 0 || m->devices[d].peak_bytes > m->devices[best].peak_bytes))
+				best = d;
+	}
+	if (best < 0 || m->devices[best].peak_bytes == 0)
+		return vt_moment_end(m);
+	const struct vt_device *d = &m->devices[best];
+	return (struct vt_moment){d->peak_t_ns, d->peak_proc, d->peak_seq};
+}
+
+int vt_alloc_live_at(const struct vt_model *m, const struct vt_alloc *a,
+                     const struct vt_moment *at)
+{
+	struct vt_moment born = vt_alloc_born(m, a), died = vt_alloc_died(m, a);
+	return vt_moment_cmp(&born, at) <= 0 && vt_moment_cmp(at, &died) < 0;
+}
+
+int vt_model_for_each_live(const struct vt_model *m, const struct vt_moment *at, int dev,
+                           vt_alloc_fn fn, void *ctx)
+{
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (!(a->flags & VT_AF_CHARGED) || (dev >= 0 && a->device != dev))
+			continue;
+		if (!vt_alloc_live_at(m, a, at))
+			continue;
+		int rc = fn(m, i, a, ctx);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+struct sum_ctx {
+	uint64_t total;
+	uint64_t *by_cat;
+};
+
+static int sum_live(const struct vt_model *m, uint32_t idx, const struct vt_alloc *a, void *vctx)
+{
+	struct sum_ctx *c = vctx;
+	(void)m;
+	(void)idx;
+	c->total += a->bytes;
+	if (c->by_cat)
+		c->by_cat[a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN] += a->bytes;
+	return 0;
+}
+
+uint64_t vt_model_live_bytes(const struct vt_model *m, const struct vt_moment *at, int dev)
+{
+	struct sum_ctx c = {0, NULL};
+	vt_model_for_each_live(m, at, dev, sum_live, &c);
+	return c.total;
+}
+
+void vt_model_bytes_by_category(const struct vt_model *m, const struct vt_moment *at, int dev,
+                                uint64_t out[VT_CAT_COUNT])
+{
+	memset(out, 0, VT_CAT_COUNT * sizeof out[0]);
+	struct sum_ctx c = {0, out};
+	vt_model_for_each_live(m, at, dev, sum_live, &c);
+}
+
+int vt_model_parse_at(const struct vt_model *m, const char *spec, struct vt_moment *out,
+                      char *label, size_t labellen)
+{
+	if (!spec || !strcmp(spec, "peak")) {
+		*out = vt_moment_peak(m, -1);
+		snprintf(label, labellen, "peak");
+		return 0;
+	}
+	if (!strcmp(spec, "end")) {
+		*out = vt_moment_end(m);
+		snprintf(label, labellen, "end");
+		return 0;
+	}
+	char *endp;
+	errno = 0;
+	double s = strtod(spec, &endp);
+	if (errno || endp == spec || *endp || !isfinite(s) || s < 0 || s > 1e9)
+		return -1;
+	*out = vt_moment_at_time((uint64_t)(s * 1e9 + 0.5));
+	snprintf(label, labellen, "t=%ss", spec);
+	return 0;
+}
+
+int vt_model_device_used(const struct vt_model *m, int dev)
+{
+	if (dev < 0 || dev >= VT_MAX_DEVICES || !m->devices[dev].seen)
+		return 0;
+	if (m->devices[dev].alloc_calls)
+		return 1;
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		if (m->devices[d].alloc_calls)
+			return 0;
+	return 1;
+}
+
+uint64_t vt_model_device_total(const struct vt_model *m, int dev)
+{
+	return dev >= 0 && dev < VT_MAX_DEVICES ? m->devices[dev].total_bytes : 0;
+}
+
+/* ---- stacks and ranges ------------------------------------------------ */
+
+const struct vt_model_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id)
+{
+	if (proc >= m->nprocs || id == 0)
+		return NULL;
+	struct vt_stack_entry *e;
+	HASH_FIND(hh, m->procs[proc].stacks, &id, sizeof id, e);
+	return e ? &e->s : NULL;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct vt_copy_range *x = a, *y = b;
+	if (x->alloc != y->alloc)
+		return x->alloc < y->alloc ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc, uint32_t *n)
+{
+	*n = 0;
+	if (!m->finished || !m->nranges)
+		return NULL;
+	/* lower bound of alloc in the sorted ranges */
+	uint32_t lo = 0, hi = m->nranges;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (m->ranges[mid].alloc < alloc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint32_t end = lo;
+	while (end < m->nranges && m->ranges[end].alloc == alloc)
+		end++;
+	*n = end - lo;
+	return *n ? &m->ranges[lo] : NULL;
+}
+
+/* ---- finish: the peak sweep ------------------------------------------- */
+
+/* One process's alloc/free events in seq order: allocations are stored in
+ * the order they happened and frees in free_order, so this is a merge. */
+struct proc_cursor {
+	uint32_t ai, fi;
+};
+
+/* Next event of process p: returns 1 and sets *idx, *is_free, *when. */
+static int next_event(const struct vt_model *m, const struct vt_proc *p, const struct proc_cursor *c,
+                      uint32_t *idx, int *is_free, struct vt_moment *when, uint32_t pi)
+{
+	int have_a = c->ai < p->alloc_end, have_f = c->fi < p->free_end;
+	if (!have_a && !have_f)
+		return 0;
+	const struct vt_alloc *a = have_a ? &m->allocs[c->ai] : NULL;
+	const struct vt_alloc *f = have_f ? &m->allocs[m->free_order[c->fi]] : NULL;
+	/* a free and the alloc that closed it implicitly share a seq: free first */
+	if (f && (!a || f->seq_free <= a->seq_alloc)) {
+		*idx = m->free_order[c->fi];
+		*is_free = 1;
+		*when = (struct vt_moment){f->t_free, pi, f->seq_free};
+	} else {
+		*idx = c->ai;
+		*is_free = 0;
+		*when = (struct vt_moment){a->t_alloc, pi, a->seq_alloc};
+	}
+	return 1;
+}
+
+static void sweep_peaks(struct vt_model *m)
+{
+	uint64_t live[VT_MAX_DEVICES] = {0};
+	struct proc_cursor *cur = calloc(m->nprocs ? m->nprocs : 1, sizeof *cur);
+	if (!cur)
+		exit(3);
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		cur[i] = (struct proc_cursor){m->procs[i].alloc_begin, m->procs[i].free_begin};
+	for (;;) {
+		/* the process whose next event is earliest (k-way merge by time) */
+		int best = -1;
+		uint32_t bidx = 0;
+		int bfree = 0;
+		struct vt_moment bwhen = {0};
+		for (uint32_t i = 0; i < m->nprocs; i++) {
+			uint32_t idx;
+			int is_free;
+			struct vt_moment when;
+			if (!next_event(m, &m->procs[i], &cur[i], &idx, &is_free, &when, i))
+				continue;
+			if (best < 0 || vt_moment_cmp(&when, &bwhen) < 0) {
+				best = (int)i;
+				bidx = idx;
+				bfree = is_free;
+				bwhen = when;
+			}
+		}
+		if (best < 0)
+			break;
+		if (bfree)
+			cur[best].fi++;
+		else
+			cur[best].ai++;
+		const struct vt_alloc *a = &m->allocs[bidx];
+		if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
+			continue;
+		struct vt_device *d = &m->devices[a->device];
+		if (bfree) {
+			live[a->device] -= a->bytes;
+			continue;
+		}
+		live[a->device] += a->bytes;
+		if (live[a->device] > d->peak_bytes) {
+			d->peak_bytes = live[a->device];
+			d->peak_t_ns = bwhen.t_ns;
+			d->peak_proc = bwhen.proc;
+			d->peak_seq = bwhen.seq;
+		}
+	}
+	for (int dv = 0; dv < VT_MAX_DEVICES; dv++)
+		m->devices[dv].end_bytes = live[dv];
+	free(cur);
+}
+
+uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip)
+{
+	if (proc >= m->nprocs)
+		return 0;
+	struct vt_frame_fanin *f;
+	HASH_FIND(hh, m->procs[proc].fanin, &ip, sizeof ip, f);
+	return f ? f->stacks : 0;
+}
+
+/* Per process: which stacks allocated, and in how many of them each frame
+ * appears (a frame counted once per stack). */
+static void frame_fanin(struct vt_model *m)
+{
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		struct vt_stack_entry *e;
+		struct vt_proc *p = &m->procs[m->allocs[i].proc];
+		uint32_t id = m->allocs[i].stack_id;
+		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
+		if (e)
+			e->s.alloc_uses++;
+		id = m->allocs[i].h2d_stack_id;
+		HASH_FIND(hh, p->stacks, &id, sizeof id, e);
+		if (e)
+			e->s.copy_uses++;
+	}
+	for (uint32_t r = 0; r < m->nranges; r++) {
+		struct vt_stack_entry *e;
+		uint32_t id = m->ranges[r].stack_id;
+		HASH_FIND(hh, m->procs[m->allocs[m->ranges[r].alloc].proc].stacks, &id, sizeof id, e);
+		if (e)
+			e->s.copy_uses++;
+	}
+	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
+		struct vt_proc *p = &m->procs[pi];
+		struct vt_stack_entry *e, *tmp;
+		HASH_ITER(hh, p->stacks, e, tmp) {
+			if (!e->s.alloc_uses)
+				continue;
+			p->alloc_stacks++;
+			for (uint16_t k = 0; k < e->s.depth; k++) {
+				uint64_t ip = e->s.frames[k];
+				int again = 0; /* recursion: count a frame once per stack */
+				for (uint16_t j = 0; j < k && !again; j++)
+					again = e->s.frames[j] == ip;
+				if (again)
+					continue;
+				struct vt_frame_fanin *f;
+				HASH_FIND(hh, p->fanin, &ip, sizeof ip, f);
+				if (!f) {
+					f = calloc(1, sizeof *f);
+					if (!f)
+						exit(3);
+					f->ip = ip;
+					HASH_ADD(hh, p->fanin, ip, sizeof f->ip, f);
+				}
+				f->stacks++;
+			}
+		}
+	}
+}
+
+void vt_model_finish(struct vt_model *m)
+{
+	if (m->finished)
+		return;
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		vt_model_end_process(m, i);
+	sweep_peaks(m);
+	frame_fanin(m);
+	/* ranges sorted by (alloc, offset) for vt_model_ranges; the hash index
+	 * pointing into them is no longer needed */
+	vt_model_drop_range_index(m);
+	if (m->nranges)
+		qsort(m->ranges, m->nranges, sizeof *m->ranges, range_cmp);
+	m->finished = 1;
+}

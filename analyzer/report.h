@@ -1,0 +1,54 @@
+/* What `vramtrace report` says, computed once from a classified model and
+ * rendered as text (report_text.c) or JSON (report_json.c). */
+#ifndef VT_REPORT_H
+#define VT_REPORT_H
+
+#include <stdio.h>
+
+#include "flags.h"
+#include "model.h"
+
+struct vt_site_stat {
+	char name[256];
+	int category;                    /* the category of most of its bytes */
+	uint64_t bytes_at_peak;          /* live at its device's peak, summed */
+	uint64_t allocs;                 /* allocations made there, whole trace */
+	uint64_t bytes_by_cat[VT_CAT_COUNT];
+};
+
+struct vt_report_options {
+	int json;
+	int top;                         /* sites shown (default 10) */
+	int with_allocs;                 /* --allocs: every allocation in JSON */
+	const char *at;                  /* --at peak|end|SECONDS, NULL = peak */
+	const char *title;               /* trace directory, for the text header */
+};
+
+struct vt_report {
+	struct vt_model *m;
+	struct vt_report_options opt;
+	struct vt_flags flags;
+	uint64_t cats_at_peak[VT_CAT_COUNT];          /* each device at its peak */
+	uint64_t dev_cats[VT_MAX_DEVICES][VT_CAT_COUNT];
+	struct vt_moment at;                          /* --at moment */
+	char at_label[64];
+	uint64_t at_cats[VT_CAT_COUNT];
+	uint64_t at_dev_bytes[VT_MAX_DEVICES];
+	struct vt_site_stat *sites;                   /* sorted, biggest first */
+	uint32_t nsites;
+	uint32_t main_proc;                           /* the process steps are read from */
+};
+
+/* Classify m (if not yet), compute everything. Returns 0, or -1 with a
+ * one-line reason in err (a malformed --at). */
+int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_report_options *opt,
+                    char *err, size_t errlen);
+void vt_report_free(struct vt_report *r);
+
+int vt_report_write_text(const struct vt_report *r, FILE *out);
+int vt_report_write_json(const struct vt_report *r, FILE *out);
+
+/* 1 if allocation idx is live at its own device's peak. */
+int vt_report_live_at_peak(const struct vt_report *r, const struct vt_alloc *a);
+
+#endif

@@ -1,0 +1,182 @@
+/* Computing a report from a model (see report.h). */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "classify.h"
+#include "report_site.h"
+
+struct site_entry {
+	struct {
+		uint32_t proc, stack;
+	} key;
+	uint32_t site;   /* index into r->sites */
+	UT_hash_handle hh;
+};
+
+struct name_entry {
+	const char *name; /* points into r->sites[site].name */
+	uint32_t site;
+	UT_hash_handle hh;
+};
+
+int vt_report_live_at_peak(const struct vt_report *r, const struct vt_alloc *a)
+{
+	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
+		return 0;
+	struct vt_moment peak = vt_moment_peak(r->m, a->device);
+	return vt_alloc_live_at(r->m, a, &peak);
+}
+
+static uint32_t site_index(struct vt_report *r, struct site_entry **by_stack,
+                           struct name_entry **by_name, uint32_t *cap, const struct vt_alloc *a)
+{
+	struct site_entry probe, *e;
+	memset(&probe, 0, sizeof probe);
+	probe.key.proc = a->proc;
+	probe.key.stack = a->stack_id;
+	HASH_FIND(hh, *by_stack, &probe.key, sizeof probe.key, e);
+	if (e)
+		return e->site;
+	char name[256];
+	vt_report_site(r->m, a->proc, a->stack_id, name, sizeof name);
+	/* the same site in several processes is one site */
+	struct name_entry *ne;
+	HASH_FIND_STR(*by_name, name, ne);
+	uint32_t idx;
+	if (ne) {
+		idx = ne->site;
+	} else {
+		if (r->nsites == *cap) {
+			*cap = *cap ? *cap * 2 : 64;
+			struct vt_site_stat *s = realloc(r->sites, *cap * sizeof *s);
+			if (!s)
+				exit(3);
+			r->sites = s;
+			/* names moved: rebuild the name index */
+			struct name_entry *x, *tmp;
+			HASH_ITER(hh, *by_name, x, tmp) x->name = r->sites[x->site].name;
+		}
+		idx = r->nsites++;
+		memset(&r->sites[idx], 0, sizeof r->sites[idx]);
+		snprintf(r->sites[idx].name, sizeof r->sites[idx].name, "%s", name);
+		ne = calloc(1, sizeof *ne);
+		if (!ne)
+			exit(3);
+		ne->name = r->sites[idx].name;
+		ne->site = idx;
+		HASH_ADD_KEYPTR(hh, *by_name, ne->name, strlen(ne->name), ne);
+	}
+	e = calloc(1, sizeof *e);
+	if (!e)
+		exit(3);
+	e->key = probe.key;
+	e->site = idx;
+	HASH_ADD(hh, *by_stack, key, sizeof e->key, e);
+	return idx;
+}
+
+static int site_cmp(const void *x, const void *y)
+{
+	const struct vt_site_stat *a = x, *b = y;
+	if (a->bytes_at_peak != b->bytes_at_peak)
+		return a->bytes_at_peak > b->bytes_at_peak ? -1 : 1;
+	if (a->allocs != b->allocs)
+		return a->allocs > b->allocs ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static void build_sites(struct vt_report *r)
+{
+	struct site_entry *by_stack = NULL, *e, *etmp;
+	struct name_entry *by_name = NULL, *n, *ntmp;
+	uint32_t cap = 0;
+	struct vt_moment peak[VT_MAX_DEVICES];
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		peak[d] = vt_moment_peak(r->m, d);
+	/* one pass: sites, bytes by category at each device's peak and at --at */
+	for (uint32_t i = 0; i < r->m->nallocs; i++) {
+		const struct vt_alloc *a = &r->m->allocs[i];
+		if (!(a->flags & VT_AF_CHARGED))
+			continue;
+		int cat = a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN;
+		if (vt_alloc_live_at(r->m, a, &r->at)) {
+			r->at_cats[cat] += a->bytes;
+			if (a->device != VT_DEVICE_UNKNOWN)
+				r->at_dev_bytes[a->device] += a->bytes;
+		}
+		int at_peak = a->device != VT_DEVICE_UNKNOWN && vt_alloc_live_at(r->m, a, &peak[a->device]);
+		if (at_peak) {
+			r->dev_cats[a->device][cat] += a->bytes;
+			r->cats_at_peak[cat] += a->bytes;
+		}
+		uint32_t s = site_index(r, &by_stack, &by_name, &cap, a);
+		struct vt_site_stat *st = &r->sites[s];
+		st->allocs++;
+		if (at_peak) {
+			st->bytes_at_peak += a->bytes;
+			st->bytes_by_cat[a->category] += a->bytes;
+		} else if (st->bytes_at_peak == 0) {
+			/* nothing live at peak yet: let the trace's bytes pick a category */
+			st->bytes_by_cat[a->category] += 1;
+		}
+	}
+	for (uint32_t s = 0; s < r->nsites; s++) {
+		int best = VT_CAT_UNKNOWN;
+		for (int c = 0; c < VT_CAT_COUNT; c++)
+			if (r->sites[s].bytes_by_cat[c] > r->sites[s].bytes_by_cat[best])
+				best = c;
+		r->sites[s].category = best;
+	}
+	if (r->nsites)
+		qsort(r->sites, r->nsites, sizeof *r->sites, site_cmp);
+	HASH_ITER(hh, by_stack, e, etmp) {
+		HASH_DEL(by_stack, e);
+		free(e);
+	}
+	HASH_ITER(hh, by_name, n, ntmp) {
+		HASH_DEL(by_name, n);
+		free(n);
+	}
+}
+
+static uint32_t busiest_proc(const struct vt_model *m)
+{
+	uint32_t best = 0;
+	for (uint32_t i = 1; i < m->nprocs; i++)
+		if (m->procs[i].alloc_end - m->procs[i].alloc_begin >
+		    m->procs[best].alloc_end - m->procs[best].alloc_begin)
+			best = i;
+	return best;
+}
+
+int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_report_options *opt,
+                    char *err, size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	r->m = m;
+	r->opt = *opt;
+	if (r->opt.top <= 0)
+		r->opt.top = 10;
+	vt_model_finish(m);
+	if (vt_model_parse_at(m, opt->at, &r->at, r->at_label, sizeof r->at_label) != 0) {
+		snprintf(err, errlen, "--at wants peak, end or seconds from the trace start, not '%s'",
+		         opt->at);
+		return -1;
+	}
+	vt_classify(m);
+	vt_flags_find(m, &r->flags);
+	build_sites(r);
+	r->main_proc = busiest_proc(m);
+	return 0;
+}
+
+void vt_report_free(struct vt_report *r)
+{
+	vt_flags_free(&r->flags);
+	free(r->sites);
+	memset(r, 0, sizeof *r);
+}

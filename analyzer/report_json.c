@@ -1,0 +1,227 @@
+/* `vramtrace report --json` (keys documented in the README; they never
+ * change meaning). */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flags.h"
+#include "json_out.h"
+#include "report_site.h"
+#include "steps.h"
+
+static void categories(struct vt_json *j, const char *key, const uint64_t *cats)
+{
+	vt_json_key(j, key);
+	vt_json_begin_object(j);
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		vt_json_kv_u64(j, vt_category_name(c), cats[c]);
+	vt_json_end_object(j);
+}
+
+static void totals(struct vt_json *j, const struct vt_totals *t)
+{
+	vt_json_key(j, "totals");
+	vt_json_begin_object(j);
+	vt_json_kv_u64(j, "alloc_calls", t->alloc_calls);
+	vt_json_kv_u64(j, "free_calls", t->free_calls);
+	vt_json_kv_u64(j, "htod_calls", t->htod_calls);
+	vt_json_kv_u64(j, "htod_bytes", t->htod_bytes);
+	vt_json_kv_u64(j, "failed_allocs", t->failed_allocs);
+	vt_json_kv_u64(j, "dtoh_calls", t->dtoh_calls);
+	vt_json_kv_u64(j, "dtod_calls", t->dtod_calls);
+	vt_json_kv_u64(j, "map_calls", t->map_calls);
+	vt_json_kv_u64(j, "unmap_calls", t->unmap_calls);
+	vt_json_kv_u64(j, "events", t->events);
+	vt_json_end_object(j);
+}
+
+static void processes(struct vt_json *j, const struct vt_model *m)
+{
+	vt_json_key(j, "processes");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < m->nprocs; i++) {
+		const struct vt_proc *p = &m->procs[i];
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "pid", p->pid);
+		vt_json_kv_i64(j, "ppid", p->ppid);
+		vt_json_kv_string(j, "exe", p->exe);
+		vt_json_kv_bool(j, "clean_exit", p->clean_exit);
+		vt_json_kv_string(j, "state", p->clean_exit ? "exited"
+		                              : VT_STATE_OF(p->state_word) == VT_STATE_EXECED ? "exec"
+		                                                                               : "died");
+		vt_json_key(j, "exit_code");
+		if (p->clean_exit || p->have_exit_rec)
+			vt_json_i64(j, p->exit_code);
+		else
+			vt_json_null(j);
+		vt_json_kv_string(j, "mode", p->pool_mode ? "pool" : "per-tensor");
+		vt_json_kv_string(j, "framework", vt_framework_name(vt_framework_of(p)));
+		vt_json_kv_u64(j, "steps", p->nsteps);
+		vt_json_kv_bool(j, "truncated", (p->header_flags & VT_FLAG_TRUNCATED) != 0);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+static void devices(struct vt_json *j, const struct vt_report *r)
+{
+	vt_json_key(j, "devices");
+	vt_json_begin_array(j);
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		const struct vt_device *dv = &r->m->devices[d];
+		if (!vt_model_device_used(r->m, d))
+			continue;
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "ordinal", d);
+		vt_json_kv_string(j, "name", dv->name ? dv->name : "");
+		vt_json_kv_u64(j, "total_bytes", dv->total_bytes);
+		vt_json_kv_u64(j, "peak_bytes", dv->peak_bytes);
+		vt_json_kv_u64(j, "peak_t_ns", dv->peak_t_ns);
+		vt_json_kv_u64(j, "end_bytes", dv->end_bytes);
+		categories(j, "categories_at_peak", r->dev_cats[d]);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+static void steps(struct vt_json *j, const struct vt_report *r)
+{
+	const struct vt_proc *p = r->m->nprocs ? &r->m->procs[r->main_proc] : NULL;
+	vt_json_key(j, "steps");
+	vt_json_begin_object(j);
+	vt_json_kv_u64(j, "count", p ? p->nsteps : 0);
+	vt_json_kv_string(j, "source", vt_step_source_name(p ? p->step_source : VT_STEPS_NONE));
+	vt_json_kv_u64(j, "period_ns", p ? p->step_period_ns : 0);
+	vt_json_end_object(j);
+}
+
+static void flags(struct vt_json *j, const struct vt_report *r)
+{
+	vt_json_key(j, "flags");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < r->flags.n; i++) {
+		const struct vt_flag *f = &r->flags.v[i];
+		char site[256];
+		vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
+		vt_json_begin_object(j);
+		vt_json_kv_string(j, "kind", vt_flag_kind_name(f->kind));
+		vt_json_key(j, "devices");
+		vt_json_begin_array(j);
+		for (uint32_t d = 0; d < f->ndev; d++)
+			vt_json_u64(j, f->devices[d]);
+		vt_json_end_array(j);
+		vt_json_key(j, "bytes");
+		vt_json_begin_array(j);
+		for (uint32_t d = 0; d < f->ndev; d++)
+			vt_json_u64(j, f->bytes[d]);
+		vt_json_end_array(j);
+		vt_json_kv_u64(j, "copies", f->copies);
+		vt_json_kv_string(j, "site", site);
+		vt_json_kv_u64(j, "t_ns", f->t_ns);
+		vt_json_kv_double(j, "confidence", f->confidence / 100.0);
+		vt_json_kv_string(j, "advice", f->advice);
+		vt_json_kv_i64(j, "pid", r->m->procs[f->proc].pid);
+		vt_json_kv_string(j, "framework", vt_framework_name(f->framework));
+		if (f->kind == VT_FLAG_PREFETCH_DEPTH) {
+			vt_json_kv_u64(j, "depth", f->depth);
+			vt_json_kv_u64(j, "batch_bytes", f->batch_bytes);
+		}
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+static void sites(struct vt_json *j, const struct vt_report *r)
+{
+	vt_json_key(j, "sites");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < r->nsites && i < (uint32_t)r->opt.top; i++) {
+		const struct vt_site_stat *s = &r->sites[i];
+		vt_json_begin_object(j);
+		vt_json_kv_string(j, "site", s->name);
+		vt_json_kv_string(j, "category", vt_category_name(s->category));
+		vt_json_kv_u64(j, "bytes_at_peak", s->bytes_at_peak);
+		vt_json_kv_u64(j, "allocs", s->allocs);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+static void at(struct vt_json *j, const struct vt_report *r)
+{
+	vt_json_key(j, "at");
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "label", r->at_label);
+	vt_json_kv_u64(j, "t_ns", r->at.t_ns == VT_T_NEVER ? 0 : r->at.t_ns);
+	uint64_t sum = 0;
+	vt_json_key(j, "devices");
+	vt_json_begin_array(j);
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		if (!vt_model_device_used(r->m, d))
+			continue;
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "ordinal", d);
+		vt_json_kv_u64(j, "bytes", r->at_dev_bytes[d]);
+		vt_json_end_object(j);
+		sum += r->at_dev_bytes[d];
+	}
+	vt_json_end_array(j);
+	vt_json_kv_u64(j, "bytes", sum);
+	categories(j, "categories", r->at_cats);
+	vt_json_end_object(j);
+}
+
+static void allocations(struct vt_json *j, const struct vt_report *r)
+{
+	vt_json_key(j, "allocations");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < r->m->nallocs; i++) {
+		const struct vt_alloc *a = &r->m->allocs[i];
+		if (!(a->flags & VT_AF_CHARGED))
+			continue;
+		char addr[24], site[256];
+		snprintf(addr, sizeof addr, "0x%" PRIx64, a->addr);
+		vt_report_site(r->m, a->proc, a->stack_id, site, sizeof site);
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "pid", r->m->procs[a->proc].pid);
+		vt_json_kv_i64(j, "device", a->device == VT_DEVICE_UNKNOWN ? -1 : a->device);
+		vt_json_kv_string(j, "addr", addr);
+		vt_json_kv_u64(j, "bytes", a->bytes);
+		vt_json_kv_u64(j, "t_alloc_ns", a->t_alloc);
+		vt_json_key(j, "t_free_ns");
+		if (a->t_free == VT_T_NEVER)
+			vt_json_null(j);
+		else
+			vt_json_u64(j, a->t_free);
+		vt_json_kv_u64(j, "htod_bytes", a->h2d_bytes);
+		vt_json_kv_string(j, "category", vt_category_name(a->category));
+		vt_json_kv_double(j, "confidence", a->confidence / 100.0);
+		vt_json_kv_string(j, "reason", a->reason);
+		vt_json_kv_string(j, "site", site);
+		vt_json_kv_bool(j, "live_at_peak", vt_report_live_at_peak(r, a));
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+int vt_report_write_json(const struct vt_report *r, FILE *out)
+{
+	struct vt_json j;
+	vt_json_init(&j, out, 1);
+	vt_json_begin_object(&j);
+	vt_json_kv_string(&j, "trace", r->opt.title ? r->opt.title : "");
+	totals(&j, &r->m->totals);
+	processes(&j, r->m);
+	devices(&j, r);
+	categories(&j, "categories_at_peak", r->cats_at_peak);
+	steps(&j, r);
+	flags(&j, r);
+	sites(&j, r);
+	at(&j, r);
+	if (r->opt.with_allocs)
+		allocations(&j, r);
+	vt_json_end_object(&j);
+	return vt_json_finish(&j);
+}

@@ -1,0 +1,183 @@
+/* `vramtrace report` as text: processes, devices, bytes by category with a
+ * bar each, top sites, flags with advice. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flags.h"
+#include "report_site.h"
+#include "steps.h"
+#include "units.h"
+
+#define BAR_WIDTH 40
+
+static void bar(FILE *out, uint64_t part, uint64_t whole)
+{
+	int n = whole ? (int)((part * BAR_WIDTH + whole / 2) / whole) : 0;
+	if (part && !n)
+		n = 1;
+	for (int i = 0; i < BAR_WIDTH; i++)
+		fputs(i < n ? "#" : ".", out);
+}
+
+static void processes(const struct vt_report *r, FILE *out)
+{
+	fprintf(out, "Processes\n");
+	for (uint32_t i = 0; i < r->m->nprocs; i++) {
+		const struct vt_proc *p = &r->m->procs[i];
+		char status[64];
+		if (p->clean_exit)
+			snprintf(status, sizeof status, "exited %d", p->exit_code);
+		else if (VT_STATE_OF(p->state_word) == VT_STATE_EXECED)
+			snprintf(status, sizeof status, "exec'd");
+		else
+			snprintf(status, sizeof status, "did NOT exit cleanly");
+		fprintf(out, "  pid %-7d %s  %s, %s allocator, %u steps (%s)%s%s\n", p->pid, p->exe,
+		        status, p->pool_mode ? "pool" : "per-tensor", p->nsteps,
+		        vt_step_source_name(p->step_source),
+		        vt_framework_of(p) ? ", " : "", vt_framework_of(p) ? vt_framework_name(vt_framework_of(p)) : "");
+		if (p->header_flags & VT_FLAG_TRUNCATED)
+			fprintf(out, "            log truncated: %" PRIu64 " records dropped\n",
+			        p->events_dropped);
+	}
+}
+
+static void devices(const struct vt_report *r, FILE *out)
+{
+	fprintf(out, "\nDevices\n");
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		const struct vt_device *dv = &r->m->devices[d];
+		if (!vt_model_device_used(r->m, d))
+			continue;
+		char cap[32], peak[32], when[32], endb[32];
+		vt_format_bytes(dv->total_bytes, cap, sizeof cap);
+		vt_format_bytes(dv->peak_bytes, peak, sizeof peak);
+		vt_format_bytes(dv->end_bytes, endb, sizeof endb);
+		vt_format_seconds(dv->peak_t_ns, when, sizeof when);
+		fprintf(out, "  GPU %d  %-20s capacity %-10s peak %-10s at %s", d,
+		        dv->name ? dv->name : "?", dv->total_bytes ? cap : "unknown", peak, when);
+		if (dv->total_bytes)
+			fprintf(out, " (%.1f%% of capacity)", 100.0 * (double)dv->peak_bytes / (double)dv->total_bytes);
+		fprintf(out, ", %s at the end\n", endb);
+	}
+}
+
+static void category_table(FILE *out, const uint64_t *cats)
+{
+	uint64_t total = 0;
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		total += cats[c];
+	for (int c = 0; c < VT_CAT_COUNT; c++) {
+		char b[32];
+		vt_format_bytes(cats[c], b, sizeof b);
+		fprintf(out, "  %-12s %10s  ", vt_category_name(c), b);
+		bar(out, cats[c], total);
+		fprintf(out, " %5.1f%%\n", total ? 100.0 * (double)cats[c] / (double)total : 0.0);
+	}
+}
+
+static void categories(const struct vt_report *r, FILE *out)
+{
+	if (!strcmp(r->at_label, "peak")) {
+		fprintf(out, "\nBytes by category at peak (each device at its peak)\n");
+		category_table(out, r->cats_at_peak);
+		return;
+	}
+	char when[32];
+	vt_format_seconds(r->at.t_ns == VT_T_NEVER ? 0 : r->at.t_ns, when, sizeof when);
+	fprintf(out, "\nBytes by category at %s (t = %s, all devices)\n",
+	        !strncmp(r->at_label, "t=", 2) ? "that moment" : r->at_label, when);
+	category_table(out, r->at_cats);
+}
+
+static void sites(const struct vt_report *r, FILE *out)
+{
+	fprintf(out, "\nTop sites at peak\n  %10s %8s  %-12s %s\n", "bytes", "allocs", "category", "site");
+	for (uint32_t i = 0; i < r->nsites && i < (uint32_t)r->opt.top; i++) {
+		const struct vt_site_stat *s = &r->sites[i];
+		char b[32];
+		vt_format_bytes(s->bytes_at_peak, b, sizeof b);
+		fprintf(out, "  %10s %8" PRIu64 "  %-12s %s\n", b, s->allocs,
+		        vt_category_name(s->category), s->name);
+	}
+}
+
+/* "GPU 0" or "GPUs 0,1" */
+static void gpus(FILE *out, const struct vt_flag *f)
+{
+	fprintf(out, "GPU%s", f->ndev > 1 ? "s" : "");
+	for (uint32_t d = 0; d < f->ndev; d++)
+		fprintf(out, "%s%u", d ? "," : " ", f->devices[d]);
+}
+
+/* One sentence per flag, then its advice. */
+static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *out)
+{
+	char site[256], b[32], when[32], all[32];
+	uint64_t sum = 0;
+	for (uint32_t d = 0; d < f->ndev; d++)
+		sum += f->bytes[d];
+	vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
+	vt_format_bytes(vt_flag_bytes_max(f), b, sizeof b);
+	vt_format_bytes(sum, all, sizeof all);
+	vt_format_seconds(f->t_ns, when, sizeof when);
+	const char *copies = f->copies == 1 ? "copy" : "copies";
+	fprintf(out, "  [%s] ", vt_flag_kind_name(f->kind));
+	switch (f->kind) {
+	case VT_FLAG_WHOLE_DATASET:
+		fprintf(out, "%s dataset%s uploaded to ", b, f->ndev > 1 ? " (each)" : "");
+		gpus(out, f);
+		fprintf(out, " in %" PRIu64 " host-to-device %s at t=%s from %s", f->copies, copies,
+		        when, site);
+		break;
+	case VT_FLAG_PREFETCH_DEPTH:
+		fprintf(out, "prefetch holds %u batch%s (%s) on ", f->depth, f->depth == 1 ? "" : "es",
+		        b);
+		gpus(out, f);
+		fprintf(out, ", filled from %s", site);
+		break;
+	case VT_FLAG_REPLICATED:
+		fprintf(out, "the same %s dataset on ", b);
+		gpus(out, f);
+		fprintf(out, " (%s in all), uploaded from %s", all, site);
+		break;
+	default:
+		fprintf(out, "%s allocator region on ", b);
+		gpus(out, f);
+		fprintf(out, " made at t=%s by %s, %" PRIu64 " host-to-device %s into it", when, site,
+		        f->copies, copies);
+		break;
+	}
+	if (r->m->nprocs > 1)
+		fprintf(out, " in pid %d", r->m->procs[f->proc].pid);
+	fprintf(out, " (confidence %d%%)\n      %s\n", f->confidence, f->advice);
+}
+
+static void flags(const struct vt_report *r, FILE *out)
+{
+	fprintf(out, "\nFlags\n");
+	if (!r->flags.n)
+		fprintf(out, "  none\n");
+	for (uint32_t i = 0; i < r->flags.n; i++)
+		flag_line(r, &r->flags.v[i], out);
+}
+
+int vt_report_write_text(const struct vt_report *r, FILE *out)
+{
+	const struct vt_totals *t = &r->m->totals;
+	char h2d[32];
+	vt_format_bytes(t->htod_bytes, h2d, sizeof h2d);
+	fprintf(out, "vramtrace report: %s\n", r->opt.title ? r->opt.title : "");
+	fprintf(out, "  %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+	             " host-to-device copies (%s), %" PRIu64 " failed allocations\n\n",
+	        t->alloc_calls, t->free_calls, t->htod_calls, h2d, t->failed_allocs);
+	processes(r, out);
+	devices(r, out);
+	categories(r, out);
+	sites(r, out);
+	flags(r, out);
+	fflush(out);
+	return ferror(out) ? -1 : 0;
+}

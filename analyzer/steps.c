@@ -1,0 +1,279 @@
+/* Step detection (see steps.h). */
+#include "steps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *vt_step_source_name(enum vt_step_source s)
+{
+	switch (s) {
+	case VT_STEPS_MARKERS: return "markers";
+	case VT_STEPS_PERIOD: return "period";
+	default: return "none";
+	}
+}
+
+int vt_step_of(const struct vt_proc *p, uint64_t t_ns)
+{
+	if (!p->nsteps || t_ns < p->step_t[0])
+		return -1;
+	uint32_t lo = 0, hi = p->nsteps; /* last step start <= t */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (p->step_t[mid] <= t_ns)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (int)lo;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median_gap(const uint64_t *t, uint32_t n)
+{
+	if (n < 2)
+		return 0;
+	uint64_t *gaps = malloc((n - 1) * sizeof *gaps);
+	if (!gaps)
+		return 0;
+	for (uint32_t i = 1; i < n; i++)
+		gaps[i - 1] = t[i] - t[i - 1];
+	qsort(gaps, n - 1, sizeof *gaps, cmp_u64);
+	uint64_t g = gaps[(n - 1) / 2];
+	free(gaps);
+	return g;
+}
+
+static int is_step_mark(const struct vt_mark *mk)
+{
+	return mk->kind == VT_MARK_STEP || !strncmp(mk->text, "step ", 5) ||
+	       !strncmp(mk->text, "step=", 5);
+}
+
+static int steps_from_markers(struct vt_proc *p)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < p->nmarks; i++)
+		n += is_step_mark(&p->marks[i]);
+	if (!n)
+		return 0;
+	p->step_t = malloc(n * sizeof *p->step_t);
+	if (!p->step_t)
+		return 0;
+	for (uint32_t i = 0; i < p->nmarks; i++)
+		if (is_step_mark(&p->marks[i]))
+			p->step_t[p->nsteps++] = p->marks[i].t_ns;
+	qsort(p->step_t, p->nsteps, sizeof *p->step_t, cmp_u64);
+	p->step_source = VT_STEPS_MARKERS;
+	return 1;
+}
+
+/* The device with the most allocations in this process. */
+static int busiest_device(const struct vt_model *m, const struct vt_proc *p)
+{
+	uint32_t count[VT_MAX_DEVICES] = {0};
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++)
+		if (m->allocs[i].device != VT_DEVICE_UNKNOWN)
+			count[m->allocs[i].device]++;
+	int best = 0;
+	for (int d = 1; d < VT_MAX_DEVICES; d++)
+		if (count[d] > count[best])
+			best = d;
+	return best;
+}
+
+struct valley {
+	uint64_t bytes, t_ns;
+	uint64_t allocs;        /* allocations on the device before it */
+};
+
+/* Local minima of live bytes on dev: a free (or run of frees) followed by an
+ * allocation. The frees after the last allocation (teardown) are not one. */
+static struct valley *find_valleys(const struct vt_model *m, const struct vt_proc *p, int dev,
+                                   uint32_t *nout, uint64_t *total_allocs)
+{
+	uint64_t allocs = 0;
+	uint32_t cap = 64, n = 0;
+	struct valley *v = malloc(cap * sizeof *v);
+	uint32_t ai = p->alloc_begin, fi = p->free_begin;
+	uint64_t live = 0;
+	int pending = 0;
+	struct valley cand = {0, 0, 0};
+	while (v && (ai < p->alloc_end || fi < p->free_end)) {
+		const struct vt_alloc *a = ai < p->alloc_end ? &m->allocs[ai] : NULL;
+		const struct vt_alloc *f = fi < p->free_end ? &m->allocs[m->free_order[fi]] : NULL;
+		int take_free = f && (!a || f->seq_free <= a->seq_alloc);
+		const struct vt_alloc *e = take_free ? f : a;
+		take_free ? fi++ : ai++;
+		if (e->device != dev || !(e->flags & VT_AF_CHARGED))
+			continue;
+		if (take_free) {
+			live -= e->bytes;
+			pending = 1;
+			cand = (struct valley){live, e->t_free, allocs};
+			continue;
+		}
+		if (pending) {
+			if (n == cap) {
+				cap *= 2;
+				struct valley *nv = realloc(v, cap * sizeof *v);
+				if (!nv)
+					break;
+				v = nv;
+			}
+			v[n++] = cand;
+			pending = 0;
+		}
+		live += e->bytes;
+		allocs++;
+	}
+	*nout = v ? n : 0;
+	*total_allocs = allocs;
+	return v;
+}
+
+/* Valley levels this close count as one: a job that keeps a few bytes more
+ * every step (metrics, a growing list of losses) still has its steps. */
+static uint64_t level_slack(uint64_t level)
+{
+	return level / 200; /* 0.5 % */
+}
+
+struct level_pick {
+	uint64_t bytes;
+	uint32_t index;         /* position in the valley sequence */
+};
+
+static int cmp_level(const void *a, const void *b)
+{
+	const struct level_pick *x = a, *y = b;
+	return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+}
+
+/* The step-end level: the lowest valley level that recurs >= 3 times across
+ * at least half of the run (the first step's own valleys, before the
+ * optimizer state exists, recur too but only at the start). */
+static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
+{
+	struct level_pick *b = malloc((n ? n : 1) * sizeof *b);
+	if (!b)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		b[i] = (struct level_pick){v[i].bytes, i};
+	qsort(b, n, sizeof *b, cmp_level);
+	/* sliding window [i, j) of levels within the slack of b[i]; the
+	 * smallest and largest position inside it from two monotonic queues */
+	uint32_t *qmin = malloc((n ? n : 1) * sizeof *qmin), *qmax = malloc((n ? n : 1) * sizeof *qmax);
+	uint32_t hmin = 0, tmin = 0, hmax = 0, tmax = 0, j = 0;
+	int found = 0;
+	for (uint32_t i = 0; qmin && qmax && i < n && !found; i++) {
+		while (j < n && b[j].bytes <= b[i].bytes + level_slack(b[i].bytes)) {
+			while (tmin > hmin && b[qmin[tmin - 1]].index >= b[j].index)
+				tmin--;
+			qmin[tmin++] = j;
+			while (tmax > hmax && b[qmax[tmax - 1]].index <= b[j].index)
+				tmax--;
+			qmax[tmax++] = j;
+			j++;
+		}
+		while (hmin < tmin && qmin[hmin] < i)
+			hmin++;
+		while (hmax < tmax && qmax[hmax] < i)
+			hmax++;
+		uint32_t lo = b[qmin[hmin]].index, hi = b[qmax[hmax]].index;
+		if (j - i >= 3 && (hi - lo) * 2 >= n - 1) {
+			*level = b[i].bytes;
+			found = 1;
+		}
+	}
+	free(qmin);
+	free(qmax);
+	free(b);
+	return found;
+}
+
+/* Does the activity after the last step end look like one more step (at
+ * least half the allocations of a median step), or like teardown? */
+static int one_more_step(const uint64_t *allocs_at_end, uint32_t k, uint64_t total)
+{
+	uint64_t *per = malloc(k * sizeof *per);
+	if (!per)
+		return 1;
+	for (uint32_t i = 1; i < k; i++)
+		per[i - 1] = allocs_at_end[i] - allocs_at_end[i - 1];
+	qsort(per, k - 1, sizeof *per, cmp_u64);
+	uint64_t median = per[(k - 1) / 2];
+	free(per);
+	return (total - allocs_at_end[k - 1]) * 2 >= median;
+}
+
+static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
+{
+	uint32_t n;
+	uint64_t total;
+	struct valley *v = find_valleys(m, p, busiest_device(m, p), &n, &total);
+	uint64_t level;
+	if (!v || n < 3 || !step_level(v, n, &level)) {
+		free(v);
+		return 0;
+	}
+	/* the first valley at the level ends the first steady step; every later
+	 * valley at or below it ends one more (the last steps drain the batches
+	 * in flight, so their valleys sit lower) */
+	uint32_t first = 0;
+	while (v[first].bytes < level || v[first].bytes > level + level_slack(level))
+		first++;
+	uint64_t *ends = malloc(n * sizeof *ends), *allocs = malloc(n * sizeof *allocs);
+	uint32_t k = 0;
+	uint64_t cur = v[first].bytes; /* follows a slow drift of the level */
+	for (uint32_t i = first; ends && allocs && i < n; i++) {
+		if (v[i].bytes > cur + level_slack(cur))
+			continue;
+		ends[k] = v[i].t_ns;
+		allocs[k++] = v[i].allocs;
+		if (v[i].bytes > cur)
+			cur = v[i].bytes;
+	}
+	free(v);
+	if (!ends || !allocs || k < 3) {
+		free(ends);
+		free(allocs);
+		return 0;
+	}
+	/* step i starts where step i-1 ended; the first starts one period
+	 * earlier; a step may run after the last valley */
+	uint64_t period = median_gap(ends, k);
+	uint32_t nsteps = k + (uint32_t)one_more_step(allocs, k, total);
+	free(allocs);
+	p->step_t = malloc(nsteps * sizeof *p->step_t);
+	if (!p->step_t) {
+		free(ends);
+		return 0;
+	}
+	p->step_t[0] = ends[0] > period ? ends[0] - period : 0;
+	for (uint32_t i = 1; i < nsteps; i++)
+		p->step_t[i] = ends[i - 1];
+	p->nsteps = nsteps;
+	p->step_source = VT_STEPS_PERIOD;
+	free(ends);
+	return 1;
+}
+
+void vt_steps_find(struct vt_model *m)
+{
+	for (uint32_t i = 0; i < m->nprocs; i++) {
+		struct vt_proc *p = &m->procs[i];
+		free(p->step_t);
+		p->step_t = NULL;
+		p->nsteps = 0;
+		p->step_source = VT_STEPS_NONE;
+		if (!steps_from_markers(p))
+			steps_from_period(m, p);
+		p->step_period_ns = median_gap(p->step_t, p->nsteps);
+	}
+}

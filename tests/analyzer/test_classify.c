@@ -1,0 +1,315 @@
+/* Steps, classification and flags on synthetic jobs built in memory: the
+ * rules of classify.h one by one, without a driver or a shim. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "classify.h"
+#include "flags.h"
+#include "model_builder.h"
+#include "steps.h"
+
+#define MIB (1024ull * 1024ull)
+#define W_ADDR(l) (0x100000000ull + (uint64_t)(l) * 0x10000000ull)
+
+struct job {
+	int layers, steps, markers, flat, host_weights, opt_early, dataset;
+	int leak;               /* keep 4 KiB more every step (metrics) */
+	uint64_t act;           /* activation bytes (default 768 KiB) */
+	int stop_mid_step;      /* the last step stops after its forward pass */
+	uint64_t wbytes[8];
+};
+
+/* A job like the simulated trainer, prefetch 2, Adam, all on device 0. */
+static struct vt_model *run_job(const struct job *j)
+{
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 7, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	for (int l = 0; l < j->layers; l++) {
+		b_alloc(&b, t++, W_ADDR(l), j->wbytes[l], 0);
+		if (j->host_weights)
+			b_htod(&b, t++, W_ADDR(l), j->wbytes[l], 0);
+	}
+	if (j->dataset) {
+		b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
+		b_htod(&b, t++, 0x900000000ull, 64 * MIB, 0);
+	}
+	uint64_t opt = 0xa00000000ull;
+	if (j->opt_early)
+		for (int l = 0; l < j->layers; l++)
+			for (int k = 0; k < 2; k++, opt += 0x10000000ull)
+				b_alloc(&b, t++, opt, j->wbytes[l], 0);
+	uint64_t batch[64];
+	batch[0] = 0x200000000ull;
+	b_alloc(&b, t++, batch[0], 2 * MIB, 0);
+	b_htod(&b, t++, batch[0], 2 * MIB, 0);
+	for (int s = 0; s < j->steps; s++) {
+		t += 1000;
+		if (j->markers) {
+			char text[16];
+			snprintf(text, sizeof text, "step %d", s);
+			b_mark(&b, t++, text);
+		}
+		if (s + 1 < j->steps) {
+			batch[s + 1] = 0x200000000ull + (uint64_t)((s + 1) % 2) * 0x1000000ull;
+			b_alloc(&b, t++, batch[s + 1], 2 * MIB, 0);
+			b_htod(&b, t++, batch[s + 1], 2 * MIB, 0);
+		}
+		for (int l = 0; l < j->layers; l++)
+			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
+			        j->act ? j->act : 768 << 10, 0);
+		if (j->stop_mid_step && s + 1 == j->steps)
+			break; /* killed: activations and batches stay live */
+		uint64_t wsum = 0;
+		for (int l = 0; l < j->layers; l++)
+			wsum += j->wbytes[l];
+		if (j->flat)
+			b_alloc(&b, t++, 0x400000000ull, wsum, 0);
+		for (int l = j->layers - 1; l >= 0; l--) {
+			if (!j->flat)
+				b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, j->wbytes[l], 0);
+			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
+		}
+		if (s == 0 && !j->opt_early)
+			for (int l = 0; l < j->layers; l++)
+				for (int k = 0; k < 2; k++, opt += 0x10000000ull)
+					b_alloc(&b, t++, opt, j->wbytes[l], 0);
+		if (j->flat)
+			b_free(&b, t++, 0x400000000ull, 0);
+		for (int l = 0; !j->flat && l < j->layers; l++)
+			b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
+		b_free(&b, t++, batch[s], 0);
+		if (j->leak)
+			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x10000ull, 4096, 0);
+	}
+	/* no teardown: the job is killed while everything is live */
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	return m;
+}
+
+static int category_of(const struct vt_model *m, uint64_t addr)
+{
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].addr == addr)
+			return m->allocs[i].category;
+	return -1;
+}
+
+static int count_cat(const struct vt_model *m, int cat)
+{
+	int n = 0;
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		n += m->allocs[i].category == cat;
+	return n;
+}
+
+static void check_roles(const struct vt_model *m, const struct job *j)
+{
+	for (int l = 0; l < j->layers; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), j->layers);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 2 * j->layers);
+	assert_int_equal(count_cat(m, VT_CAT_PREFETCH), j->steps);
+	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), j->layers * j->steps);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), j->flat ? j->steps : j->layers * j->steps);
+	assert_int_equal(count_cat(m, VT_CAT_DATASET), j->dataset ? 1 : 0);
+	assert_int_equal(count_cat(m, VT_CAT_UNKNOWN), 0);
+}
+
+static void test_markers_twins(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 8, .markers = 1, .dataset = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_MARKERS);
+	assert_int_equal(m->procs[0].nsteps, 8);
+	check_roles(m, &j);
+	struct vt_flags f;
+	vt_flags_find(m, &f);
+	int whole = 0, depth = 0;
+	for (uint32_t i = 0; i < f.n; i++) {
+		if (f.v[i].kind == VT_FLAG_WHOLE_DATASET) {
+			whole++;
+			assert_int_equal(f.v[i].ndev, 1);
+			assert_int_equal(f.v[i].bytes[0], 64 * MIB);
+			assert_int_equal(f.v[i].copies, 1);
+		}
+		if (f.v[i].kind == VT_FLAG_PREFETCH_DEPTH) {
+			depth++;
+			assert_int_equal(f.v[i].depth, 2);
+		}
+	}
+	assert_int_equal(whole, 1);
+	assert_int_equal(depth, 1);
+	vt_flags_free(&f);
+	vt_model_free(m);
+}
+
+/* Equal layers, weights from the host, flat bucket, no markers, optimizer
+ * first: every adversarial case at once. */
+static void test_adversarial(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4, .steps = 9, .flat = 1, .host_weights = 1, .opt_early = 1,
+	                .dataset = 1, .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 9);
+	check_roles(m, &j);
+	assert_int_equal(category_of(m, 0x900000000ull), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
+/* Without markers, a level that creeps up a little every step still gives
+ * the steps. */
+static void test_period_with_drift(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 12, .leak = 1, .dataset = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 12);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 12);
+	vt_model_free(m);
+}
+
+/* Square layers: activations the size of the weights. The optimizer is
+ * made in the first step, so the weights are what existed before it. */
+static void test_activations_of_weight_size(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4, .steps = 8, .markers = 1, .dataset = 1, .act = 2 * MIB,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	check_roles(m, &j);
+	vt_model_free(m);
+}
+
+/* A job that stops in the middle of a step: what was in flight keeps its
+ * role (a batch is no dataset, an activation no weight). */
+static void test_stopped_mid_step(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 10, .markers = 1, .dataset = 1, .stop_mid_step = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(count_cat(m, VT_CAT_DATASET), 1);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
+	assert_int_equal(count_cat(m, VT_CAT_PREFETCH), 10);
+	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), 3 * 10);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 9);
+	assert_int_equal(count_cat(m, VT_CAT_UNKNOWN), 0);
+	vt_model_free(m);
+}
+
+static void test_host_weights_per_tensor(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 6, .markers = 1, .host_weights = 1,
+	                .wbytes = {8 * MIB, 8 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	check_roles(m, &j); /* host-filled weights are not a dataset: they have twins */
+	struct vt_flags f;
+	vt_flags_find(m, &f);
+	for (uint32_t i = 0; i < f.n; i++)
+		assert_int_not_equal(f.v[i].kind, VT_FLAG_WHOLE_DATASET);
+	vt_flags_free(&f);
+	vt_model_free(m);
+}
+
+static void test_pool_region(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_alloc(&b, 1, 0x10000000, 512 * MIB, 0);
+	b_htod(&b, 2, 0x10000000 + 64 * MIB, 256 * MIB, 0); /* dataset inside */
+	for (int s = 0; s < 10; s++)                        /* batches at two offsets */
+		b_htod(&b, 10 + (uint64_t)s * 100, 0x10000000 + (uint64_t)(s % 2) * 4 * MIB, 4 * MIB, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->allocs[0].category, VT_CAT_POOL);
+	assert_true(m->procs[0].pool_mode);
+	struct vt_flags f;
+	vt_flags_find(m, &f);
+	int whole = 0, pool = 0;
+	for (uint32_t i = 0; i < f.n; i++) {
+		if (f.v[i].kind == VT_FLAG_WHOLE_DATASET) {
+			whole++;
+			assert_int_equal(f.v[i].bytes[0], 256 * MIB);
+		}
+		pool += f.v[i].kind == VT_FLAG_OPAQUE_POOL;
+	}
+	assert_int_equal(whole, 1);
+	assert_int_equal(pool, 1);
+	vt_flags_free(&f);
+	vt_model_free(m);
+}
+
+static void test_chunked_upload_is_not_a_pool(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_alloc(&b, 1, 0x10000000, 64 * MIB, 0);
+	for (int i = 0; i < 8; i++)
+		b_htod(&b, 2 + (uint64_t)i, 0x10000000 + (uint64_t)i * 8 * MIB, 8 * MIB, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_not_equal(m->allocs[0].category, VT_CAT_POOL);
+	assert_false(m->procs[0].pool_mode);
+	vt_model_free(m);
+}
+
+static void test_framework_from_modules(void **state)
+{
+	(void)state;
+	struct vt_proc p;
+	memset(&p, 0, sizeof p);
+	struct vt_module mods[2] = {
+		{.path = (char *)"/usr/lib/libc.so.6"},
+		{.path = (char *)"/site-packages/tensorflow/libtensorflow_framework.so.2"},
+	};
+	p.modules = mods;
+	p.nmodules = 1;
+	assert_int_equal(vt_framework_of(&p), VT_FW_NONE);
+	p.nmodules = 2;
+	assert_int_equal(vt_framework_of(&p), VT_FW_TENSORFLOW);
+	mods[1].path = (char *)"/site-packages/torch/lib/libc10_cuda.so";
+	assert_int_equal(vt_framework_of(&p), VT_FW_PYTORCH);
+	mods[1].path = (char *)"/site-packages/jaxlib/xla_extension.so";
+	assert_int_equal(vt_framework_of(&p), VT_FW_JAX);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_markers_twins),
+		cmocka_unit_test(test_adversarial),
+		cmocka_unit_test(test_period_with_drift),
+		cmocka_unit_test(test_activations_of_weight_size),
+		cmocka_unit_test(test_stopped_mid_step),
+		cmocka_unit_test(test_host_weights_per_tensor),
+		cmocka_unit_test(test_pool_region),
+		cmocka_unit_test(test_chunked_upload_is_not_a_pool),
+		cmocka_unit_test(test_framework_from_modules),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
