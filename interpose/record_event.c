@@ -17,7 +17,6 @@
 #include "hooks.h"
 #include "log_writer.h"
 #include "shim.h"
-#include "stack_capture.h"
 
 __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
 
@@ -86,24 +85,25 @@ static int recorded_before(uint8_t shape)
 	return shape == VT_SHAPE_FREE || shape == VT_SHAPE_UNMAP || shape == VT_SHAPE_UNRESERVE;
 }
 
-void vt_call_before(struct vt_call *call, int hook)
+int vt_call_begin(struct vt_call *call, int hook)
 {
-	int saved_errno = errno;
 	call->hook = (uint16_t)hook;
 	call->api = vt_routes[hook].api;
-	call->active = vt_shim_log_ready() && call->shape != VT_SHAPE_NONE;
-	if (call->active) {
-		/* the stack first: nothing shared is touched before it */
-		call->stack_id = vt_stack_capture(2);
-		if (!call->has_device)
-			call->device = vt_current_device();
-		vt_note_device(call->device);
-		if (recorded_before(call->shape)) {
-			/* before the real free: the address can be handed out
-			 * again the moment the driver has it back */
-			call->seq = vt_log_next_seq();
-			call->t_ns = vt_log_now_ns();
-		}
+	call->active = call->shape != VT_SHAPE_NONE && vt_shim_log_ready();
+	return call->active;
+}
+
+void vt_call_before(struct vt_call *call)
+{
+	int saved_errno = errno;
+	if (!call->has_device)
+		call->device = vt_current_device();
+	vt_note_device(call->device);
+	if (recorded_before(call->shape)) {
+		/* before the real free: the address can be handed out again
+		 * the moment the driver has it back */
+		call->seq = vt_log_next_seq();
+		call->t_ns = vt_log_now_ns();
 	}
 	errno = saved_errno;
 }

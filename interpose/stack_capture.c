@@ -46,8 +46,9 @@ static pthread_once_t capture_once = PTHREAD_ONCE_INIT;
  * object (0, 0 when these sources are linked into a program: tests). */
 static uintptr_t shim_lo, shim_hi;
 
-static __thread int tls_capturing;
-static __thread uint64_t tls_unwind_calls;
+/* initial-exec: a plain %fs-relative access, not a __tls_get_addr call */
+static __thread int tls_capturing __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_unwind_calls __attribute__((tls_model("initial-exec")));
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -210,11 +211,15 @@ static uint32_t new_stack_id(void)
 	return id;
 }
 
-static uint32_t capture(unsigned depth, unsigned skip, const void *hook_ra)
+/* Inlined into vt_stack_capture: one frame less for every unwind to walk. */
+static inline __attribute__((always_inline)) uint32_t capture(unsigned depth, unsigned skip,
+							    const void *hook_ra)
 {
-	/* key[0] = depth word, key[1..] = frames: unwound in place. */
-	uint64_t key[1 + VT_MAX_FRAMES + DROP_SLACK];
-	void **ips = (void **)(key + 1);
+	/* frames are unwound into buf[1..]; the key (depth word, then the
+	 * kept frames) is then buf[start..]: no frame moves, the word before
+	 * the first kept frame (buf[0] or a dropped frame) becomes the depth */
+	uint64_t buf[1 + VT_MAX_FRAMES + DROP_SLACK];
+	void **ips = (void **)(buf + 1);
 	/* our own frames + the hook's + a little room for more shim frames */
 	unsigned own = atomic_load_explicit(&own_frames, memory_order_relaxed);
 	unsigned want = depth + skip + (own ? own + 4 : DROP_SLACK);
@@ -231,9 +236,11 @@ static uint32_t capture(unsigned depth, unsigned skip, const void *hook_ra)
 	if (start >= n)
 		return 0;
 	unsigned kept = n - start < depth ? n - start : depth;
-	/* return addresses minus one: the call instruction, not the next line */
-	for (unsigned i = 0; i < kept; i++)
-		key[1 + i] = (uint64_t)(uintptr_t)ips[start + i] - 1;
+	uint64_t *key = buf + start;
+	/* return addresses minus one: the call instruction, not the next line
+	 * (in place, no overlap: the compiler vectorises it) */
+	for (unsigned i = 1; i <= kept; i++)
+		key[i] -= 1;
 	key[0] = kept; /* | py_depth << 16 once Python frames are appended */
 
 	struct vt_stack_table *t = vt_stack_table_self();

@@ -6,7 +6,8 @@
  * that stack; 0 when stacks are off (depth 0) or capture failed.
  * `skip` = frames of the shim itself to drop from the innermost end, counted
  * from the function that calls vt_stack_capture: 0 keeps that caller, 1 drops
- * it, 2 drops it and its caller (hook wrapper -> vt_call_before -> here).
+ * it, 2 drops it and its caller. The hook wrappers call it directly, so the
+ * unwinder walks only vt_stack_capture's frame and the wrapper's.
  * Any further innermost frames inside libvramtrace.so are dropped too.
  * No malloc, no lock, no stdio. */
 #ifndef VT_STACK_CAPTURE_H

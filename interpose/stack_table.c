@@ -67,8 +67,8 @@ static void arena_release(struct vt_arena *a)
  * the one function that adds entries (the only one that can allocate). Freed
  * bucket arrays (after an expansion) stay in the arena until the table is
  * dropped: at most the size of the final bucket array is wasted. */
-static __thread struct vt_arena *tls_uthash_arena;
-static __thread int tls_uthash_oom;
+static __thread struct vt_arena *tls_uthash_arena __attribute__((tls_model("initial-exec")));
+static __thread int tls_uthash_oom __attribute__((tls_model("initial-exec")));
 #define uthash_malloc(sz) arena_alloc(tls_uthash_arena, (sz))
 #define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
 #define HASH_NONFATAL_OOM 1
@@ -96,7 +96,8 @@ static size_t table_cap;  /* bytes, read once from the environment */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static int exit_key_ok;
-static __thread struct vt_stack_table tls_table;
+/* initial-exec: read on every capture, without a __tls_get_addr call */
+static __thread struct vt_stack_table tls_table __attribute__((tls_model("initial-exec")));
 
 static void table_drop(struct vt_stack_table *t)
 {
