@@ -108,24 +108,29 @@ void vt_call_before(struct vt_call *call)
 	errno = saved_errno;
 }
 
+/* Straight into the log: the reserved record is zero (log_writer.h), so
+ * only the fields that say something are stored, once (no event built on
+ * the stack and copied). */
 static void write_event(const struct vt_call *call, uint32_t type, uint64_t addr, uint64_t bytes, uint64_t aux_v,
 			uint8_t kind, int result)
 {
-	struct vt_event ev;
-	memset(&ev, 0, sizeof ev);
-	ev.stack_id = call->stack_id;
-	ev.seq = call->seq;   /* 0: taken now, after the real call */
-	ev.t_ns = call->t_ns;
-	ev.addr = addr;
-	ev.bytes = bytes;
-	ev.aux = aux_v;
-	ev.stream = call->stream;
-	ev.api = call->api;
-	ev.rt_api = vt_rt_tag;
-	ev.device = call->device;
-	ev.kind = kind;
-	ev.result = result;
-	vt_log_write_event(type, &ev);
+	struct vt_event *ev = vt_log_reserve(sizeof *ev);
+	if (!ev)
+		return;
+	ev->stack_id = call->stack_id;
+	/* an allocation's order and time: now, after the real call */
+	ev->seq = call->seq ? call->seq : vt_log_next_seq();
+	ev->t_ns = call->t_ns ? call->t_ns : vt_log_now_ns();
+	ev->addr = addr;
+	ev->bytes = bytes;
+	ev->aux = aux_v;
+	ev->stream = call->stream;
+	ev->api = call->api;
+	ev->rt_api = vt_rt_tag;
+	ev->device = call->device;
+	ev->kind = kind;
+	ev->result = result;
+	vt_log_commit(ev, type, sizeof *ev);
 }
 
 static int is_oom(int result) { return result == CUDA_ERROR_OUT_OF_MEMORY; }
