@@ -47,7 +47,7 @@ static CUresult no_real_function(void)
 		struct vt_call call = describe;                                                         \
 		if (vt_call_begin(&call, VT_H_##sym)) {                                                 \
 			int saved_errno = errno;                                                        \
-			call.stack_id = vt_stack_capture(0); /* the stack first: nothing shared yet */  \
+			call.stack_id = vt_stack_capture_here(); /* first: nothing shared yet */     \
 			errno = saved_errno;                                                            \
 			vt_call_before(&call);                                                          \
 		}                                                                                       \
