@@ -45,12 +45,12 @@ static CUresult no_real_function(void)
 		int outer = vt_guard;                                                                   \
 		vt_guard = VT_GUARD_SHIM;                                                               \
 		struct vt_call call = describe;                                                         \
+		int saved_errno = errno; /* the job sees the real call's errno only */                 \
 		if (vt_call_begin(&call, VT_H_##sym)) {                                                 \
-			int saved_errno = errno;                                                        \
 			call.stack_id = vt_stack_capture_here(); /* first: nothing shared yet */     \
-			errno = saved_errno;                                                            \
 			vt_call_before(&call);                                                          \
 		}                                                                                       \
+		errno = saved_errno;                                                                    \
 		vt_guard = VT_GUARD_DRIVER;                                                             \
 		CUresult result = real args;                                                            \
 		vt_guard = VT_GUARD_SHIM;                                                               \

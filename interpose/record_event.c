@@ -89,13 +89,12 @@ int vt_call_begin(struct vt_call *call, int hook)
 {
 	call->hook = (uint16_t)hook;
 	call->api = vt_routes[hook].api;
-	call->active = call->shape != VT_SHAPE_NONE && vt_shim_log_ready();
+	call->active = vt_shim_log_ready() && call->shape != VT_SHAPE_NONE;
 	return call->active;
 }
 
 void vt_call_before(struct vt_call *call)
 {
-	int saved_errno = errno;
 	if (!call->has_device)
 		call->device = vt_current_device();
 	vt_note_device(call->device);
@@ -105,7 +104,6 @@ void vt_call_before(struct vt_call *call)
 		call->seq = vt_log_next_seq();
 		call->t_ns = vt_log_now_ns();
 	}
-	errno = saved_errno;
 }
 
 /* Straight into the log: the reserved record is zero (log_writer.h), so

@@ -118,10 +118,11 @@ uint64_t vt_copy_end(int memory_type, uint64_t host, uint64_t device, uint64_t a
 uint8_t vt_copy_dir_of(int src_type, int dst_type);
 
 /* ---- around the real call ----------------------------------------------- */
-/* Is this call recorded? Fills hook, api and active (no errno change). The
- * wrapper then captures the stack itself — vt_stack_capture called straight
- * from the wrapper, so the unwinder walks no frame of ours but its own — and
- * calls vt_call_before (device; a free's sequence number and time). */
+/* Is this call recorded? Fills hook, api and active (may create the log).
+ * The wrapper then captures the stack itself, in its own frame
+ * (vt_stack_capture_here: the unwinder walks no frame of ours but the
+ * wrapper's), and calls vt_call_before (device; a free's sequence number
+ * and time). Both may change errno: the wrapper restores it. */
 int vt_call_begin(struct vt_call *call, int hook);
 void vt_call_before(struct vt_call *call);
 void vt_call_after(struct vt_call *call, int result);
