@@ -203,12 +203,16 @@ static void print_py_frames(struct emit *e, const uint8_t *words, size_t n)
 		memcpy(&a, words + 16 * i, 8);
 		memcpy(&b, words + 16 * i + 8, 8);
 		unsigned file = (unsigned)(a >> 32), func = (unsigned)a;
-		unsigned line = (unsigned)(b >> 32), native = (unsigned)b;
+		/* format.h: line << 32 | eval_ord << 16 | native_index (0xffff: none) */
+		unsigned line = (unsigned)(b >> 32), ord = (unsigned)(b >> 16) & 0xffffu;
+		int native = (b & 0xffffu) == 0xffffu ? -1 : (int)(b & 0xffffu);
 		if (e->json)
-			fprintf(e->out, "%s{\"file\":%u,\"func\":%u,\"line\":%u,\"native_index\":%u}",
-			        i ? "," : "", file, func, line, native);
+			fprintf(e->out,
+			        "%s{\"file\":%u,\"func\":%u,\"line\":%u,\"eval_ord\":%u,"
+			        "\"native_index\":%d}",
+			        i ? "," : "", file, func, line, ord, native);
 		else
-			fprintf(e->out, "%s%u/%u:%u@%u", i ? "," : "", file, func, line, native);
+			fprintf(e->out, "%s%u/%u:%u@%d", i ? "," : "", file, func, line, native);
 	}
 	fputs(e->json ? "]" : "", e->out);
 }

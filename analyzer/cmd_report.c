@@ -1,20 +1,22 @@
-/* vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] */
+/* vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "export_html.h" /* --html (export part, issue 11) */
 #include "model.h"
 #include "report.h"
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] "
-	                "[--allocs]\n");
+	                "[--allocs] [--html FILE]\n");
 	return 2;
 }
 
 /* Parse the options into opt; the trace directory into *dir. 0 or exit code. */
-static int parse(int argc, char **argv, struct vt_report_options *opt, const char **dir)
+static int parse(int argc, char **argv, struct vt_report_options *opt, const char **dir,
+                 const char **html)
 {
 	memset(opt, 0, sizeof *opt);
 	opt->top = 10;
@@ -25,6 +27,12 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 			opt->json = 1;
 		} else if (!strcmp(a, "--allocs")) {
 			opt->with_allocs = 1;
+		} else if (!strcmp(a, "--html")) { /* export part: the HTML timeline too */
+			if (i + 1 >= argc) {
+				fprintf(stderr, "vramtrace report: --html needs a file\n");
+				return 2;
+			}
+			*html = argv[++i];
 		} else if (!strcmp(a, "--top") || !strcmp(a, "--at")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "vramtrace report: %s needs a value\n", a);
@@ -63,8 +71,8 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 int cmd_report(int argc, char **argv)
 {
 	struct vt_report_options opt;
-	const char *dir;
-	int rc = parse(argc, argv, &opt, &dir);
+	const char *dir, *html = NULL;
+	int rc = parse(argc, argv, &opt, &dir, &html);
 	if (rc)
 		return rc;
 	opt.title = dir;
@@ -84,6 +92,11 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		fprintf(stderr, "vramtrace report: writing the report failed\n");
 	vt_report_free(&r);
+	/* --html FILE: `vramtrace export DIR --format html -o FILE` (export part) */
+	if (html && vt_export_html_file(m, dir, html, err, sizeof err) != 0) {
+		fprintf(stderr, "vramtrace report: %s\n", err);
+		rc = 1;
+	}
 	vt_model_free(m);
 	return rc ? 1 : 0;
 }

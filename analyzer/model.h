@@ -237,6 +237,11 @@ void vt_model_finish(struct vt_model *m);
 /* Read a trace directory (analyzer/log_reader.h) into a new model, finished.
  * NULL and a one-line reason in err on failure. */
 struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen);
+/* Optional progress while vt_model_load_trace reads: bytes of the logs read
+ * so far and in all, called every few thousand records (a progress bar,
+ * term.h). fn NULL turns it off. Process-wide: set it before loading. */
+typedef void (*vt_load_progress_fn)(uint64_t done, uint64_t total, void *ctx);
+void vt_model_set_load_progress(vt_load_progress_fn fn, void *ctx);
 
 /* ---- queries -------------------------------------------------------- */
 

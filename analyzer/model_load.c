@@ -3,15 +3,26 @@
  * same pass, so reports name sites "function (file:line)". */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "log_reader.h"
 #include "model.h"
 
 #include "sites.h"
 
+static vt_load_progress_fn load_progress;
+static void *load_progress_ctx;
+
+void vt_model_set_load_progress(vt_load_progress_fn fn, void *ctx)
+{
+	load_progress = fn;
+	load_progress_ctx = ctx;
+}
+
 struct feed_ctx {
 	struct vt_model *m;
 	uint32_t proc;
+	uint64_t records, done_before, total; /* progress: log bytes */
 	struct vt_sites *sites;
 };
 
@@ -19,6 +30,8 @@ static int feed_one(const struct vt_record_view *rec, void *vctx)
 {
 	struct feed_ctx *c = vctx;
 	vt_model_feed(c->m, c->proc, rec->type, rec->data, rec->size);
+	if (load_progress && (++c->records & 0x3fff) == 0)
+		load_progress(c->done_before + rec->offset, c->total, load_progress_ctx);
 	if (c->sites && (rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE))
 		vt_stack_store_add(c->sites->store, c->proc, rec, NULL, 0);
 	return 0;
@@ -68,12 +81,22 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 	struct feed_ctx c = {.m = m};
 	c.sites = open_sites(trace.dir);
 	m->sites = c.sites;
+	if (c.sites) /* Python names first: stacks are folded on them (issue 8) */
+		vt_stack_store_load_pystrs(c.sites->store, &trace);
 	m->sites_close = close_sites;
 	uint64_t start = vt_trace_start_ns(&trace);
+	for (size_t i = 0; load_progress && i < trace.nlogs; i++) {
+		struct stat st;
+		if (stat(vt_log_path(trace.logs[i]), &st) == 0)
+			c.total += (uint64_t)st.st_size;
+	}
 	for (size_t i = 0; i < trace.nlogs; i++) {
 		c.proc = vt_model_begin_process(m, vt_log_header(trace.logs[i]), start);
 		vt_log_for_each(trace.logs[i], feed_one, &c);
 		m->warnings += vt_log_warnings(trace.logs[i]);
+		struct stat st;
+		if (load_progress && stat(vt_log_path(trace.logs[i]), &st) == 0)
+			c.done_before += (uint64_t)st.st_size;
 		vt_model_end_process(m, c.proc);
 	}
 	vt_trace_close(&trace);

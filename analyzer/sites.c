@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "sites.h"
 
+#include "pystack.h"
+
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -238,10 +240,14 @@ int vt_site_of_stack(const struct vt_site_rules *r, struct vt_symbolizer *sym,
 		     const struct vt_stack_store *st, const struct vt_stack *s, char *buf,
 		     size_t len)
 {
-	if (!s || s->depth == 0) {
+	if (!s || (s->depth == 0 && s->py_depth == 0)) {
 		snprintf(buf, len, "(no stack)");
 		return -1;
 	}
+	/* Python frames (issue 8): the innermost one in user code is the site */
+	if (vt_pystack_site_text(vt_stack_store_pystrs(st), s->py_words, s->py_depth, buf, len,
+				 NULL) >= 0)
+		return VT_SITE_PYTHON;
 	int fallback = -1;
 	for (unsigned i = 0; i < s->depth; i++) {
 		const struct vt_frame *f = &s->frames[i];
@@ -346,6 +352,69 @@ const char *vt_sites_of_event(struct vt_sites *s, uint32_t log_index, uint32_t s
 	return vt_sites_of_stack(s, vt_stack_store_canonical(s->store, log_index, stack_id));
 }
 
+/* One native frame of a full stack: inlined entries first, then the real
+ * function; mark '*' on the site. */
+static void print_native_frame(struct vt_sites *s, const struct vt_frame *f, unsigned i, char mark,
+			       FILE *out, const char *indent)
+{
+	char buf[1024];
+	struct vt_frame_names fn;
+	vt_symbolize_frame(s->sym, s->store, f, &fn);
+	if (fn.status != VT_SYM_OK) {
+		vt_format_frame(&fn, s->store, f, buf, sizeof buf);
+		fprintf(out, "%s#%-2u%c %s\n", indent, i, mark, buf);
+		return;
+	}
+	/* innermost first: inlined entries, then the real function */
+	for (size_t j = 0; j < fn.n; j++) {
+		format_site(&fn, j, s->store, f, buf, sizeof buf);
+		if (j == 0)
+			fprintf(out, "%s#%-2u%c %s%s\n", indent, i, mark, buf,
+				fn.sym[j].inlined ? " [inlined]" : "");
+		else
+			fprintf(out, "%s     %s%s\n", indent, buf, fn.sym[j].inlined ? " [inlined]" : "");
+	}
+}
+
+/* Python frames (issue 8) merged in: each takes the place of the
+ * interpreter's eval-loop frame it ran in (pystack.h); printed "py". */
+static void print_merged_stack(struct vt_sites *s, const struct vt_stack *stack, FILE *out,
+			       const char *indent)
+{
+	const struct vt_pystrs *ps = vt_stack_store_pystrs(s->store);
+	struct vt_pyframe *py = calloc(stack->py_depth, sizeof *py);
+	uint8_t *roles = calloc(stack->depth + 1u, 1);
+	unsigned max = stack->depth + stack->py_depth;
+	struct vt_merged_frame *m = calloc(max, sizeof *m);
+	if (!py || !roles || !m) {
+		fprintf(stderr, "vramtrace: out of memory\n");
+		exit(1);
+	}
+	vt_pystack_decode(ps, stack->py_words, stack->py_depth, py);
+	for (unsigned i = 0; i < stack->depth; i++) {
+		const struct vt_frame *f = &stack->frames[i];
+		const struct vt_module_info *mod = vt_stack_store_module(s->store, f->module);
+		struct vt_frame_names fn;
+		vt_symbolize_frame(s->sym, s->store, f, &fn);
+		const char *func = fn.status == VT_SYM_OK ? fn.sym[fn.n - 1].function : NULL;
+		roles[i] = vt_pystack_native_role(mod ? mod->path : NULL, func);
+	}
+	int site = vt_pystack_site(py, stack->py_depth);
+	unsigned n = vt_pystack_merge(py, stack->py_depth, stack->depth, roles, VT_MERGE_FULL, m, max);
+	char buf[1024];
+	for (unsigned k = 0; k < n; k++) {
+		if (!m[k].python) {
+			print_native_frame(s, &stack->frames[m[k].index], m[k].index, ' ', out, indent);
+			continue;
+		}
+		vt_pystack_format(&py[m[k].index], buf, sizeof buf);
+		fprintf(out, "%spy %c %s\n", indent, (int)m[k].index == site ? '*' : ' ', buf);
+	}
+	free(py);
+	free(roles);
+	free(m);
+}
+
 void vt_sites_print_stack(struct vt_sites *s, uint32_t canonical, FILE *out, const char *indent)
 {
 	const struct vt_stack *stack = vt_stack_store_stack(s->store, canonical);
@@ -353,27 +422,12 @@ void vt_sites_print_stack(struct vt_sites *s, uint32_t canonical, FILE *out, con
 		fprintf(out, "%s(no stack)\n", indent);
 		return;
 	}
+	if (stack->py_depth) {
+		print_merged_stack(s, stack, out, indent);
+		return;
+	}
 	char buf[1024];
 	int site = vt_site_of_stack(s->rules, s->sym, s->store, stack, buf, sizeof buf);
-	for (unsigned i = 0; i < stack->depth; i++) {
-		const struct vt_frame *f = &stack->frames[i];
-		struct vt_frame_names fn;
-		vt_symbolize_frame(s->sym, s->store, f, &fn);
-		char mark = (int)i == site ? '*' : ' ';
-		if (fn.status != VT_SYM_OK) {
-			vt_format_frame(&fn, s->store, f, buf, sizeof buf);
-			fprintf(out, "%s#%-2u%c %s\n", indent, i, mark, buf);
-			continue;
-		}
-		/* innermost first: inlined entries, then the real function */
-		for (size_t j = 0; j < fn.n; j++) {
-			format_site(&fn, j, s->store, f, buf, sizeof buf);
-			if (j == 0)
-				fprintf(out, "%s#%-2u%c %s%s\n", indent, i, mark, buf,
-					fn.sym[j].inlined ? " [inlined]" : "");
-			else
-				fprintf(out, "%s     %s%s\n", indent, buf,
-					fn.sym[j].inlined ? " [inlined]" : "");
-		}
-	}
+	for (unsigned i = 0; i < stack->depth; i++)
+		print_native_frame(s, &stack->frames[i], i, (int)i == site ? '*' : ' ', out, indent);
 }

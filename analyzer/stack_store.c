@@ -53,6 +53,7 @@ struct vt_stack_store {
 	struct canon_entry **canon; /* id - 1 */
 	size_t ncanon, canon_cap;
 	size_t records;
+	struct vt_pystrs *pystrs; /* Python names, trace-wide ids (issue 8) */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -83,7 +84,13 @@ static void *xcalloc(size_t n, size_t size)
 
 struct vt_stack_store *vt_stack_store_new(void)
 {
-	return xcalloc(1, sizeof(struct vt_stack_store));
+	struct vt_stack_store *st = xcalloc(1, sizeof(struct vt_stack_store));
+	st->pystrs = vt_pystrs_new();
+	if (!st->pystrs) {
+		fprintf(stderr, "vramtrace: out of memory\n");
+		exit(1);
+	}
+	return st;
 }
 
 void vt_stack_store_free(struct vt_stack_store *st)
@@ -115,6 +122,7 @@ void vt_stack_store_free(struct vt_stack_store *st)
 		free(c);
 	}
 	free(st->canon);
+	vt_pystrs_free(st->pystrs);
 	free(st);
 }
 
@@ -256,7 +264,10 @@ static struct canon_entry *intern_stack(struct vt_stack_store *st, uint32_t log_
 		unknown |= frames[i].module == 0;
 	}
 	key[1] = unknown ? log_index : UINT64_MAX;
-	memcpy(key + 2 + 2 * s->depth, s->frames + s->depth, 2 * s->py_depth * sizeof *key);
+	/* Python words with trace-wide name ids (issue 8): PYSTR ids are per
+	 * process, so equal ids in two logs may name different texts */
+	vt_pystack_globalize(st->pystrs, log_index, s->frames + s->depth, s->py_depth,
+			     key + 2 + 2 * s->depth);
 
 	struct canon_entry *c = NULL;
 	unsigned keybytes = (unsigned)(nkey * sizeof *key);
@@ -270,7 +281,7 @@ static struct canon_entry *intern_stack(struct vt_stack_store *st, uint32_t log_
 	c->key = key;
 	c->frames = frames;
 	c->py = xcalloc(2 * (size_t)s->py_depth, sizeof *c->py);
-	memcpy(c->py, s->frames + s->depth, 2 * s->py_depth * sizeof *c->py);
+	memcpy(c->py, key + 2 + 2 * s->depth, 2 * s->py_depth * sizeof *c->py);
 	st->canon = grow(st->canon, &st->canon_cap, st->ncanon + 1, sizeof *st->canon);
 	st->canon[st->ncanon++] = c;
 	c->stack = (struct vt_stack){(uint32_t)st->ncanon, s->depth, s->py_depth, c->frames,
@@ -317,6 +328,8 @@ int vt_stack_store_add(struct vt_stack_store *st, uint32_t log_index,
 		return add_stack(st, log_index, rec, err, errlen);
 	if (rec->type == VT_REC_MODULE)
 		return add_module(st, log_index, rec, err, errlen);
+	if (rec->type == VT_REC_PYSTR)
+		return vt_pystrs_add(st->pystrs, log_index, rec, err, errlen);
 	return 0;
 }
 
@@ -331,6 +344,8 @@ static int load_one(const struct vt_record_view *rec, void *p)
 {
 	struct load_ctx *ctx = p;
 	char err[256];
+	if (rec->type == VT_REC_PYSTR)
+		return 0; /* read by the first pass */
 	if (vt_stack_store_add(ctx->st, ctx->log_index, rec, err, sizeof err) != 0) {
 		if (ctx->bad++ < 10)
 			fprintf(stderr, "vramtrace: %s: %s (skipped)\n", ctx->path, err);
@@ -340,7 +355,9 @@ static int load_one(const struct vt_record_view *rec, void *p)
 
 unsigned vt_stack_store_load_trace(struct vt_stack_store *st, const struct vt_trace *t)
 {
-	unsigned bad = 0;
+	/* Python names first: another thread's string record may come after a
+	 * stack that uses it (the reader orders threads by their events). */
+	unsigned bad = vt_stack_store_load_pystrs(st, t);
 	for (size_t i = 0; i < t->nlogs; i++) {
 		struct load_ctx ctx = {st, (uint32_t)i, vt_log_path(t->logs[i]), 0};
 		vt_log_for_each(t->logs[i], load_one, &ctx);
@@ -386,4 +403,14 @@ size_t vt_stack_store_module_count(const struct vt_stack_store *st)
 size_t vt_stack_store_records(const struct vt_stack_store *st)
 {
 	return st->records;
+}
+
+const struct vt_pystrs *vt_stack_store_pystrs(const struct vt_stack_store *st)
+{
+	return st->pystrs;
+}
+
+unsigned vt_stack_store_load_pystrs(struct vt_stack_store *st, const struct vt_trace *t)
+{
+	return vt_pystrs_load_trace(st->pystrs, t);
 }

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "log_reader.h"
+#include "pystack.h"
 
 /* A module as the analyzer knows it: one per distinct (path, build id). */
 struct vt_module_info {
@@ -47,7 +48,9 @@ struct vt_stack {
 	uint16_t depth;          /* native frames, innermost first */
 	uint16_t py_depth;       /* Python frames (issue 8), 2 words each */
 	const struct vt_frame *frames;
-	const uint64_t *py_words;/* 2 * py_depth words as recorded */
+	const uint64_t *py_words;/* 2 * py_depth words, file/function ids made
+				    trace-wide (vt_pystack_globalize): decode
+				    with vt_stack_store_pystrs() (pystack.h) */
 	uint32_t first_log;      /* log index where first seen */
 	uint32_t records;        /* how many (log, thread, id) records folded here */
 };
@@ -76,6 +79,16 @@ uint32_t vt_stack_store_canonical(const struct vt_stack_store *st, uint32_t log_
 const struct vt_stack *vt_stack_store_stack(const struct vt_stack_store *st, uint32_t canonical);
 const struct vt_module_info *vt_stack_store_module(const struct vt_stack_store *st,
 						   uint32_t module_index);
+
+/* Python names of the trace (issue 8): the ids in vt_stack.py_words. */
+const struct vt_pystrs *vt_stack_store_pystrs(const struct vt_stack_store *st);
+
+/* Read every Python name (VT_REC_PYSTR) of the trace. A caller that feeds
+ * records one by one with vt_stack_store_add() calls this FIRST: a name may
+ * sit in another thread's chunk, after a stack that uses it, and stacks are
+ * folded on names. vt_stack_store_load_trace() does it itself. Returns the
+ * number of malformed records (warned about on stderr). */
+unsigned vt_stack_store_load_pystrs(struct vt_stack_store *st, const struct vt_trace *t);
 
 size_t vt_stack_store_count(const struct vt_stack_store *st);        /* canonical stacks */
 size_t vt_stack_store_module_count(const struct vt_stack_store *st);

@@ -262,7 +262,8 @@ static void build_cu_ranges(struct mod_cache *mc)
 			mc->cu_ranges[n++] = (struct cu_range){lo + bias, hi + bias, bias, *cu};
 		}
 	}
-	qsort(mc->cu_ranges, n, sizeof *mc->cu_ranges, cmp_range);
+	if (n) /* qsort(NULL, 0) is undefined (UBSan, on Python traces' modules) */
+		qsort(mc->cu_ranges, n, sizeof *mc->cu_ranges, cmp_range);
 	mc->ncu_ranges = n;
 }
 

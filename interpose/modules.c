@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log_writer.h"
+#include "pyframes.h"
 #include "stack_capture.h"
 #include "vramtrace/format.h"
 
@@ -352,6 +353,7 @@ static void after_loader_change(void)
 {
 	atomic_fetch_add(&generation, 1);
 	vt_modules_sync();
+	vt_py_rescan(); /* an embedding host may have just loaded libpython */
 }
 
 /* Open `path` in the caller's namespace. */

@@ -26,6 +26,7 @@
 
 #include "log_writer.h"
 #include "modules.h"
+#include "pyframes.h"
 #include "stack_table.h"
 #include "vramtrace/format.h"
 
@@ -165,18 +166,19 @@ static unsigned first_kept_frame(void *const *ips, unsigned n, const void *hook_
 	return start;
 }
 
-static uint32_t write_stack_record(const uint64_t *key, unsigned depth, uint32_t hash,
-				   uint32_t id)
+static uint32_t write_stack_record(const uint64_t *key, unsigned depth, unsigned py_depth,
+				   uint32_t hash, uint32_t id)
 {
-	uint32_t size = (uint32_t)(sizeof(struct vt_stack_rec) + depth * sizeof(uint64_t));
+	unsigned words = depth + 2 * py_depth; /* native ips, then Python words */
+	uint32_t size = (uint32_t)(sizeof(struct vt_stack_rec) + words * sizeof(uint64_t));
 	struct vt_stack_rec *rec = vt_log_reserve(size);
 	if (!rec)
 		return 0;
 	rec->stack_id = id;
 	rec->depth = (uint16_t)depth;
-	rec->py_depth = 0;
+	rec->py_depth = (uint16_t)py_depth;
 	rec->hash = hash;
-	memcpy(rec->frames, key + 1, depth * sizeof(uint64_t));
+	memcpy(rec->frames, key + 1, words * sizeof(uint64_t));
 	vt_log_commit(rec, VT_REC_STACK, size);
 	return id;
 }
@@ -206,13 +208,20 @@ static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsi
 	 * (in place, no overlap: the compiler vectorises it) */
 	for (unsigned i = 1; i <= kept; i++)
 		key[i] -= 1;
-	key[0] = kept; /* | py_depth << 16 once Python frames are appended */
+	/* Python frames (issue 8, pyframes.h): 2 words each after the native
+	 * frames, bound to their eval-loop native frame; part of the key.
+	 * They overwrite unwound frames past `kept` (not kept) and the room
+	 * VT_STACK_BUF_WORDS leaves for them. */
+	unsigned py = vt_py_capture(key + 1 + kept, VT_PY_MAX_FRAMES);
+	vt_py_bind_native(key + 1 + kept, py, key + 1, kept);
+	key[0] = kept | (uint64_t)py << 16;
 
 	struct vt_stack_table *t = vt_stack_table_self();
 	if (!t)
 		return 0;
-	uint32_t hash = vt_stack_hash(key, 1 + kept);
-	uint32_t id = vt_stack_table_find(t, key, 1 + kept, hash);
+	size_t nwords = 1 + kept + 2 * (size_t)py;
+	uint32_t hash = vt_stack_hash(key, nwords);
+	uint32_t id = vt_stack_table_find(t, key, nwords, hash);
 	if (id)
 		return id;
 
@@ -221,9 +230,9 @@ static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsi
 	if (!vt_log_active())
 		return 0;
 	vt_modules_ensure(); /* module records precede the stacks using them */
-	id = write_stack_record(key, kept, hash, new_stack_id());
+	id = write_stack_record(key, kept, py, hash, new_stack_id());
 	if (id)
-		vt_stack_table_insert(t, key, 1 + kept, hash, id);
+		vt_stack_table_insert(t, key, nwords, hash, id);
 	return id;
 }
 

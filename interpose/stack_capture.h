@@ -20,6 +20,7 @@
 #endif
 #include <libunwind.h>
 
+#include "pyframes.h"         /* VT_PY_MAX_FRAMES */
 #include "vramtrace/format.h" /* VT_MAX_FRAMES */
 
 uint32_t vt_stack_capture(unsigned skip);
@@ -44,7 +45,8 @@ uint64_t vt_stack_unwind_calls(void);
  * Same result: the stack from the wrapper's caller out, shim frames dropped
  * (only when the shim is a shared object: the wrappers always are). */
 #define VT_STACK_DROP_SLACK 16u
-#define VT_STACK_BUF_WORDS (1u + VT_MAX_FRAMES + VT_STACK_DROP_SLACK)
+/* depth word, unwound frames, then the Python frames' words */
+#define VT_STACK_BUF_WORDS (1u + VT_MAX_FRAMES + VT_STACK_DROP_SLACK + 2u * VT_PY_MAX_FRAMES)
 
 /* Frames to unwind, 0 = do not (off, or already capturing). Non-zero raises
  * the capturing flag; vt_stack_intern lowers it. */

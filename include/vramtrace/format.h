@@ -207,10 +207,15 @@ _Static_assert(sizeof(struct vt_event) == 64, "event budget is 64 bytes");
 
 /* A unique call stack. ids are process-unique, > 0. frames[0] is the
  * innermost; return addresses have already had 1 subtracted so they point
- * into the call instruction. Python frames (if any) follow the native ones:
- * each is two words, (file_id << 32 | func_id, line << 32 | native_index) with
- * ids from VT_REC_PYSTR records; native_index says which native frame (the
- * interpreter's evaluation frame) it replaces. */
+ * into the call instruction. Python frames (if any, innermost first) follow
+ * the native ones: each is two words,
+ *   (file_id << 32 | func_id,  line << 32 | eval_ord << 16 | native_index)
+ * with ids from VT_REC_PYSTR records of the same log (two ids may carry the
+ * same text: key names by text); eval_ord counts the C-level invocations of
+ * the interpreter's eval loop from the innermost (0); native_index is the
+ * index in frames[] of that invocation's _PyEval_EvalFrameDefault frame, the
+ * one the Python frame replaces, or 0xffff when it was not captured.
+ * interpose/pyframes.h has the details. */
 struct vt_stack_rec {
 	uint32_t hdr;
 	uint32_t stack_id;

@@ -1,0 +1,178 @@
+/* vramtrace export DIR --format html|perfetto|folded|csv [--at T] -o FILE */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "export_csv.h"
+#include "export_data.h"
+#include "export_folded.h"
+#include "export_html.h"
+#include "export_perfetto.h"
+#include "model.h"
+#include "term.h"
+#include "units.h"
+
+static int write_html(const struct vt_export *x, const char *dir, FILE *out)
+{
+	return vt_export_html(x, dir, out);
+}
+
+static int write_perfetto(const struct vt_export *x, const char *dir, FILE *out)
+{
+	return vt_export_perfetto(x, dir, out);
+}
+
+static int write_folded(const struct vt_export *x, const char *dir, FILE *out)
+{
+	(void)dir;
+	return vt_export_folded(x, out);
+}
+
+static int write_csv(const struct vt_export *x, const char *dir, FILE *out)
+{
+	(void)dir;
+	return vt_export_csv(x, out);
+}
+
+static const struct format {
+	const char *name;
+	int (*write)(const struct vt_export *x, const char *dir, FILE *out);
+} formats[] = {
+	{"html", write_html},
+	{"perfetto", write_perfetto},
+	{"folded", write_folded},
+	{"csv", write_csv},
+};
+
+struct export_args {
+	const char *dir, *at, *out;
+	const struct format *format;
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: vramtrace export DIR --format html|perfetto|folded|csv "
+	                "[--at peak|end|SECONDS] -o FILE   (FILE '-': standard output)\n");
+	return 2;
+}
+
+static const struct format *find_format(const char *name)
+{
+	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+		if (!strcmp(formats[i].name, name))
+			return &formats[i];
+	return NULL;
+}
+
+static int parse(int argc, char **argv, struct export_args *a)
+{
+	memset(a, 0, sizeof *a);
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		int takes_value = !strcmp(o, "--format") || !strcmp(o, "--at") || !strcmp(o, "-o");
+		if (takes_value && i + 1 >= argc) {
+			fprintf(stderr, "vramtrace export: %s needs a value\n", o);
+			return 2;
+		}
+		if (!strcmp(o, "--format")) {
+			if (!(a->format = find_format(argv[++i]))) {
+				fprintf(stderr, "vramtrace export: unknown format '%s' "
+				                "(html, perfetto, folded or csv)\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(o, "--at")) {
+			a->at = argv[++i];
+		} else if (!strcmp(o, "-o")) {
+			a->out = argv[++i];
+		} else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+			return usage();
+		} else if (o[0] == '-') {
+			fprintf(stderr, "vramtrace export: unknown option '%s'\n", o);
+			return usage();
+		} else if (!a->dir) {
+			a->dir = o;
+		} else {
+			fprintf(stderr, "vramtrace export: one trace directory, please ('%s')\n", o);
+			return 2;
+		}
+	}
+	if (!a->dir || !a->format || !a->out)
+		return usage();
+	return 0;
+}
+
+static struct vt_model *load(const char *dir, char *err, size_t errlen)
+{
+	struct vt_progress bar;
+	vt_progress_begin(&bar, "reading trace");
+	vt_model_set_load_progress(vt_progress_hook, &bar);
+	struct vt_model *m = vt_model_load_trace(dir, err, errlen);
+	vt_model_set_load_progress(NULL, NULL);
+	vt_progress_end(&bar);
+	return m;
+}
+
+struct format_job {
+	const struct export_args *a;
+	const struct vt_export *x;
+};
+
+static int write_format_job(FILE *out, void *ctx)
+{
+	const struct format_job *job = ctx;
+	return job->a->format->write(job->x, job->a->dir, out);
+}
+
+static int write_output(const struct export_args *a, const struct vt_export *x)
+{
+	struct format_job job = {a, x};
+	char err[512];
+	if (!strcmp(a->out, "-")) {
+		if (write_format_job(stdout, &job) == 0 && fflush(stdout) == 0)
+			return 0;
+		fprintf(stderr, "vramtrace export: writing the %s export failed\n", a->format->name);
+		return -1;
+	}
+	if (vt_export_write_file(a->out, write_format_job, &job, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "vramtrace export: %s\n", err);
+	return -1;
+}
+
+static void say_written(const struct export_args *a)
+{
+	struct stat st;
+	if (!strcmp(a->out, "-") || stat(a->out, &st) != 0)
+		return;
+	char size[32];
+	vt_format_bytes((uint64_t)st.st_size, size, sizeof size);
+	fprintf(stderr, "vramtrace export: wrote %s%s%s (%s, %s)\n", vt_term_color(stderr, VT_COLOR_BOLD),
+	        a->out, vt_term_color(stderr, VT_COLOR_RESET), a->format->name, size);
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_args a;
+	int rc = parse(argc, argv, &a);
+	if (rc)
+		return rc;
+	char err[512] = "";
+	struct vt_model *m = load(a.dir, err, sizeof err);
+	if (!m) {
+		fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : "cannot read the trace");
+		return 1;
+	}
+	struct vt_export x;
+	if (vt_export_open(&x, m, a.at, err, sizeof err) != 0) {
+		fprintf(stderr, "vramtrace export: %s\n", err);
+		vt_model_free(m);
+		return 2;
+	}
+	rc = write_output(&a, &x);
+	if (rc == 0)
+		say_written(&a);
+	vt_export_close(&x);
+	vt_model_free(m);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""The HTML export in headless Chromium (Debian package `chromium`, driven by
+its own flags, no browser download):
+ - the file is self-contained (no URL to fetch, under 10 MB);
+ - it loads with no console message, no script error and no network request
+   (the page's Content-Security-Policy forbids every fetch; its self-check
+   reports CSP violations and Resource Timing entries);
+ - it draws one chart per device;
+ - hovering each device's peak (a mouse event at that pixel, from the
+   page's #selftest mode) shows the same bytes per category as
+   `report --json` devices[].categories_at_peak;
+ - clicking a band lists its sites with stacks; OOM markers are drawn;
+ - a screenshot is kept: BUILD/tests/export/html/*.png
+    check_html.py VRAMTRACE TRAINER SIMDRIVER_DIR WORKDIR [CHROMIUM]
+Exit 77 (skipped) when no Chromium is installed."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainer_trace import export, make_trace, report_json  # noqa: E402
+
+CATS = ["dataset", "prefetch", "weights", "optimizer", "gradients", "activations", "pool",
+        "unknown"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def chromium_flags(profile):
+    return ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--no-first-run", "--user-data-dir=" + profile, "--virtual-time-budget=5000",
+            "--window-size=1400,1900"]
+
+
+def static_checks(path):
+    size = os.path.getsize(path)
+    check(size < 10 * 1024 * 1024, f"{path}: {size} bytes, over 10 MB")
+    text = open(path, encoding="utf-8").read()
+    urls = set(re.findall(r"(?:https?|ftp)://[^\s\"'<>)]+", text)) - {"http://www.w3.org/2000/svg"}
+    check(not urls, f"URLs in the page: {sorted(urls)[:5]}")
+    for pat in (r"<script[^>]+src=", r"<link[^>]+href=", r"<img[^>]+src=", r"@import",
+                r"\bfetch\(", r"XMLHttpRequest", r"<iframe"):
+        check(not re.search(pat, text, re.I), f"the page may fetch something: /{pat}/")
+    return size
+
+
+def run_page(chromium, path, shot, profile):
+    url = "file://" + os.path.abspath(path) + "#selftest"
+    p = subprocess.run([chromium] + chromium_flags(profile) + ["--enable-logging=stderr", "--v=0",
+                       "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="vt-selftest">(.*?)</pre>', p.stdout, re.S)
+    console = [l for l in p.stderr.splitlines() if "CONSOLE" in l]
+    check(not console, f"console messages: {console[:3]}")
+    subprocess.run([chromium] + chromium_flags(profile) + ["--hide-scrollbars",
+                   "--screenshot=" + shot, url], capture_output=True, timeout=120)
+    check(os.path.exists(shot) and os.path.getsize(shot) > 10000, f"no screenshot {shot}")
+    if not m:
+        check(False, f"{path}: the page's self-check did not run: {p.stderr[-2000:]}")
+        return None
+    return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&")
+                      .replace("&lt;", "<").replace("&gt;", ">"))
+
+
+def check_trace(vt, chromium, trace, work, name, want_ooms=False):
+    rep = report_json(vt, trace)
+    html = export(vt, trace, "html", os.path.join(work, name + ".html"))
+    size = static_checks(html)
+    with tempfile.TemporaryDirectory() as profile:
+        got = run_page(chromium, html, os.path.join(work, name + ".png"), profile)
+    if got is None:
+        return
+    check(got["problems"] == [], f"{name}: errors or blocked fetches: {got['problems']}")
+    check(got["resources"] == 0, f"{name}: {got['resources']} network requests")
+    check(got["charts"] == len(rep["devices"]),
+          f"{name}: {got['charts']} charts for {len(rep['devices'])} devices")
+    check(got["flags"] == len(rep["flags"]), f"{name}: {got['flags']} flags shown, "
+          f"report has {len(rep['flags'])}")
+    check(got["site_rows"] == len(rep["sites"]) or got["site_rows"] >= 10,
+          f"{name}: {got['site_rows']} site rows")
+    by_dev = {d["ordinal"]: d for d in got["devices"]}
+    for d in rep["devices"]:
+        tip = by_dev.get(d["ordinal"])
+        check(tip is not None, f"{name}: no chart for GPU {d['ordinal']}")
+        if not tip:
+            continue
+        check(tip["t_ns"] == d["peak_t_ns"],
+              f"{name}: GPU {d['ordinal']} tooltip at t={tip['t_ns']}, peak at {d['peak_t_ns']}")
+        check(tip["total"] == d["peak_bytes"],
+              f"{name}: GPU {d['ordinal']} tooltip total {tip['total']}, peak {d['peak_bytes']}")
+        for c in CATS:
+            check(tip["categories"].get(c, 0) == d["categories_at_peak"][c],
+                  f"{name}: GPU {d['ordinal']} tooltip {c} {tip['categories'].get(c, 0)}, "
+                  f"report {d['categories_at_peak'][c]}")
+    band = got.get("band", {})
+    check(band.get("sites", 0) >= 1, f"{name}: clicking the {band.get('category')} band listed no site")
+    if rep["sites"] and rep["sites"][0]["site"] != "(no stack)":
+        check(band.get("frames", 0) >= 1, f"{name}: the band's first site shows no stack frames")
+    zoom = got.get("zoom") or {}
+    view = zoom.get("view")
+    check(view is not None and abs(view[0] - zoom["end_t_ns"] / 4) <= zoom["end_t_ns"] / 100 and
+          abs(view[1] - zoom["end_t_ns"] * 3 / 4) <= zoom["end_t_ns"] / 100,
+          f"{name}: dragging over the middle half did not zoom to it: {zoom}")
+    check(zoom.get("bands", 0) >= 1 and zoom.get("reset"), f"{name}: zoomed chart empty or not reset: {zoom}")
+    if want_ooms:
+        check(got["ooms"] >= 1, f"{name}: no out-of-memory marker drawn")
+    print(f"ok   {name}: {size} bytes, {got['charts']} chart(s), tooltips at the peaks match "
+          f"report --json, band '{band.get('category')}' lists {band.get('sites')} site(s) "
+          f"({band.get('frames')} frames), {got['ooms']} OOM marker(s)")
+
+
+def main():
+    vt, trainer, sim, work = sys.argv[1:5]
+    chromium = sys.argv[5] if len(sys.argv) > 5 else (shutil.which("chromium") or
+                                                        shutil.which("chromium-browser"))
+    if not chromium or not os.path.exists(chromium):
+        print("SKIP: no chromium (apt-get install -y chromium)")
+        return 77
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    two = make_trace(vt, trainer, sim, os.path.join(work, "two"),
+                     ["--dataset", "whole", "--devices", "2", "--steps", "12"])
+    check_trace(vt, chromium, two, work, "two-devices")
+    oom = make_trace(vt, trainer, sim, os.path.join(work, "oom"),
+                     ["--dataset", "whole", "--dataset-bytes", "96M"], devices=1,
+                     capacity="128M", expect_ok=False)
+    check_trace(vt, chromium, oom, work, "oom", want_ooms=True)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print(f"all HTML checks passed; screenshots in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
