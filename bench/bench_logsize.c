@@ -24,22 +24,24 @@ struct tally {
 	unsigned long events, stacks, other;
 	unsigned long event_bytes, stack_bytes, mark_bytes, other_bytes;
 	unsigned long header_bytes;
+	const struct vt_log *log; /* being read: stored sizes (compact frees) */
 };
 
 static int count_record(const struct vt_record_view *rec, void *ctx)
 {
 	struct tally *t = ctx;
+	uint32_t stored = vt_log_stored_size(t->log, rec);
 	if (rec->type >= VT_REC_ALLOC && rec->type <= VT_REC_POOL_TRIM) {
 		t->events++;
-		t->event_bytes += rec->size;
+		t->event_bytes += stored;
 	} else if (rec->type == VT_REC_STACK) {
 		t->stacks++;
-		t->stack_bytes += rec->size;
+		t->stack_bytes += stored;
 	} else if (rec->type == VT_REC_MARK) {
-		t->mark_bytes += rec->size;
+		t->mark_bytes += stored;
 	} else {
 		t->other++;
-		t->other_bytes += rec->size;
+		t->other_bytes += stored;
 	}
 	return 0;
 }
@@ -76,6 +78,7 @@ static void one_case(const char *steps)
 		for (size_t i = 0; i < tr.nlogs; i++) {
 			const struct vt_file_header *h = vt_log_header(tr.logs[i]);
 			t.header_bytes += VT_HEADER_SIZE + h->chunks_claimed * sizeof(struct vt_chunk_header);
+			t.log = tr.logs[i];
 			vt_log_for_each(tr.logs[i], count_record, &t);
 		}
 		vt_trace_close(&tr);
