@@ -351,6 +351,13 @@ unsigned vt_log_warnings(const struct vt_log *log)
 	return log->warnings;
 }
 
+uint32_t vt_log_stored_size(const struct vt_log *log, const struct vt_record_view *rec)
+{
+	if (rec->offset + 4 > log->size)
+		return rec->size;
+	return VT_HDR_SIZE(load_word(log->map + rec->offset));
+}
+
 /* ---- merged iteration ----------------------------------------------------- */
 
 /* Where a stream stands: the next record to deliver (ci, pos), and the next
@@ -403,6 +410,20 @@ static void find_key(const struct vt_log *log, struct cursor *c)
 	c->key = UINT64_MAX;
 }
 
+/* The one place that knows the compact free: rebuild the VT_REC_FREE event
+ * it stands for (bytes, aux and stream were 0, see format.h). */
+static void expand_free_short(const uint8_t *p, struct vt_event *ev)
+{
+	struct vt_free_event f;
+	memcpy(&f, p, sizeof f);
+	*ev = (struct vt_event){
+		.hdr = VT_HDR(VT_REC_FREE, sizeof *ev),
+		.stack_id = f.stack_id, .seq = f.seq, .t_ns = f.t_ns, .addr = f.addr,
+		.api = f.api, .rt_api = f.rt_api, .device = f.device, .kind = f.kind,
+		.result = f.result,
+	};
+}
+
 static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_record_fn fn, void *ctx)
 {
 	const uint8_t *p = log->map + pos;
@@ -414,6 +435,13 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_recor
 		.tid = log->chunks[ci].tid,
 		.offset = pos,
 	};
+	struct vt_event expanded;
+	if (v.type == VT_REC_FREE_SHORT) {
+		expand_free_short(p, &expanded);
+		v.type = VT_REC_FREE;
+		v.size = sizeof expanded;
+		v.data = &expanded;
+	}
 	return fn(&v, ctx);
 }
 

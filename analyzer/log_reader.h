@@ -15,6 +15,10 @@
 
 struct vt_log;  /* one process log, mapped read-only */
 
+/* A compact record is delivered expanded: a VT_REC_FREE_SHORT arrives as the
+ * VT_REC_FREE struct vt_event it stands for (type VT_REC_FREE, size 64, data
+ * pointing at a copy valid during the callback), so no consumer needs to know
+ * the compact form exists. vt_log_stored_size() says what it took in the file. */
 struct vt_record_view {
 	uint32_t type;        /* enum vt_rec */
 	uint32_t size;        /* bytes, incl. the header word; bounds-checked */
@@ -41,6 +45,10 @@ unsigned vt_log_warnings(const struct vt_log *log);
  * value is returned). */
 typedef int (*vt_record_fn)(const struct vt_record_view *rec, void *ctx);
 int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx);
+
+/* Bytes a delivered record takes in the log's file (rec->size, except for a
+ * compact record delivered expanded). */
+uint32_t vt_log_stored_size(const struct vt_log *log, const struct vt_record_view *rec);
 
 /* A trace directory: every vramtrace.*.log inside it, sorted by pid and
  * exec index. */

@@ -30,6 +30,7 @@ static const struct rule rules[] = {
 	[VT_REC_UNRESERVE] = {sizeof(struct vt_event), 0, 0, 0, NULL},
 	[VT_REC_MEMSET] = {sizeof(struct vt_event), 0, 0, 0, NULL},
 	[VT_REC_POOL_TRIM] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+	[VT_REC_FREE_SHORT] = {sizeof(struct vt_free_event), 0, 0, 0, NULL},
 	[VT_REC_STACK] = {sizeof(struct vt_stack_rec), 0, 0, 0, NULL}, /* see stack_problem */
 	[VT_REC_MODULE] = {sizeof(struct vt_module_rec), LEN(struct vt_module_rec, path_len, 1)},
 	[VT_REC_MEMINFO] = {sizeof(struct vt_meminfo_rec), 0, 0, 0, NULL},

@@ -11,11 +11,11 @@
  * `size` must already be >= 8, a multiple of 8 and inside the mapping. */
 const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size);
 
-/* Records with a process-wide seq at offset 8 (events, module, meminfo,
+/* Records with a process-wide seq at offset 8 (events, compact free, module, meminfo,
  * mark, exit, note): the reader merges threads by it. */
 static inline int vt_record_has_seq(uint32_t type)
 {
-	return (type >= 1 && type <= 9) || type == 17 || type == 18 || type == 19 ||
+	return (type >= 1 && type <= 10) || type == 17 || type == 18 || type == 19 ||
 	       type == 21 || type == 25;
 }
 

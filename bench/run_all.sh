@@ -13,12 +13,15 @@ if ((${#progs[@]} == 0)); then
 	exit 1
 fi
 status=0
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 for p in "${progs[@]}"; do
 	[[ -x $p && -f $p ]] || continue
 	"$p" | awk -F'\t' 'NF == 4' >>"$rows" || { echo "$p failed" >&2; status=1; }
 done
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)
 echo "machine: ${cpu:-unknown cpu}, $(nproc) cores, $(uname -sr)"
+# timings on a shared machine: the load says how much other work ran beside
+echo "load average (1/5/15 min): before ${load_before:-?}, after $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo
 awk -F'\t' '
 	{ b[NR] = $1; c[NR] = $2; v[NR] = $3; u[NR] = $4

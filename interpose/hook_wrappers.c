@@ -9,9 +9,12 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <errno.h>
+
 #include "hooks.h"
 #include "record_event.h"
 #include "shim.h"
+#include "stack_capture.h"
 
 /* Every row of api.def has a row in hooks.def and the other way round. */
 enum {
@@ -42,7 +45,12 @@ static CUresult no_real_function(void)
 		int outer = vt_guard;                                                                   \
 		vt_guard = VT_GUARD_SHIM;                                                               \
 		struct vt_call call = describe;                                                         \
-		vt_call_before(&call, VT_H_##sym);                                                      \
+		int saved_errno = errno; /* the job sees the real call's errno only */                 \
+		if (vt_call_begin(&call, VT_H_##sym)) {                                                 \
+			call.stack_id = vt_stack_capture_here(); /* first: nothing shared yet */     \
+			vt_call_before(&call);                                                          \
+		}                                                                                       \
+		errno = saved_errno;                                                                    \
 		vt_guard = VT_GUARD_DRIVER;                                                             \
 		CUresult result = real args;                                                            \
 		vt_guard = VT_GUARD_SHIM;                                                               \

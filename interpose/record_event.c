@@ -17,7 +17,6 @@
 #include "hooks.h"
 #include "log_writer.h"
 #include "shim.h"
-#include "stack_capture.h"
 
 __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
 
@@ -86,46 +85,74 @@ static int recorded_before(uint8_t shape)
 	return shape == VT_SHAPE_FREE || shape == VT_SHAPE_UNMAP || shape == VT_SHAPE_UNRESERVE;
 }
 
-void vt_call_before(struct vt_call *call, int hook)
+int vt_call_begin(struct vt_call *call, int hook)
 {
-	int saved_errno = errno;
 	call->hook = (uint16_t)hook;
 	call->api = vt_routes[hook].api;
 	call->active = vt_shim_log_ready() && call->shape != VT_SHAPE_NONE;
-	if (call->active) {
-		/* the stack first: nothing shared is touched before it */
-		call->stack_id = vt_stack_capture(2);
-		if (!call->has_device)
-			call->device = vt_current_device();
-		vt_note_device(call->device);
-		if (recorded_before(call->shape)) {
-			/* before the real free: the address can be handed out
-			 * again the moment the driver has it back */
-			call->seq = vt_log_next_seq();
-			call->t_ns = vt_log_now_ns();
-		}
-	}
-	errno = saved_errno;
+	return call->active;
 }
 
+void vt_call_before(struct vt_call *call)
+{
+	if (!call->has_device)
+		call->device = vt_current_device();
+	vt_note_device(call->device);
+	if (recorded_before(call->shape)) {
+		/* before the real free: the address can be handed out again
+		 * the moment the driver has it back */
+		call->seq = vt_log_next_seq();
+		call->t_ns = vt_log_now_ns();
+	}
+}
+
+/* Straight into the log: the reserved record is zero (log_writer.h), so
+ * only the fields that say something are stored, once (no event built on
+ * the stack and copied). */
 static void write_event(const struct vt_call *call, uint32_t type, uint64_t addr, uint64_t bytes, uint64_t aux_v,
 			uint8_t kind, int result)
 {
-	struct vt_event ev;
-	memset(&ev, 0, sizeof ev);
-	ev.stack_id = call->stack_id;
-	ev.seq = call->seq;   /* 0: taken now, after the real call */
-	ev.t_ns = call->t_ns;
-	ev.addr = addr;
-	ev.bytes = bytes;
-	ev.aux = aux_v;
-	ev.stream = call->stream;
-	ev.api = call->api;
-	ev.rt_api = vt_rt_tag;
-	ev.device = call->device;
-	ev.kind = kind;
-	ev.result = result;
-	vt_log_write_event(type, &ev);
+	struct vt_event *ev = vt_log_reserve(sizeof *ev);
+	if (!ev)
+		return;
+	ev->stack_id = call->stack_id;
+	/* an allocation's order and time: now, after the real call */
+	ev->seq = call->seq ? call->seq : vt_log_next_seq();
+	ev->t_ns = call->t_ns ? call->t_ns : vt_log_now_ns();
+	ev->addr = addr;
+	ev->bytes = bytes;
+	ev->aux = aux_v;
+	ev->stream = call->stream;
+	ev->api = call->api;
+	ev->rt_api = vt_rt_tag;
+	ev->device = call->device;
+	ev->kind = kind;
+	ev->result = result;
+	vt_log_commit(ev, type, sizeof *ev);
+}
+
+/* A free that has no size, aux or stream to say (nearly all of them) costs
+ * 40 bytes instead of 64: a VT_REC_FREE_SHORT, which readers expand back into
+ * the same VT_REC_FREE. Anything else keeps the full event. */
+static void write_free(const struct vt_call *call, int result)
+{
+	if (call->aux || call->stream) {
+		write_event(call, VT_REC_FREE, call->addr, 0, call->aux, call->kind, result);
+		return;
+	}
+	struct vt_free_event *ev = vt_log_reserve(sizeof *ev);
+	if (!ev)
+		return;
+	ev->stack_id = call->stack_id;
+	ev->seq = call->seq ? call->seq : vt_log_next_seq();
+	ev->t_ns = call->t_ns ? call->t_ns : vt_log_now_ns();
+	ev->addr = call->addr;
+	ev->api = call->api;
+	ev->rt_api = vt_rt_tag;
+	ev->device = call->device;
+	ev->kind = call->kind;
+	ev->result = result;
+	vt_log_commit(ev, VT_REC_FREE_SHORT, sizeof *ev);
 }
 
 static int is_oom(int result) { return result == CUDA_ERROR_OUT_OF_MEMORY; }
@@ -204,7 +231,7 @@ void vt_call_after(struct vt_call *call, int result)
 			after_alloc(call, result);
 			break;
 		case VT_SHAPE_FREE:
-			write_event(call, VT_REC_FREE, call->addr, 0, call->aux, call->kind, result);
+			write_free(call, result);
 			break;
 		case VT_SHAPE_UNMAP:
 		case VT_SHAPE_UNRESERVE:

@@ -2,8 +2,10 @@
  *
  * A wrapper (hook_wrappers.c, generated from hooks.def) describes its call
  * with one VT_D_* macro: which argument is the out-pointer, the size, the
- * stream, the source and destination. vt_call_before() runs before the real
- * call (stack capture; a free's sequence number), vt_call_after() after it
+ * stream, the source and destination. vt_call_begin() and vt_call_before()
+ * run before the real call (whether it is recorded, then — after the wrapper
+ * captured the stack — the device and a free's sequence number),
+ * vt_call_after() after it
  * (an allocation's sequence number, the address it got, OOM facts). Both
  * keep errno as the real call left it. No malloc, no lock, no stdio. */
 #ifndef VT_RECORD_EVENT_H
@@ -116,7 +118,13 @@ uint64_t vt_copy_end(int memory_type, uint64_t host, uint64_t device, uint64_t a
 uint8_t vt_copy_dir_of(int src_type, int dst_type);
 
 /* ---- around the real call ----------------------------------------------- */
-void vt_call_before(struct vt_call *call, int hook);
+/* Is this call recorded? Fills hook, api and active (may create the log).
+ * The wrapper then captures the stack itself, in its own frame
+ * (vt_stack_capture_here: the unwinder walks no frame of ours but the
+ * wrapper's), and calls vt_call_before (device; a free's sequence number
+ * and time). Both may change errno: the wrapper restores it. */
+int vt_call_begin(struct vt_call *call, int hook);
+void vt_call_before(struct vt_call *call);
 void vt_call_after(struct vt_call *call, int result);
 
 /* ---- facts other parts record ------------------------------------------- */

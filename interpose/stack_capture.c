@@ -34,7 +34,7 @@
 #define DEPTH_UNSET (~0u)
 /* Frames above the hook we may have to drop: unw_backtrace's own, ours, and
  * the shim's wrappers (found by address when the shim is a shared object). */
-#define DROP_SLACK 16u
+#define DROP_SLACK VT_STACK_DROP_SLACK
 
 static _Atomic unsigned cfg_depth = DEPTH_UNSET;
 /* How many frames unw_backtrace and we put above the hook: learned from the
@@ -47,8 +47,9 @@ static pthread_once_t capture_once = PTHREAD_ONCE_INIT;
  * object (0, 0 when these sources are linked into a program: tests). */
 static uintptr_t shim_lo, shim_hi;
 
-static __thread int tls_capturing;
-static __thread uint64_t tls_unwind_calls;
+/* initial-exec: a plain %fs-relative access, not a __tls_get_addr call */
+static __thread int tls_capturing __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_unwind_calls __attribute__((tls_model("initial-exec")));
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -140,30 +141,9 @@ static void capture_init(void)
 
 /* ---- capture ------------------------------------------------------------ */
 
-/* unw_backtrace, libunwind's fast path. Under TSan its per-thread trace
- * cache crashes: the cache's thread-exit destructor (libunwind's own TSD key)
- * locks a mutex after TSan has torn the thread down. TSan builds walk the
- * same frames with unw_step instead (slower, no trace cache). */
 static int unwind(void **ips, int max)
 {
-#if defined(__SANITIZE_THREAD__)
-	unw_context_t uc;
-	unw_cursor_t cur;
-	int n = 0;
-	if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
-		return 0;
-	while (n < max) {
-		unw_word_t ip;
-		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
-			break;
-		ips[n++] = (void *)(uintptr_t)ip;
-		if (unw_step(&cur) <= 0)
-			break;
-	}
-	return n;
-#else
-	return unw_backtrace(ips, max);
-#endif
+	return vt_stack_unwind(ips, max);
 }
 
 /* Index of the first frame to keep in ips[0..n): the caller of
@@ -212,32 +192,26 @@ static uint32_t new_stack_id(void)
 	return id;
 }
 
-static uint32_t capture(unsigned depth, unsigned skip, const void *hook_ra)
+/* From unwound frames (ips = buf + 1, n of them, keep from `start`) to a
+ * stack id: dedupe in this thread's table, record a new stack. */
+static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsigned n, unsigned start,
+							   unsigned depth)
 {
-	/* key[0] = depth word, key[1..] = frames: unwound in place. */
-	uint64_t key[1 + VT_MAX_FRAMES + DROP_SLACK + 2 * VT_PY_MAX_FRAMES];
-	void **ips = (void **)(key + 1);
-	/* our own frames + the hook's + a little room for more shim frames */
-	unsigned own = atomic_load_explicit(&own_frames, memory_order_relaxed);
-	unsigned want = depth + skip + (own ? own + 4 : DROP_SLACK);
-	if (want > VT_MAX_FRAMES + DROP_SLACK)
-		want = VT_MAX_FRAMES + DROP_SLACK;
-
-	pthread_once(&capture_once, capture_init);
-	tls_unwind_calls++;
-	int got = unwind(ips, (int)want);
-	if (got <= 0)
-		return 0;
-	unsigned n = (unsigned)got;
-	unsigned start = first_kept_frame(ips, n, hook_ra, skip);
 	if (start >= n)
 		return 0;
 	unsigned kept = n - start < depth ? n - start : depth;
-	/* return addresses minus one: the call instruction, not the next line */
-	for (unsigned i = 0; i < kept; i++)
-		key[1 + i] = (uint64_t)(uintptr_t)ips[start + i] - 1;
+	/* the key (depth word, then the kept frames) is buf[start..]: no frame
+	 * moves, the word before the first kept frame (buf[0] or a dropped
+	 * frame) becomes the depth */
+	uint64_t *key = buf + start;
+	/* return addresses minus one: the call instruction, not the next line
+	 * (in place, no overlap: the compiler vectorises it) */
+	for (unsigned i = 1; i <= kept; i++)
+		key[i] -= 1;
 	/* Python frames (issue 8, pyframes.h): 2 words each after the native
-	 * frames, bound to their eval-loop native frame; part of the key. */
+	 * frames, bound to their eval-loop native frame; part of the key.
+	 * They overwrite unwound frames past `kept` (not kept) and the room
+	 * VT_STACK_BUF_WORDS leaves for them. */
 	unsigned py = vt_py_capture(key + 1 + kept, VT_PY_MAX_FRAMES);
 	vt_py_bind_native(key + 1 + kept, py, key + 1, kept);
 	key[0] = kept | (uint64_t)py << 16;
@@ -259,6 +233,57 @@ static uint32_t capture(unsigned depth, unsigned skip, const void *hook_ra)
 	id = write_stack_record(key, kept, py, hash, new_stack_id());
 	if (id)
 		vt_stack_table_insert(t, key, nwords, hash, id);
+	return id;
+}
+
+/* Inlined into vt_stack_capture: one frame less for every unwind to walk. */
+static inline __attribute__((always_inline)) uint32_t capture(unsigned depth, unsigned skip,
+							    const void *hook_ra)
+{
+	uint64_t buf[VT_STACK_BUF_WORDS];
+	void **ips = (void **)(buf + 1);
+	/* our own frames + the hook's + a little room for more shim frames */
+	unsigned own = atomic_load_explicit(&own_frames, memory_order_relaxed);
+	unsigned want = depth + skip + (own ? own + 4 : DROP_SLACK);
+	if (want > VT_MAX_FRAMES + DROP_SLACK)
+		want = VT_MAX_FRAMES + DROP_SLACK;
+
+	pthread_once(&capture_once, capture_init);
+	tls_unwind_calls++;
+	int got = unwind(ips, (int)want);
+	if (got <= 0)
+		return 0;
+	unsigned n = (unsigned)got;
+	return intern(buf, n, first_kept_frame(ips, n, hook_ra, skip), depth);
+}
+
+/* ---- the wrappers' own capture (vt_stack_capture_here) ------------------- */
+
+unsigned vt_stack_enter(void)
+{
+	unsigned depth = vt_stack_depth();
+	if (depth == 0 || tls_capturing)
+		return 0; /* off: no unwinding at all */
+	pthread_once(&capture_once, capture_init);
+	tls_capturing = 1;
+	tls_unwind_calls++;
+	/* the wrapper's frame, then the job's; a little room for more */
+	unsigned want = depth + 1 + 4;
+	return want > VT_MAX_FRAMES + DROP_SLACK ? VT_MAX_FRAMES + DROP_SLACK : want;
+}
+
+uint32_t vt_stack_intern(uint64_t *buf, int got)
+{
+	uint32_t id = 0;
+	if (got > 0) {
+		void *const *ips = (void *const *)(buf + 1);
+		unsigned n = (unsigned)got, start = 0;
+		/* the innermost frames are the shim's (the wrapper) */
+		while (start < n && (uintptr_t)ips[start] >= shim_lo && (uintptr_t)ips[start] < shim_hi)
+			start++;
+		id = intern(buf, n, start, vt_stack_depth());
+	}
+	tls_capturing = 0;
 	return id;
 }
 

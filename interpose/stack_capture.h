@@ -6,13 +6,22 @@
  * that stack; 0 when stacks are off (depth 0) or capture failed.
  * `skip` = frames of the shim itself to drop from the innermost end, counted
  * from the function that calls vt_stack_capture: 0 keeps that caller, 1 drops
- * it, 2 drops it and its caller (hook wrapper -> vt_call_before -> here).
+ * it, 2 drops it and its caller. The hook wrappers call it directly, so the
+ * unwinder walks only vt_stack_capture's frame and the wrapper's.
  * Any further innermost frames inside libvramtrace.so are dropped too.
  * No malloc, no lock, no stdio. */
 #ifndef VT_STACK_CAPTURE_H
 #define VT_STACK_CAPTURE_H
 
 #include <stdint.h>
+
+#ifndef UNW_LOCAL_ONLY
+#define UNW_LOCAL_ONLY
+#endif
+#include <libunwind.h>
+
+#include "pyframes.h"         /* VT_PY_MAX_FRAMES */
+#include "vramtrace/format.h" /* VT_MAX_FRAMES */
 
 uint32_t vt_stack_capture(unsigned skip);
 
@@ -28,5 +37,57 @@ int vt_stack_capturing(void);
 /* How many times the calling thread has called the unwinder (tests: depth 0
  * must mean no unwinding at all). */
 uint64_t vt_stack_unwind_calls(void);
+
+/* ---- capture from the calling function's own frame -----------------------
+ * vt_stack_capture() is a function: the unwinder walks its frame too. The
+ * hook wrappers unwind in their own frame instead (vt_stack_capture_here,
+ * inlined), one frame (~8 ns) less per call, then hand the frames over.
+ * Same result: the stack from the wrapper's caller out, shim frames dropped
+ * (only when the shim is a shared object: the wrappers always are). */
+#define VT_STACK_DROP_SLACK 16u
+/* depth word, unwound frames, then the Python frames' words */
+#define VT_STACK_BUF_WORDS (1u + VT_MAX_FRAMES + VT_STACK_DROP_SLACK + 2u * VT_PY_MAX_FRAMES)
+
+/* Frames to unwind, 0 = do not (off, or already capturing). Non-zero raises
+ * the capturing flag; vt_stack_intern lowers it. */
+unsigned vt_stack_enter(void);
+/* The id of the frames unwound into buf + 1 (got of them; got <= 0: none). */
+uint32_t vt_stack_intern(uint64_t *buf, int got);
+
+/* unw_backtrace, libunwind's fast path. Under TSan its per-thread trace
+ * cache crashes: the cache's thread-exit destructor (libunwind's own TSD key)
+ * locks a mutex after TSan has torn the thread down. TSan builds walk the
+ * same frames with unw_step instead (slower, no trace cache). Inline: the
+ * walk starts in the caller's frame. */
+static inline __attribute__((always_inline)) int vt_stack_unwind(void **ips, int max)
+{
+#if defined(__SANITIZE_THREAD__)
+	unw_context_t uc;
+	unw_cursor_t cur;
+	int n = 0;
+	if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
+		return 0;
+	while (n < max) {
+		unw_word_t ip;
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
+			break;
+		ips[n++] = (void *)(uintptr_t)ip;
+		if (unw_step(&cur) <= 0)
+			break;
+	}
+	return n;
+#else
+	return unw_backtrace(ips, max);
+#endif
+}
+
+static inline __attribute__((always_inline)) uint32_t vt_stack_capture_here(void)
+{
+	unsigned want = vt_stack_enter();
+	if (!want)
+		return 0;
+	uint64_t buf[VT_STACK_BUF_WORDS];
+	return vt_stack_intern(buf, vt_stack_unwind((void **)(buf + 1), (int)want));
+}
 
 #endif

@@ -67,8 +67,8 @@ static void arena_release(struct vt_arena *a)
  * the one function that adds entries (the only one that can allocate). Freed
  * bucket arrays (after an expansion) stay in the arena until the table is
  * dropped: at most the size of the final bucket array is wasted. */
-static __thread struct vt_arena *tls_uthash_arena;
-static __thread int tls_uthash_oom;
+static __thread struct vt_arena *tls_uthash_arena __attribute__((tls_model("initial-exec")));
+static __thread int tls_uthash_oom __attribute__((tls_model("initial-exec")));
 #define uthash_malloc(sz) arena_alloc(tls_uthash_arena, (sz))
 #define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
 #define HASH_NONFATAL_OOM 1
@@ -96,7 +96,8 @@ static size_t table_cap;  /* bytes, read once from the environment */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static int exit_key_ok;
-static __thread struct vt_stack_table tls_table;
+/* initial-exec: read on every capture, without a __tls_get_addr call */
+static __thread struct vt_stack_table tls_table __attribute__((tls_model("initial-exec")));
 
 static void table_drop(struct vt_stack_table *t)
 {
@@ -153,20 +154,29 @@ void vt_stack_table_invalidate_all(void)
 
 /* Four independent multiply chains, so the CPU overlaps them: one chain
  * costs ~5 cycles a word (the multiply waits for the previous one), which
- * for 128 frames was most of a dedupe hit. */
+ * for 128 frames was most of a dedupe hit. The lanes are four scalars, not
+ * an array: gcc kept h[4] in memory and looped over the lanes (12
+ * instructions a word; 4 now). The value is the same as before. */
 uint32_t vt_stack_hash(const uint64_t *words, size_t nwords)
 {
 	const uint64_t k = 0xff51afd7ed558ccdull;
-	uint64_t h[4] = {0x243f6a8885a308d3ull ^ nwords, 0x13198a2e03707344ull,
-			 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+	uint64_t h0 = 0x243f6a8885a308d3ull ^ nwords, h1 = 0x13198a2e03707344ull,
+		 h2 = 0xa4093822299f31d0ull, h3 = 0x082efa98ec4e6c89ull;
 	size_t i = 0;
-	for (; i + 4 <= nwords; i += 4)
-		for (int l = 0; l < 4; l++)
-			h[l] = (h[l] ^ words[i + l]) * k;
-	for (; i < nwords; i++)
-		h[i & 3] = (h[i & 3] ^ words[i]) * k;
-	uint64_t x = h[0] ^ (h[1] >> 17 | h[1] << 47) ^ (h[2] >> 31 | h[2] << 33) ^
-		     (h[3] >> 47 | h[3] << 17);
+	for (; i + 4 <= nwords; i += 4) {
+		h0 = (h0 ^ words[i]) * k;
+		h1 = (h1 ^ words[i + 1]) * k;
+		h2 = (h2 ^ words[i + 2]) * k;
+		h3 = (h3 ^ words[i + 3]) * k;
+	}
+	/* the tail goes to lanes 0.. in order (i is a multiple of 4 here) */
+	if (i < nwords)
+		h0 = (h0 ^ words[i++]) * k;
+	if (i < nwords)
+		h1 = (h1 ^ words[i++]) * k;
+	if (i < nwords)
+		h2 = (h2 ^ words[i]) * k;
+	uint64_t x = h0 ^ (h1 >> 17 | h1 << 47) ^ (h2 >> 31 | h2 << 33) ^ (h3 >> 47 | h3 << 17);
 	x ^= x >> 33;
 	x *= 0xc4ceb9fe1a85ec53ull;
 	x ^= x >> 29;

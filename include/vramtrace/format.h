@@ -138,6 +138,9 @@ enum vt_rec {
 	VT_REC_UNRESERVE = 7,  /* cuMemAddressFree */
 	VT_REC_MEMSET = 8,     /* memset into device memory: addr, bytes */
 	VT_REC_POOL_TRIM = 9,  /* cuMemPoolTrimTo: aux = pool, bytes = keep */
+	VT_REC_FREE_SHORT = 10,/* struct vt_free_event: a VT_REC_FREE whose
+	                          bytes, aux and stream are all 0 (readers treat
+	                          it exactly as that VT_REC_FREE) */
 	/* metadata */
 	VT_REC_STACK = 16,     /* struct vt_stack_rec */
 	VT_REC_MODULE = 17,    /* struct vt_module_rec */
@@ -204,6 +207,32 @@ struct vt_event {
 	int32_t result;     /* CUresult the real call returned */
 };
 _Static_assert(sizeof(struct vt_event) == 64, "event budget is 64 bytes");
+
+/* The compact free: a VT_REC_FREE event whose bytes, aux and stream would all
+ * be 0 (cuMemFree*, cuMemRelease, array destroys, cuMemFreeAsync on the
+ * legacy default stream): those three words are left out. A free with any of
+ * them non-zero (an async free on a stream, a graph free) is written as the
+ * full 64-byte VT_REC_FREE, so nothing is lost. 40 bytes; the common fields
+ * sit at the same offsets as in vt_event up to addr.
+ *
+ *   0      4      8             16            24            32  33  34  35  36     40
+ *   +------+------+-------------+-------------+-------------+---+---+---+---+------+
+ *   | hdr  |stack | seq         | t_ns        | addr        |api|rt |dev|knd|result|
+ *   +------+------+-------------+-------------+-------------+---+---+---+---+------+
+ */
+struct vt_free_event {
+	uint32_t hdr;       /* size 40, type VT_REC_FREE_SHORT */
+	uint32_t stack_id;
+	uint64_t seq;
+	uint64_t t_ns;
+	uint64_t addr;
+	uint8_t api;
+	uint8_t rt_api;
+	uint8_t device;
+	uint8_t kind;       /* vt_alloc_kind */
+	int32_t result;
+};
+_Static_assert(sizeof(struct vt_free_event) == 40, "compact free is 40 bytes");
 
 /* A unique call stack. ids are process-unique, > 0. frames[0] is the
  * innermost; return addresses have already had 1 subtracted so they point

@@ -17,6 +17,7 @@ CHUNK_MAGIC = 0x4B435456
 CHUNK_HEADER = struct.Struct("<IIQQQ")
 HEADER = struct.Struct("<8sIIIIiiIIQQQQQQQII64s1024s2048s")
 EVENT = struct.Struct("<IIQQQQQQBBBBi")
+FREE_SHORT = struct.Struct("<IIQQQBBBBi")  # struct vt_free_event: a free with bytes/aux/stream 0
 LOOKUP = struct.Struct("<IBBBBIIQ")
 DEVICE = struct.Struct("<IIQII")
 EXIT = struct.Struct("<IiQQ")
@@ -25,6 +26,7 @@ NOTE = struct.Struct("<IIQ")
 # enum vt_rec
 REC_ALLOC, REC_FREE, REC_COPY, REC_MAP, REC_UNMAP, REC_RESERVE = 1, 2, 3, 4, 5, 6
 EVENT_TYPES = range(1, 10)
+REC_FREE_SHORT = 10
 REC_DEVICE, REC_LOOKUP, REC_EXIT, REC_NOTE = 22, 23, 21, 25
 # enum vt_copy_dir / vt_alloc_kind
 COPY_HTOD = 1
@@ -104,6 +106,9 @@ class Log:
         if rtype in EVENT_TYPES and size >= EVENT.size:
             raw = EVENT.unpack_from(data, offset)
             self.events.append(Event(rtype, *raw[1:]))
+        elif rtype == REC_FREE_SHORT and size >= FREE_SHORT.size:
+            _, stack_id, seq, t_ns, addr, api, rt_api, device, kind, result = FREE_SHORT.unpack_from(data, offset)
+            self.events.append(Event(REC_FREE, stack_id, seq, t_ns, addr, 0, 0, 0, api, rt_api, device, kind, result))
         elif rtype == REC_LOOKUP and size >= LOOKUP.size:
             _, path, outcome, api, _, version, name_len, flags = LOOKUP.unpack_from(data, offset)
             name = data[offset + LOOKUP.size: offset + LOOKUP.size + name_len].decode("utf-8", "replace")

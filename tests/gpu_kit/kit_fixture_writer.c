@@ -28,6 +28,20 @@ static void event(uint32_t type, uint8_t api, uint8_t kind, uint64_t addr, uint6
 	vt_log_write_event(type, &ev);
 }
 
+/* A compact free (VT_REC_FREE_SHORT): what the shim writes for a plain free. */
+static void free_short(uint8_t api, uint8_t kind, uint64_t addr)
+{
+	struct vt_free_event *ev = vt_log_reserve(sizeof *ev);
+	if (!ev)
+		return;
+	ev->seq = vt_log_next_seq();
+	ev->t_ns = vt_log_now_ns();
+	ev->addr = addr;
+	ev->api = api;
+	ev->kind = kind;
+	vt_log_commit(ev, VT_REC_FREE_SHORT, sizeof *ev);
+}
+
 static void lookup(uint8_t path, uint8_t outcome, uint8_t api, uint32_t version, const char *name)
 {
 	uint32_t len = (uint32_t)strlen(name);
@@ -91,6 +105,8 @@ int main(int argc, char **argv)
 	if (pthread_create(&thread, NULL, batches, NULL) == 0)
 		pthread_join(thread, NULL);
 	event(VT_REC_FREE, API_cuMemFree_v2, VT_ALLOC_DEVICE, DATASET, 8 * MIB, 0, 0);
+	event(VT_REC_UNMAP, API_cuMemUnmap, 0, DATASET + 64 * MIB, 2 * MIB, 0, 0);
+	free_short(API_cuMemRelease, VT_ALLOC_VMM, 0x42);
 	vt_log_write_note("fixture note");
 	vt_log_finish(7);
 	return 7;

@@ -39,6 +39,8 @@ struct collected {
 	int pid;                 /* of the log being read */
 	unsigned lookups[3][5];  /* path x outcome */
 	unsigned oom_records;
+	const struct vt_log *log; /* being read */
+	unsigned free_form_bad;   /* frees not in the form the shim should pick */
 };
 
 static int collect(const struct vt_record_view *rec, void *ctx)
@@ -53,6 +55,10 @@ static int collect(const struct vt_record_view *rec, void *ctx)
 		c->oom_records += m->reason == VT_MEMINFO_OOM;
 	} else if (rec->type >= VT_REC_ALLOC && rec->type <= VT_REC_POOL_TRIM) {
 		const struct vt_event *e = rec->data;
+		/* a free with nothing in bytes/aux/stream is written compact (40) */
+		if (rec->type == VT_REC_FREE &&
+		    vt_log_stored_size(c->log, rec) != ((e->bytes | e->aux | e->stream) ? 64u : 40u))
+			c->free_form_bad++;
 		if (c->n == c->cap) {
 			c->cap = c->cap ? 2 * c->cap : 1024;
 			c->evs = realloc(c->evs, c->cap * sizeof *c->evs);
@@ -214,6 +220,7 @@ int main(int argc, char **argv)
 	struct collected c = {0};
 	for (size_t i = 0; i < trace.nlogs; i++) {
 		c.pid = vt_log_header(trace.logs[i])->pid;
+		c.log = trace.logs[i];
 		vt_log_for_each(trace.logs[i], collect, &c);
 		if (vt_log_warnings(trace.logs[i]))
 			fprintf(stderr, "verify: %s has damage warnings\n", vt_log_path(trace.logs[i]));
@@ -221,6 +228,10 @@ int main(int argc, char **argv)
 	unsigned want_oom = 0;
 	int bad = check_truth(&c, argv[2], &want_oom, want_lines);
 	bad |= check_extra(&c, strict) != 0;
+	if (c.free_form_bad) {
+		fprintf(stderr, "verify: %u free records not in their compact/full form\n", c.free_form_bad);
+		bad = 1;
+	}
 	if (c.oom_records != want_oom) {
 		fprintf(stderr, "verify: %u OOM meminfo records, want %u\n", c.oom_records, want_oom);
 		bad = 1;

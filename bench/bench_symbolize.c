@@ -1,0 +1,226 @@
+/* Symbolization: time to name 10 000 unique stacks, offline, cached per
+ * module (analyzer/symbolize.h) and per address.
+ *
+ *   bench_symbolize           record, then time; print TSV rows
+ *   bench_symbolize record    child (under the shim): allocate from 10 000
+ *                             different call paths
+ *
+ * The child reaches cuMemAlloc through 7 levels, each one of 4 functions
+ * chosen by the path number's base-4 digits: 10 000 unique stacks whose
+ * frames repeat (as in a real job, where many stacks share few functions).
+ * The parent loads the trace and, with a fresh symbolizer (nothing cached),
+ * names every frame of every stack (DWARF lines and inline chains, no
+ * sidecar), then the site of every stack (sites.h). A second case names
+ * 10 000 DISTINCT addresses in this program's own code: the per-address
+ * cost when nothing repeats.
+ * Rows: "symbolize<TAB>case<TAB>value<TAB>unit".
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log_reader.h"
+#include "sites.h"
+#include "stack_store.h"
+#include "symbolize.h"
+
+#define STACKS 10000u
+#define LEVELS 7
+
+typedef int (*alloc_fn)(unsigned long long *, size_t);
+static alloc_fn mem_alloc;
+
+/* CPU time of this process: single-threaded work, and the machine is shared
+ * (wall time would count other jobs' time slices). */
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* ---- the child: 10 000 call paths --------------------------------------- */
+
+typedef void (*level_fn)(int level, unsigned path);
+static void path_a(int level, unsigned path);
+static void path_b(int level, unsigned path);
+static void path_c(int level, unsigned path);
+static void path_d(int level, unsigned path);
+static level_fn const paths[4] = {path_a, path_b, path_c, path_d};
+
+/* allocate only (never freed): one stack per path, not two */
+static __attribute__((noinline)) void leaf(void)
+{
+	unsigned long long p = 0;
+	mem_alloc(&p, 256);
+}
+
+#define PATH_FN(name)                                                       \
+	static __attribute__((noinline)) void name(int level, unsigned path) \
+	{                                                                   \
+		if (level == 0)                                             \
+			leaf();                                             \
+		else                                                        \
+			paths[path & 3](level - 1, path >> 2);              \
+		__asm__ volatile("" ::: "memory"); /* not a tail call */    \
+	}
+PATH_FN(path_a)
+PATH_FN(path_b)
+PATH_FN(path_c)
+PATH_FN(path_d)
+
+static int child_record(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (!h)
+		return 3;
+	int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+	int (*dev_get)(int *, int) = (int (*)(int *, int))dlsym(h, "cuDeviceGet");
+	int (*retain)(void **, int) = (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
+	int (*set_current)(void *) = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
+	mem_alloc = (alloc_fn)dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+	int dev;
+	void *ctx;
+	if (!init || !dev_get || !retain || !set_current || !mem_alloc || init(0) ||
+	    dev_get(&dev, 0) || retain(&ctx, dev) || set_current(ctx))
+		return 3;
+	for (unsigned i = 0; i < STACKS; i++)
+		paths[i & 3](LEVELS - 1, i >> 2);
+	return 0;
+}
+
+/* ---- the parent ------------------------------------------------------------ */
+
+static int record(const char *dir)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0)
+			dup2(null, 2);
+		setenv("LD_LIBRARY_PATH", VT_BENCH_SIMDRIVER_DIR, 1);
+		setenv("LD_PRELOAD", VT_BENCH_SHIM, 1);
+		setenv("VRAMTRACE_DIR", dir, 1);
+		execl("/proc/self/exe", "bench_symbolize", "record", (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static void row(const char *name, double value, const char *unit)
+{
+	printf("symbolize\t%s\t%.1f\t%s\n", name, value, unit);
+	fflush(stdout);
+}
+
+/* Name every frame of every canonical stack with a fresh symbolizer. */
+static void name_all_frames(const char *dir, struct vt_stack_store *st)
+{
+	size_t nstacks = vt_stack_store_count(st), frames = 0, named = 0;
+	double t0 = now_ns();
+	struct vt_symbolizer *sym = vt_symbolizer_open(dir, VT_SYM_NO_SIDECAR);
+	for (uint32_t c = 1; c <= nstacks; c++) {
+		const struct vt_stack *s = vt_stack_store_stack(st, c);
+		for (unsigned i = 0; s && i < s->depth; i++) {
+			struct vt_frame_names fn;
+			char text[512];
+			frames++;
+			if (vt_symbolize_frame(sym, st, &s->frames[i], &fn) == VT_SYM_OK)
+				named++;
+			vt_format_frame(&fn, st, &s->frames[i], text, sizeof text);
+		}
+	}
+	vt_symbolizer_close(sym);
+	double ms = (now_ns() - t0) / 1e6;
+	char name[160];
+	snprintf(name, sizeof name, "%zu unique stacks, every frame (%zu frames, %.0f%% named), cold", nstacks,
+		 frames, frames ? 100.0 * named / frames : 0.0);
+	row(name, ms, "ms cpu");
+}
+
+/* The site of every stack, through the commands' own API. */
+static void name_all_sites(struct vt_trace *t)
+{
+	struct vt_sites sites;
+	char err[256];
+	double t0 = now_ns();
+	if (vt_sites_open(&sites, t, VT_SYM_NO_SIDECAR, err, sizeof err) != 0) {
+		printf("symbolize\tsites\tn/a (%s)\t\n", err);
+		return;
+	}
+	size_t n = vt_stack_store_count(sites.store);
+	for (uint32_t c = 1; c <= n; c++)
+		vt_sites_of_stack(&sites, c);
+	vt_sites_close(&sites);
+	char name[160];
+	snprintf(name, sizeof name, "%zu unique stacks, site of each (load + name), cold", n);
+	row(name, (now_ns() - t0) / 1e6, "ms cpu");
+}
+
+/* 10 000 distinct addresses spread over this program's code, in the module
+ * the trace recorded for it (same file, same build id). */
+extern char __executable_start[], etext[];
+
+static void name_distinct_addresses(struct vt_stack_store *st)
+{
+	const struct vt_module_info *self = NULL;
+	for (uint32_t m = 1; m <= vt_stack_store_module_count(st); m++) {
+		const struct vt_module_info *mi = vt_stack_store_module(st, m);
+		if (mi && strstr(mi->path, "bench_symbolize"))
+			self = mi;
+	}
+	if (!self) {
+		printf("symbolize\t10000 distinct addresses\tn/a (program not in the trace)\t\n");
+		return;
+	}
+	uint64_t lo = (uint64_t)(uintptr_t)__executable_start, hi = (uint64_t)(uintptr_t)etext;
+	struct vt_symbolizer *sym = vt_symbolizer_open(NULL, VT_SYM_NO_SIDECAR);
+	size_t named = 0;
+	double t0 = now_ns();
+	for (unsigned i = 0; i < STACKS; i++) {
+		uint64_t offset = lo + (hi - lo) * i / STACKS - lo; /* ELF vaddr of a PIE = offset */
+		struct vt_frame_names fn;
+		if (vt_symbolize(sym, self, offset, &fn) == VT_SYM_OK)
+			named++;
+	}
+	double ms = (now_ns() - t0) / 1e6;
+	vt_symbolizer_close(sym);
+	char name[160];
+	snprintf(name, sizeof name, "%u distinct addresses in one module (%.0f%% named), cold", STACKS,
+		 100.0 * named / STACKS);
+	row(name, ms, "ms cpu");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "record"))
+		return child_record();
+	char dir[] = "/tmp/vt_bench_symbolize_XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	struct vt_trace t;
+	char err[256] = "";
+	if (record(dir) != 0 || vt_trace_open(dir, &t, err, sizeof err) != 0) {
+		printf("symbolize\t10000 unique stacks\tn/a (recording failed%s%s)\t\n", *err ? ": " : "", err);
+	} else {
+		struct vt_stack_store *st = vt_stack_store_new();
+		vt_stack_store_load_trace(st, &t);
+		name_all_frames(dir, st);
+		name_distinct_addresses(st);
+		vt_stack_store_free(st);
+		name_all_sites(&t);
+		vt_trace_close(&t);
+	}
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : 1;
+}
