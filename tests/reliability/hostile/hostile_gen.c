@@ -334,6 +334,19 @@ static void c_stack_id_zero_record(struct out *o)
 	second_thread(&o->log);
 }
 
+/* compact frees (VT_REC_FREE_SHORT): one well-formed, one too short */
+static void c_free_short(struct out *o)
+{
+	lb_init(&o->log, PID, CHUNK);
+	lb_chunk(&o->log, 100, 0);
+	lb_event(&o->log, VT_REC_ALLOC, (struct vt_event){.addr = 0x1000, .bytes = 4096, .api = API_ALLOC});
+	struct vt_free_event f = {.seq = o->log.seq++, .t_ns = (o->log.t_ns += 1000), .addr = 0x1000,
+	                          .api = API_FREE};
+	lb_raw(&o->log, VT_REC_FREE_SHORT, sizeof f, &f);
+	lb_raw(&o->log, VT_REC_FREE_SHORT, 24, &f);
+	second_thread(&o->log);
+}
+
 static void c_double_free(struct out *o)
 {
 	lb_init(&o->log, PID, CHUNK);
@@ -690,6 +703,7 @@ static const struct hcase cases[] = {
 	CASE(unknown_enum_values),
 	CASE(stack_id_nowhere),
 	CASE(stack_id_zero_record),
+	CASE(free_short),
 	CASE(double_free),
 	CASE(copy_into_unknown),
 	CASE(time_backwards),
