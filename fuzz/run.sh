@@ -20,8 +20,8 @@ if ! command -v clang >/dev/null; then
 	echo "fuzz/run.sh: clang not found (apt-get install clang libclang-rt-14-dev)" >&2
 	exit 2
 fi
-CC=clang cmake -S . -B "$build" -G Ninja -DVT_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null ||
-	exit 2
+CC=clang cmake -S . -B "$build" -G Ninja -DVT_FUZZ=ON -DVT_SANITIZE=address \
+	-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 2
 cmake --build "$build" -j"$jobs" --target fuzz_all || exit 2
 
 status=0
