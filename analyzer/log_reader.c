@@ -220,6 +220,14 @@ static int index_chunks(struct vt_log *log, int fd)
 {
 	uint64_t cs = log->hdr.chunk_size, start = log->hdr.header_size;
 	uint32_t cap = 0;
+	/* The writer reserves whole chunks (posix_fallocate), so a log, live or
+	 * finished, always ends on a chunk boundary: anything else was cut short
+	 * (a partial copy, a truncation). Say so once; what precedes is intact. */
+	uint64_t tail = log->size > start ? (log->size - start) % cs : 0;
+	if (tail)
+		warn_damage(log, "cut short at offset %llu (the file ends inside the chunk at offset "
+		            "%llu); records before the cut are intact",
+		            (unsigned long long)log->size, (unsigned long long)(log->size - tail));
 	for (uint64_t off = start; off + sizeof(struct vt_chunk_header) <= log->size; off += cs) {
 		off_t data = lseek(fd, (off_t)off, SEEK_DATA);
 		if (data < 0 && errno == ENXIO)

@@ -310,7 +310,10 @@ static void test_cut_at_every_byte_of_the_tail(void **state)
 			assert_int_equal(got.v[i].offset, g_full.v[i].offset);
 			assert_memory_equal(got.v[i].bytes, g_full.v[i].bytes, g_full.v[i].size);
 		}
-		assert_int_equal(vt_log_warnings(log), 0); /* a cut is not damage */
+		/* a cut off a chunk boundary is said once (a live log always ends on
+		 * one); the records before it are all there, nothing is invented */
+		const struct vt_file_header *h = vt_log_header(log);
+		assert_int_equal(vt_log_warnings(log), (cut - h->header_size) % h->chunk_size ? 1 : 0);
 		lt_recs_free(&got);
 		vt_log_close(log);
 	}
@@ -516,7 +519,7 @@ static void test_huge_sparse_file(void **state)
 	struct lt_recs got;
 	lt_collect(log, &got);
 	assert_int_equal(got.n, g_full.n);
-	assert_int_equal(vt_log_warnings(log), 0);
+	assert_int_equal(vt_log_warnings(log), 1); /* its size is off a chunk boundary: said once */
 	lt_recs_free(&got);
 	vt_log_close(log);
 	unlink(copy);
