@@ -11,9 +11,8 @@
 	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]")                       \
 	X(export, "export DIR --format html|perfetto|folded|csv [--at T] -o FILE")
 
-/* Each returns the process exit code. Weak while parts are being built: a
- * command whose file is not linked reports that instead of failing to link. */
-#define VT_DECLARE_COMMAND(name, usage) int cmd_##name(int argc, char **argv) __attribute__((weak));
+/* Each returns the process exit code. */
+#define VT_DECLARE_COMMAND(name, usage) int cmd_##name(int argc, char **argv);
 VT_COMMAND_LIST(VT_DECLARE_COMMAND)
 #undef VT_DECLARE_COMMAND
 

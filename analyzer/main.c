@@ -30,10 +30,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		if (!commands[i].fn) {
-			fprintf(stderr, "vramtrace: '%s' is not built into this version\n", argv[1]);
-			return 2;
-		}
 		return commands[i].fn(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "vramtrace: unknown command '%s' (try vramtrace --help)\n", argv[1]);
