@@ -3,12 +3,14 @@
 #define VT_COMMANDS_H
 
 /* X(name, one-line usage) */
-#define VT_COMMAND_LIST(X)                                                                   \
-	X(run, "run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] [--shm] -- CMD ...") \
-	X(dump, "dump DIR|LOG [--json]")                                                     \
-	X(report, "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE]")     \
-	X(oom, "oom DIR [--json] [--index N]")                                                \
-	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]")                       \
+#define VT_COMMAND_LIST(X)                                                                         \
+	X(run,                                                                                     \
+	  "run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] [--shm] -- CMD ...")    \
+	X(dump, "dump DIR|LOG [--json]")                                                           \
+	X(report,                                                                                  \
+	  "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE]")        \
+	X(oom, "oom DIR [--json] [--index N]")                                                     \
+	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]")                            \
 	X(export, "export DIR --format html|perfetto|folded|csv [--at T] -o FILE")
 
 /* Each returns the process exit code. */

@@ -29,8 +29,8 @@
 #define VT_MAX_HEADER_SIZE (1u << 20)
 
 struct vt_chunk_ref {
-	uint64_t off;        /* file offset of the chunk header */
-	uint64_t data_end;   /* file offset where its valid records end */
+	uint64_t off;      /* file offset of the chunk header */
+	uint64_t data_end; /* file offset where its valid records end */
 	uint64_t thread_seq;
 	uint32_t tid;
 };
@@ -89,9 +89,10 @@ static int check_header(const struct vt_file_header *h, uint64_t size, char *err
 		return -1;
 	}
 	if (h->byte_order != VT_BYTE_ORDER_MARK) {
-		set_err(err, errlen, h->byte_order == __builtin_bswap32(VT_BYTE_ORDER_MARK)
-		                         ? "log written with the other byte order; not supported"
-		                         : "bad byte-order mark 0x%08x",
+		set_err(err, errlen,
+		        h->byte_order == __builtin_bswap32(VT_BYTE_ORDER_MARK)
+		            ? "log written with the other byte order; not supported"
+		            : "bad byte-order mark 0x%08x",
 		        h->byte_order);
 		return -1;
 	}
@@ -161,8 +162,8 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
 		}
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
-		const char *problem = plain_event(type, size) ? NULL
-		                      : vt_record_problem(log->map + pos, type, size);
+		const char *problem =
+		    plain_event(type, size) ? NULL : vt_record_problem(log->map + pos, type, size);
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
@@ -225,7 +226,8 @@ static int index_chunks(struct vt_log *log, int fd)
 	 * (a partial copy, a truncation). Say so once; what precedes is intact. */
 	uint64_t tail = log->size > start ? (log->size - start) % cs : 0;
 	if (tail)
-		warn_damage(log, "cut short at offset %llu (the file ends inside the chunk at offset "
+		warn_damage(log,
+		            "cut short at offset %llu (the file ends inside the chunk at offset "
 		            "%llu); records before the cut are intact",
 		            (unsigned long long)log->size, (unsigned long long)(log->size - tail));
 	for (uint64_t off = start; off + sizeof(struct vt_chunk_header) <= log->size; off += cs) {
@@ -241,8 +243,10 @@ static int index_chunks(struct vt_log *log, int fd)
 		if (magic == 0)
 			continue; /* claimed but never written, or never claimed */
 		if (magic != VT_CHUNK_MAGIC) {
-			warn_damage(log, "damaged chunk at offset %llu (bad chunk magic 0x%08x); skipping it",
-			            (unsigned long long)off, magic);
+			warn_damage(
+			    log,
+			    "damaged chunk at offset %llu (bad chunk magic 0x%08x); skipping it",
+			    (unsigned long long)off, magic);
 			continue;
 		}
 		if (log->nchunks == UINT32_MAX)
@@ -262,8 +266,7 @@ static int index_chunks(struct vt_log *log, int fd)
 
 /* ---- open / close ------------------------------------------------------- */
 
-static const uint8_t *map_file(const char *path, int *fdp, uint64_t *size, char *err,
-                              size_t errlen)
+static const uint8_t *map_file(const char *path, int *fdp, uint64_t *size, char *err, size_t errlen)
 {
 	/* O_NONBLOCK: a FIFO named like a log must not block the open forever
 	 * (fstat then refuses it); it changes nothing for a regular file. */
@@ -425,10 +428,16 @@ static void expand_free_short(const uint8_t *p, struct vt_event *ev)
 	struct vt_free_event f;
 	memcpy(&f, p, sizeof f);
 	*ev = (struct vt_event){
-		.hdr = VT_HDR(VT_REC_FREE, sizeof *ev),
-		.stack_id = f.stack_id, .seq = f.seq, .t_ns = f.t_ns, .addr = f.addr,
-		.api = f.api, .rt_api = f.rt_api, .device = f.device, .kind = f.kind,
-		.result = f.result,
+	    .hdr = VT_HDR(VT_REC_FREE, sizeof *ev),
+	    .stack_id = f.stack_id,
+	    .seq = f.seq,
+	    .t_ns = f.t_ns,
+	    .addr = f.addr,
+	    .api = f.api,
+	    .rt_api = f.rt_api,
+	    .device = f.device,
+	    .kind = f.kind,
+	    .result = f.result,
 	};
 }
 
@@ -437,11 +446,11 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_recor
 	const uint8_t *p = log->map + pos;
 	uint32_t word = load_word(p);
 	struct vt_record_view v = {
-		.type = VT_HDR_TYPE(word),
-		.size = VT_HDR_SIZE(word),
-		.data = p,
-		.tid = log->chunks[ci].tid,
-		.offset = pos,
+	    .type = VT_HDR_TYPE(word),
+	    .size = VT_HDR_SIZE(word),
+	    .data = p,
+	    .tid = log->chunks[ci].tid,
+	    .offset = pos,
 	};
 	struct vt_event expanded;
 	if (v.type == VT_REC_FREE_SHORT) {
@@ -463,7 +472,8 @@ static void release_chunks(const struct vt_log *log, uint32_t from, uint32_t to)
 	if (!page)
 		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
 	for (uint32_t i = from; i < to; i++) {
-		uint64_t lo = (log->chunks[i].off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
+		uint64_t lo =
+		    (log->chunks[i].off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
 		uint64_t hi = log->chunks[i].data_end / (uint64_t)page * (uint64_t)page;
 		if (hi > lo)
 			madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
@@ -539,8 +549,10 @@ static int merge_streams(const struct vt_log *log, struct cursor *cur, uint32_t 
 	uint32_t n = 0;
 	for (uint32_t s = 0; s < log->nstreams; s++) {
 		const struct vt_stream *st = &log->streams[s];
-		cur[s] = (struct cursor){.ci = st->first, .cend = st->first + st->count,
-		                         .pos = log->chunks[st->first].off + sizeof(struct vt_chunk_header)};
+		cur[s] = (struct cursor){.ci = st->first,
+		                         .cend = st->first + st->count,
+		                         .pos = log->chunks[st->first].off +
+		                                sizeof(struct vt_chunk_header)};
 		find_key(log, &cur[s]);
 		heap[n++] = s;
 	}

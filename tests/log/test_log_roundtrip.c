@@ -21,10 +21,10 @@
 #define CHUNK 8192u
 
 static const uint32_t kinds[] = {
-	VT_REC_ALLOC, VT_REC_FREE, VT_REC_COPY, VT_REC_MAP, VT_REC_UNMAP, VT_REC_RESERVE,
-	VT_REC_UNRESERVE, VT_REC_MEMSET, VT_REC_POOL_TRIM, VT_REC_STACK, VT_REC_MODULE,
-	VT_REC_MEMINFO, VT_REC_MARK, VT_REC_THREAD, VT_REC_EXIT, VT_REC_DEVICE,
-	VT_REC_LOOKUP, VT_REC_PYSTR, VT_REC_NOTE,
+    VT_REC_ALLOC,   VT_REC_FREE,      VT_REC_COPY,   VT_REC_MAP,       VT_REC_UNMAP,
+    VT_REC_RESERVE, VT_REC_UNRESERVE, VT_REC_MEMSET, VT_REC_POOL_TRIM, VT_REC_STACK,
+    VT_REC_MODULE,  VT_REC_MEMINFO,   VT_REC_MARK,   VT_REC_THREAD,    VT_REC_EXIT,
+    VT_REC_DEVICE,  VT_REC_LOOKUP,    VT_REC_PYSTR,  VT_REC_NOTE,
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -40,10 +40,18 @@ static uint32_t put_text(uint8_t *buf, size_t fixed, const char *text)
 static uint32_t gen_event(unsigned i, uint8_t *buf)
 {
 	struct vt_event ev = {
-		.stack_id = i % 9, .seq = i + 1, .t_ns = 1000ull * i + 7,
-		.addr = 0x7f0000000000ull + 4096ull * i, .bytes = 17ull * i + 1, .aux = i ^ 0x55u,
-		.stream = i % 3, .api = (uint8_t)(i % 87 + 1), .rt_api = (uint8_t)(i % 10),
-		.device = (uint8_t)(i % 4), .kind = (uint8_t)(i % 7), .result = i % 5 ? 0 : 2,
+	    .stack_id = i % 9,
+	    .seq = i + 1,
+	    .t_ns = 1000ull * i + 7,
+	    .addr = 0x7f0000000000ull + 4096ull * i,
+	    .bytes = 17ull * i + 1,
+	    .aux = i ^ 0x55u,
+	    .stream = i % 3,
+	    .api = (uint8_t)(i % 87 + 1),
+	    .rt_api = (uint8_t)(i % 10),
+	    .device = (uint8_t)(i % 4),
+	    .kind = (uint8_t)(i % 7),
+	    .result = i % 5 ? 0 : 2,
 	};
 	memcpy(buf, &ev, sizeof ev);
 	return sizeof ev;
@@ -51,8 +59,10 @@ static uint32_t gen_event(unsigned i, uint8_t *buf)
 
 static uint32_t gen_stack(unsigned i, uint8_t *buf)
 {
-	struct vt_stack_rec s = {.stack_id = i + 1, .depth = (uint16_t)(i % 6 + 1),
-	                         .py_depth = (uint16_t)(i % 3), .hash = i * 31};
+	struct vt_stack_rec s = {.stack_id = i + 1,
+	                         .depth = (uint16_t)(i % 6 + 1),
+	                         .py_depth = (uint16_t)(i % 3),
+	                         .hash = i * 31};
 	memcpy(buf, &s, sizeof s);
 	unsigned words = s.depth + 2u * s.py_depth;
 	for (unsigned j = 0; j < words; j++) {
@@ -69,9 +79,13 @@ static uint32_t gen_meta(unsigned i, uint32_t type, uint8_t *buf)
 	size_t tl = strlen(text);
 	switch (type) {
 	case VT_REC_MODULE: {
-		struct vt_module_rec m = {.generation = i, .seq = i + 1, .base = 0x1000ull * i,
-		                          .lo = 0x1000ull * i, .hi = 0x1000ull * i + 0xfff,
-		                          .event = (uint8_t)(i % 2), .build_id_len = 20,
+		struct vt_module_rec m = {.generation = i,
+		                          .seq = i + 1,
+		                          .base = 0x1000ull * i,
+		                          .lo = 0x1000ull * i,
+		                          .hi = 0x1000ull * i + 0xfff,
+		                          .event = (uint8_t)(i % 2),
+		                          .build_id_len = 20,
 		                          .path_len = (uint16_t)tl};
 		for (unsigned b = 0; b < 20; b++)
 			m.build_id[b] = (uint8_t)(i + b);
@@ -79,15 +93,21 @@ static uint32_t gen_meta(unsigned i, uint32_t type, uint8_t *buf)
 		return put_text(buf, sizeof m, text);
 	}
 	case VT_REC_MEMINFO: {
-		struct vt_meminfo_rec m = {.device = (uint8_t)(i % 4), .reason = (uint8_t)(i % 4),
-		                           .seq = i + 1, .t_ns = 1000ull * i + 7,
-		                           .free_bytes = 1ull << 30, .total_bytes = 16ull << 30};
+		struct vt_meminfo_rec m = {.device = (uint8_t)(i % 4),
+		                           .reason = (uint8_t)(i % 4),
+		                           .seq = i + 1,
+		                           .t_ns = 1000ull * i + 7,
+		                           .free_bytes = 1ull << 30,
+		                           .total_bytes = 16ull << 30};
 		memcpy(buf, &m, sizeof m);
 		return sizeof m;
 	}
 	case VT_REC_MARK: {
-		struct vt_mark_rec m = {.kind = (uint16_t)(i % 4), .text_len = (uint16_t)tl,
-		                        .seq = i + 1, .t_ns = 1000ull * i + 7, .value = i};
+		struct vt_mark_rec m = {.kind = (uint16_t)(i % 4),
+		                        .text_len = (uint16_t)tl,
+		                        .seq = i + 1,
+		                        .t_ns = 1000ull * i + 7,
+		                        .value = i};
 		memcpy(buf, &m, sizeof m);
 		return put_text(buf, sizeof m, text);
 	}
@@ -97,20 +117,24 @@ static uint32_t gen_meta(unsigned i, uint32_t type, uint8_t *buf)
 		return put_text(buf, sizeof t, text);
 	}
 	case VT_REC_EXIT: {
-		struct vt_exit_rec x = {.code = (int32_t)i - 300, .seq = i + 1, .t_ns = 1000ull * i};
+		struct vt_exit_rec x = {
+		    .code = (int32_t)i - 300, .seq = i + 1, .t_ns = 1000ull * i};
 		memcpy(buf, &x, sizeof x);
 		return sizeof x;
 	}
 	case VT_REC_DEVICE: {
-		struct vt_device_rec d = {.ordinal = i % 8, .total_bytes = 80ull << 30,
-		                          .name_len = (uint32_t)tl};
+		struct vt_device_rec d = {
+		    .ordinal = i % 8, .total_bytes = 80ull << 30, .name_len = (uint32_t)tl};
 		memcpy(buf, &d, sizeof d);
 		return put_text(buf, sizeof d, text);
 	}
 	case VT_REC_LOOKUP: {
-		struct vt_lookup_rec l = {.path = (uint8_t)(i % 3), .outcome = (uint8_t)(i % 5),
-		                          .api = (uint8_t)(i % 87), .version = 12000 + i,
-		                          .name_len = (uint32_t)tl, .flags = i % 3};
+		struct vt_lookup_rec l = {.path = (uint8_t)(i % 3),
+		                          .outcome = (uint8_t)(i % 5),
+		                          .api = (uint8_t)(i % 87),
+		                          .version = 12000 + i,
+		                          .name_len = (uint32_t)tl,
+		                          .flags = i % 3};
 		memcpy(buf, &l, sizeof l);
 		return put_text(buf, sizeof l, text);
 	}
@@ -167,7 +191,8 @@ static pid_t run_writer(const char *dir, uint32_t chunk_size, void (*body)(void)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct vt_log_config cfg = {.dir = dir, .chunk_size = chunk_size, .stack_depth = 16};
+		struct vt_log_config cfg = {
+		    .dir = dir, .chunk_size = chunk_size, .stack_depth = 16};
 		if (vt_log_init(&cfg) < 0)
 			_exit(9);
 		body();
@@ -305,7 +330,8 @@ static void test_cut_at_every_byte_of_the_tail(void **state)
 		while (want < g_full.n && g_full.v[want].offset + g_full.v[want].size <= cut)
 			want++;
 		if (got.n != want)
-			fail_msg("cut at %llu: %zu records, want %zu", (unsigned long long)cut, got.n, want);
+			fail_msg("cut at %llu: %zu records, want %zu", (unsigned long long)cut,
+			         got.n, want);
 		for (size_t i = 0; i < got.n; i++) {
 			assert_int_equal(got.v[i].offset, g_full.v[i].offset);
 			assert_memory_equal(got.v[i].bytes, g_full.v[i].bytes, g_full.v[i].size);
@@ -313,7 +339,8 @@ static void test_cut_at_every_byte_of_the_tail(void **state)
 		/* a cut off a chunk boundary is said once (a live log always ends on
 		 * one); the records before it are all there, nothing is invented */
 		const struct vt_file_header *h = vt_log_header(log);
-		assert_int_equal(vt_log_warnings(log), (cut - h->header_size) % h->chunk_size ? 1 : 0);
+		assert_int_equal(vt_log_warnings(log),
+		                 (cut - h->header_size) % h->chunk_size ? 1 : 0);
 		lt_recs_free(&got);
 		vt_log_close(log);
 	}
@@ -568,16 +595,16 @@ static void test_trace_dir(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_kind_round_trips),
-		cmocka_unit_test(test_header_says_exited),
-		cmocka_unit_test(test_cut_at_every_byte_of_the_tail),
-		cmocka_unit_test(test_damaged_record_skips_to_next_chunk),
-		cmocka_unit_test(test_garbage_chunk_is_skipped),
-		cmocka_unit_test(test_overflowing_length_field),
-		cmocka_unit_test(test_unknown_kind_skipped_quietly),
-		cmocka_unit_test(test_hostile_headers_are_refused),
-		cmocka_unit_test(test_huge_sparse_file),
-		cmocka_unit_test(test_trace_dir),
+	    cmocka_unit_test(test_every_kind_round_trips),
+	    cmocka_unit_test(test_header_says_exited),
+	    cmocka_unit_test(test_cut_at_every_byte_of_the_tail),
+	    cmocka_unit_test(test_damaged_record_skips_to_next_chunk),
+	    cmocka_unit_test(test_garbage_chunk_is_skipped),
+	    cmocka_unit_test(test_overflowing_length_field),
+	    cmocka_unit_test(test_unknown_kind_skipped_quietly),
+	    cmocka_unit_test(test_hostile_headers_are_refused),
+	    cmocka_unit_test(test_huge_sparse_file),
+	    cmocka_unit_test(test_trace_dir),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
