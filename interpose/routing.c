@@ -68,19 +68,10 @@ void *vt_hook_real(int index)
 
 int vt_is_driver_address(const void *p)
 {
-	static _Atomic(void *) driver_base;
-	void *base = atomic_load_explicit(&driver_base, memory_order_relaxed);
-	Dl_info info;
-	if (!base) {
-		void *any = NULL;
-		for (int i = 0; !any && i < VT_ROUTE_COUNT; i++)
-			any = vt_hook_real(i);
-		if (!any || !dladdr(any, &info))
-			return 0;
-		base = info.dli_fbase;
-		atomic_store_explicit(&driver_base, base, memory_order_relaxed);
-	}
-	return p && dladdr(p, &info) && info.dli_fbase == base;
+	void *any = NULL;
+	for (int i = 0; !any && i < VT_ROUTE_COUNT; i++)
+		any = vt_hook_real(i);
+	return vt_same_object(p, any);
 }
 
 static int same_base(int i, const char *base)

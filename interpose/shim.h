@@ -41,6 +41,8 @@ extern __thread int vt_guard __attribute__((tls_model("initial-exec")));
 int vt_is_driver_address(const void *p);
 /* Is p inside libvramtrace.so? (shim_init.c) */
 int vt_is_own_address(const void *p);
+/* Does p lie in the same loaded object as anchor (dladdr, not cached)? */
+int vt_same_object(const void *p, const void *anchor);
 
 /* May a wrapper called from `caller` record its call? */
 static inline int vt_hook_may_record(const void *caller)

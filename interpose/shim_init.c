@@ -60,19 +60,15 @@ void *vt_next_symbol(const char *name)
 	return p;
 }
 
+int vt_same_object(const void *p, const void *anchor)
+{
+	Dl_info a, b;
+	return p && anchor && dladdr(anchor, &a) && dladdr(p, &b) && a.dli_fbase == b.dli_fbase;
+}
+
 int vt_is_own_address(const void *p)
 {
-	static _Atomic(void *) own_base;
-	void *base = atomic_load_explicit(&own_base, memory_order_relaxed);
-	if (!base) {
-		Dl_info self;
-		if (!dladdr((void *)vt_is_own_address, &self))
-			return 0;
-		base = self.dli_fbase;
-		atomic_store_explicit(&own_base, base, memory_order_relaxed);
-	}
-	Dl_info info;
-	return p && dladdr(p, &info) && info.dli_fbase == base;
+	return vt_same_object(p, (const void *)vt_is_own_address);
 }
 
 /* ---- lifetime ----------------------------------------------------------- */
