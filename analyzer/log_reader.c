@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "log_record_check.h"
+#include "vramtrace/event_packed.h"
 
 #define VT_MIN_CHUNK 4096u
 #define VT_MAX_CHUNK (1u << 30)
@@ -32,6 +33,7 @@ struct vt_chunk_ref {
 	uint64_t off;      /* file offset of the chunk header */
 	uint64_t data_end; /* file offset where its valid records end */
 	uint64_t thread_seq;
+	uint64_t first_seq, first_t_ns; /* bases of its packed events */
 	uint32_t tid;
 };
 
@@ -259,6 +261,8 @@ static int index_chunks(struct vt_log *log, int fd)
 		c->off = off;
 		c->tid = ch->tid;
 		c->thread_seq = ch->thread_seq;
+		c->first_seq = ch->first_seq;
+		c->first_t_ns = ch->first_t_ns;
 		c->data_end = scan_chunk(log, off, file_end);
 	}
 	return build_streams(log);
@@ -401,6 +405,20 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 	return NULL;
 }
 
+/* The seq of a record that has one (vt_record_has_seq), checked before. */
+static uint64_t record_seq(const struct vt_log *log, uint32_t ci, const uint8_t *p)
+{
+	uint64_t seq;
+	if (VT_HDR_TYPE(load_word(p)) == VT_REC_PACKED) {
+		const struct vt_chunk_ref *c = &log->chunks[ci];
+		struct vt_event ev;
+		vt_packed_decode(p, VT_HDR_SIZE(load_word(p)), c->first_seq, c->first_t_ns, &ev);
+		return ev.seq;
+	}
+	memcpy(&seq, p + 8, sizeof seq);
+	return seq;
+}
+
 static void find_key(const struct vt_log *log, struct cursor *c)
 {
 	uint32_t ci = c->ci;
@@ -411,7 +429,7 @@ static void find_key(const struct vt_log *log, struct cursor *c)
 		if (vt_record_has_seq(type)) {
 			c->kci = ci;
 			c->kpos = pos;
-			memcpy(&c->key, p + 8, sizeof c->key);
+			c->key = record_seq(log, ci, p);
 			return;
 		}
 		pos += VT_HDR_SIZE(load_word(p));
@@ -456,6 +474,13 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_recor
 	if (v.type == VT_REC_FREE_SHORT) {
 		expand_free_short(p, &expanded);
 		v.type = VT_REC_FREE;
+		v.size = sizeof expanded;
+		v.data = &expanded;
+	} else if (v.type == VT_REC_PACKED) {
+		const struct vt_chunk_ref *c = &log->chunks[ci];
+		vt_packed_decode(p, v.size, c->first_seq, c->first_t_ns,
+		                 &expanded); /* checked before */
+		v.type = VT_HDR_TYPE(expanded.hdr);
 		v.size = sizeof expanded;
 		v.data = &expanded;
 	}

@@ -7,40 +7,42 @@
 #include <string.h>
 
 #include "record_text.h"
+#include "vramtrace/event_packed.h"
 #include "vramtrace/format.h"
 
 struct rule {
-	uint32_t fixed;      /* bytes before the variable part */
-	uint32_t len_off;    /* offset of the length field (0: none) */
-	uint8_t len_width;   /* 2 or 4 bytes */
-	uint8_t unit;        /* bytes per length unit */
+	uint32_t fixed;    /* bytes before the variable part */
+	uint32_t len_off;  /* offset of the length field (0: none) */
+	uint8_t len_width; /* 2 or 4 bytes */
+	uint8_t unit;      /* bytes per length unit */
 	const char *len_name;
 };
 
-#define LEN(type, field, unit) \
+#define LEN(type, field, unit)                                                                     \
 	offsetof(type, field), sizeof(((type *)0)->field), unit, #field " runs past the record"
 
 static const struct rule rules[] = {
-	[VT_REC_ALLOC] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_FREE] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_COPY] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_MAP] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_UNMAP] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_RESERVE] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_UNRESERVE] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_MEMSET] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_POOL_TRIM] = {sizeof(struct vt_event), 0, 0, 0, NULL},
-	[VT_REC_FREE_SHORT] = {sizeof(struct vt_free_event), 0, 0, 0, NULL},
-	[VT_REC_STACK] = {sizeof(struct vt_stack_rec), 0, 0, 0, NULL}, /* see stack_problem */
-	[VT_REC_MODULE] = {sizeof(struct vt_module_rec), LEN(struct vt_module_rec, path_len, 1)},
-	[VT_REC_MEMINFO] = {sizeof(struct vt_meminfo_rec), 0, 0, 0, NULL},
-	[VT_REC_MARK] = {sizeof(struct vt_mark_rec), LEN(struct vt_mark_rec, text_len, 1)},
-	[VT_REC_THREAD] = {sizeof(struct vt_thread_rec), LEN(struct vt_thread_rec, name_len, 1)},
-	[VT_REC_EXIT] = {sizeof(struct vt_exit_rec), 0, 0, 0, NULL},
-	[VT_REC_DEVICE] = {sizeof(struct vt_device_rec), LEN(struct vt_device_rec, name_len, 1)},
-	[VT_REC_LOOKUP] = {sizeof(struct vt_lookup_rec), LEN(struct vt_lookup_rec, name_len, 1)},
-	[VT_REC_PYSTR] = {sizeof(struct vt_pystr_rec), LEN(struct vt_pystr_rec, len, 1)},
-	[VT_REC_NOTE] = {sizeof(struct vt_note_rec), LEN(struct vt_note_rec, len, 1)},
+    [VT_REC_ALLOC] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_FREE] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_COPY] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_MAP] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_UNMAP] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_RESERVE] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_UNRESERVE] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_MEMSET] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_POOL_TRIM] = {sizeof(struct vt_event), 0, 0, 0, NULL},
+    [VT_REC_FREE_SHORT] = {sizeof(struct vt_free_event), 0, 0, 0, NULL},
+    [VT_REC_PACKED] = {16, 0, 0, 0, NULL},                         /* see vt_packed_decode */
+    [VT_REC_STACK] = {sizeof(struct vt_stack_rec), 0, 0, 0, NULL}, /* see stack_problem */
+    [VT_REC_MODULE] = {sizeof(struct vt_module_rec), LEN(struct vt_module_rec, path_len, 1)},
+    [VT_REC_MEMINFO] = {sizeof(struct vt_meminfo_rec), 0, 0, 0, NULL},
+    [VT_REC_MARK] = {sizeof(struct vt_mark_rec), LEN(struct vt_mark_rec, text_len, 1)},
+    [VT_REC_THREAD] = {sizeof(struct vt_thread_rec), LEN(struct vt_thread_rec, name_len, 1)},
+    [VT_REC_EXIT] = {sizeof(struct vt_exit_rec), 0, 0, 0, NULL},
+    [VT_REC_DEVICE] = {sizeof(struct vt_device_rec), LEN(struct vt_device_rec, name_len, 1)},
+    [VT_REC_LOOKUP] = {sizeof(struct vt_lookup_rec), LEN(struct vt_lookup_rec, name_len, 1)},
+    [VT_REC_PYSTR] = {sizeof(struct vt_pystr_rec), LEN(struct vt_pystr_rec, len, 1)},
+    [VT_REC_NOTE] = {sizeof(struct vt_note_rec), LEN(struct vt_note_rec, len, 1)},
 };
 
 static uint32_t read_len(const uint8_t *rec, const struct rule *r)
@@ -76,6 +78,10 @@ const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size)
 		return "record shorter than its fixed part";
 	if (type == VT_REC_STACK)
 		return stack_problem(rec, size);
+	if (type == VT_REC_PACKED) {
+		struct vt_event ev; /* the chunk's bases only shift values */
+		return vt_packed_decode(rec, size, 0, 0, &ev);
+	}
 	if (type == VT_REC_MODULE && rec[offsetof(struct vt_module_rec, build_id_len)] > 32)
 		return "build_id_len over 32";
 	if (r->len_width && (uint64_t)r->fixed + (uint64_t)read_len(rec, r) * r->unit > size)

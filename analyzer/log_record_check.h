@@ -11,12 +11,13 @@
  * `size` must already be >= 8, a multiple of 8 and inside the mapping. */
 const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size);
 
-/* Records with a process-wide seq at offset 8 (events, compact free, module, meminfo,
- * mark, exit, note): the reader merges threads by it. */
+/* Records with a process-wide seq (events, compact free, packed event,
+ * module, meminfo, mark, exit, note): the reader merges threads by it. It is
+ * at offset 8 in all of them but the packed event (vt_packed_decode). */
 static inline int vt_record_has_seq(uint32_t type)
 {
-	return (type >= 1 && type <= 10) || type == 17 || type == 18 || type == 19 ||
-	       type == 21 || type == 25;
+	return (type >= 1 && type <= 11) || type == 17 || type == 18 || type == 19 || type == 21 ||
+	       type == 25;
 }
 
 /* Name of a record type for messages ("alloc", "stack", "type 77"). */

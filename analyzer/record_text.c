@@ -14,7 +14,7 @@ static const char *const rec_names[] = {
 	[VT_REC_COPY] = "copy",       [VT_REC_MAP] = "map",
 	[VT_REC_UNMAP] = "unmap",     [VT_REC_RESERVE] = "reserve",
 	[VT_REC_UNRESERVE] = "unreserve", [VT_REC_MEMSET] = "memset",
-	[VT_REC_POOL_TRIM] = "pool_trim", [VT_REC_FREE_SHORT] = "free_short",
+	[VT_REC_POOL_TRIM] = "pool_trim", [VT_REC_FREE_SHORT] = "free_short", [VT_REC_PACKED] = "packed",
 	[VT_REC_STACK] = "stack",
 	[VT_REC_MODULE] = "module",   [VT_REC_MEMINFO] = "meminfo",
 	[VT_REC_MARK] = "mark",       [VT_REC_THREAD] = "thread",

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "log_file.h"
+#include "vramtrace/event_packed.h"
 
 #define VT_VIRTUAL_RESERVE (64ull << 30) /* address space, not memory */
 #define VT_MIN_CHUNK_SIZE (8u * 1024u)
@@ -50,14 +51,14 @@ struct vt_config_copy {
 
 struct vt_open_log {
 	int fd;
-	uint8_t *base;             /* the whole reserved mapping */
+	uint8_t *base; /* the whole reserved mapping */
 	uint64_t map_size;
 	struct vt_file_header *hdr; /* == base */
 	uint32_t chunk_size;
 	uint64_t max_chunks;
 	int pid;
 	uint64_t clock_base;
-	int finished;              /* atomic: EXIT record written */
+	int finished; /* atomic: EXIT record written */
 	char path[VT_PATH_MAX];
 };
 
@@ -72,6 +73,8 @@ struct vt_thread_log {
 	uint32_t used;       /* bytes used in it, chunk header included */
 	uint32_t gen;        /* g_token->gen the chunk belongs to */
 	uint64_t thread_seq; /* next chunk's vt_chunk_header.thread_seq */
+	uint64_t first_seq;  /* the chunk header's bases for packed events, */
+	uint64_t first_t_ns; /* kept here: no read of the shared page */
 	uint8_t busy;        /* inside reserve: a signal handler must not enter */
 };
 
@@ -128,11 +131,28 @@ static uint64_t parse_size(const char *text)
 		return 0;
 	unsigned shift = 0;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (shift && *end == 'i')
 		end++;
@@ -187,7 +207,8 @@ static uint8_t *map_log(int fd, uint64_t *max_chunks, uint64_t *map_size)
 	uint64_t chunks = cap > VT_HEADER_SIZE ? (cap - VT_HEADER_SIZE) / g_cfg.chunk_size : 0;
 	for (;;) {
 		uint64_t size = VT_HEADER_SIZE + chunks * g_cfg.chunk_size;
-		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		void *p =
+		    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 		if (p != MAP_FAILED) {
 			*max_chunks = chunks;
 			*map_size = size;
@@ -313,7 +334,7 @@ static int open_for_this_process(void)
 		return -1;
 	uint32_t expected = 0;
 	if (!__atomic_compare_exchange_n(&token()->opening, &expected, 1, 0, __ATOMIC_ACQ_REL,
-	                                  __ATOMIC_ACQUIRE))
+	                                 __ATOMIC_ACQUIRE))
 		return wait_for_opener();
 	__atomic_store_n(&g_opener_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	drop_inherited_log();
@@ -333,7 +354,8 @@ static void setup_token(void)
 {
 	if (token() != &g_token_static)
 		return;
-	void *page = mmap(NULL, VT_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *page =
+	    mmap(NULL, VT_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page == MAP_FAILED)
 		return;
 #ifdef MADV_WIPEONFORK
@@ -447,14 +469,18 @@ static int claim_chunk(struct vt_thread_log *t)
 #endif
 	ch->tid = (uint32_t)syscall(SYS_gettid);
 	ch->thread_seq = t->thread_seq++;
-	ch->first_seq = __atomic_load_n(&g_seq, __ATOMIC_RELAXED);
+	ch->first_seq = t->first_seq = __atomic_load_n(&g_seq, __ATOMIC_RELAXED);
+	ch->first_t_ns = t->first_t_ns = vt_log_now_ns();
 	__atomic_store_n(&ch->magic, VT_CHUNK_MAGIC, __ATOMIC_RELEASE);
 	t->chunk = (uint8_t *)ch;
 	t->used = sizeof *ch;
 	return 0;
 }
 
-static void *reserve_slow(struct vt_thread_log *t, uint32_t size)
+/* Where the calling thread's next `size` bytes go (a new chunk claimed if
+ * this one is full), or NULL when nothing can be written. The room is not
+ * taken: the caller adds what it used to t->used. */
+static uint8_t *room_slow(struct vt_thread_log *t, uint32_t size)
 {
 	uint32_t gen = current_gen();
 	if (gen == 0) {
@@ -477,10 +503,37 @@ static void *reserve_slow(struct vt_thread_log *t, uint32_t size)
 		count_drop();
 		return NULL;
 	}
-bump:;
-	void *rec = t->chunk + t->used;
-	t->used += size;
-	return rec;
+bump:
+	return t->chunk + t->used;
+}
+
+static inline uint8_t *room_for(struct vt_thread_log *t, uint32_t size)
+{
+	uint32_t gen = current_gen();
+	if (__builtin_expect(
+	        gen != 0 && t->gen == gen && t->chunk && t->used + size <= g_log.chunk_size, 1))
+		return t->chunk + t->used;
+	return room_slow(t, size);
+}
+
+/* busy brackets every use of t's chunk: a signal handler that interrupts
+ * it and records gets nothing (the drop is counted) instead of the same
+ * bytes. */
+static inline int enter_thread_log(struct vt_thread_log *t)
+{
+	if (t->busy) {
+		count_drop();
+		return 0;
+	}
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return 1;
+}
+
+static inline void leave_thread_log(struct vt_thread_log *t)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = 0;
 }
 
 /* ---- public API ----------------------------------------------------------- */
@@ -488,28 +541,33 @@ bump:;
 void *vt_log_reserve(uint32_t size)
 {
 	struct vt_thread_log *t = &t_log;
-	if (size < 8 || (size & 7u) || size > VT_MAX_RECORD_SIZE)
+	if (size < 8 || (size & 7u) || size > VT_MAX_RECORD_SIZE || !enter_thread_log(t))
 		return NULL;
-	if (t->busy) {
-		/* a signal handler interrupted this thread inside reserve */
-		count_drop();
-		return NULL;
-	}
-	t->busy = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	void *rec;
-	uint32_t gen = current_gen();
-	if (__builtin_expect(gen != 0 && t->gen == gen && t->chunk &&
-	                             t->used + size <= g_log.chunk_size,
-	                     1)) {
-		rec = t->chunk + t->used;
+	uint8_t *rec = room_for(t, size);
+	if (rec)
 		t->used += size;
-	} else {
-		rec = reserve_slow(t, size);
-	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->busy = 0;
+	leave_thread_log(t);
 	return rec;
+}
+
+/* Encoded in place: the room for the largest form is checked, the bytes
+ * the encoding took are taken (chunk memory is zero, so the padding is). */
+int vt_log_write_packed(uint32_t type, const struct vt_event *ev)
+{
+	struct vt_thread_log *t = &t_log;
+	if (!enter_thread_log(t))
+		return -1;
+	uint8_t *rec = room_for(t, VT_PACKED_MAX_SIZE);
+	uint32_t size = 0;
+	if (rec) {
+		size = vt_packed_encode(rec, type, ev, t->first_seq, t->first_t_ns);
+		t->used += size;
+	}
+	leave_thread_log(t);
+	if (!rec)
+		return -1;
+	vt_log_commit(rec, VT_REC_PACKED, size);
+	return 0;
 }
 
 void vt_log_commit(void *rec, uint32_t type, uint32_t size)

@@ -45,6 +45,11 @@ uint64_t vt_log_next_seq(void);
 /* Nanoseconds since header.clock_base_ns (CLOCK_MONOTONIC). */
 uint64_t vt_log_now_ns(void);
 
+/* An event as a VT_REC_PACKED record (vramtrace/event_packed.h), seq and
+ * t_ns as given: what the hook wrappers write. Returns 0, or -1 if nothing
+ * was written (the drop is counted). */
+int vt_log_write_packed(uint32_t type, const struct vt_event *ev);
+
 /* Convenience for the common 64-byte event: fills seq and t_ns if they are 0
  * and commits. Returns 0, or -1 if nothing was written. */
 int vt_log_write_event(uint32_t type, const struct vt_event *ev);

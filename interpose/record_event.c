@@ -22,15 +22,23 @@ __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
 
 /* ---- shapes ------------------------------------------------------------- */
 
-uint64_t vt_array_bytes(uint64_t width, uint64_t height, uint64_t depth, unsigned format, unsigned channels,
-			unsigned levels)
+uint64_t vt_array_bytes(uint64_t width, uint64_t height, uint64_t depth, unsigned format,
+                        unsigned channels, unsigned levels)
 {
 	/* element size from the format's low bits: 8/16/32-bit ints, half,
 	 * float; packed video and block formats are counted as bytes */
 	unsigned elem = 1;
 	switch (format) {
-	case 0x02: case 0x09: case 0x10: elem = 2; break;
-	case 0x03: case 0x0a: case 0x20: elem = 4; break;
+	case 0x02:
+	case 0x09:
+	case 0x10:
+		elem = 2;
+		break;
+	case 0x03:
+	case 0x0a:
+	case 0x20:
+		elem = 4;
+		break;
 	}
 	uint64_t total = 0;
 	height = height ? height : 1;
@@ -47,9 +55,12 @@ uint64_t vt_array_bytes(uint64_t width, uint64_t height, uint64_t depth, unsigne
 uint64_t vt_copy_end(int memory_type, uint64_t host, uint64_t device, uint64_t array)
 {
 	switch (memory_type) {
-	case CU_MEMORYTYPE_HOST: return host;
-	case CU_MEMORYTYPE_ARRAY: return array;
-	default: return device;
+	case CU_MEMORYTYPE_HOST:
+		return host;
+	case CU_MEMORYTYPE_ARRAY:
+		return array;
+	default:
+		return device;
 	}
 }
 
@@ -106,56 +117,33 @@ void vt_call_before(struct vt_call *call)
 	}
 }
 
-/* Straight into the log: the reserved record is zero (log_writer.h), so
- * only the fields that say something are stored, once (no event built on
- * the stack and copied). */
-static void write_event(const struct vt_call *call, uint32_t type, uint64_t addr, uint64_t bytes, uint64_t aux_v,
-			uint8_t kind, int result)
+/* One event, packed (vramtrace/event_packed.h): 24-40 bytes where the plain
+ * vt_event takes 64, which halves the log pages the kernel must provide. */
+static void write_event(const struct vt_call *call, uint32_t type, uint64_t addr, uint64_t bytes,
+                        uint64_t aux_v, uint8_t kind, int result)
 {
-	struct vt_event *ev = vt_log_reserve(sizeof *ev);
-	if (!ev)
-		return;
-	ev->stack_id = call->stack_id;
-	/* an allocation's order and time: now, after the real call */
-	ev->seq = call->seq ? call->seq : vt_log_next_seq();
-	ev->t_ns = call->t_ns ? call->t_ns : vt_log_now_ns();
-	ev->addr = addr;
-	ev->bytes = bytes;
-	ev->aux = aux_v;
-	ev->stream = call->stream;
-	ev->api = call->api;
-	ev->rt_api = vt_rt_tag;
-	ev->device = call->device;
-	ev->kind = kind;
-	ev->result = result;
-	vt_log_commit(ev, type, sizeof *ev);
+	struct vt_event ev = {
+	    .stack_id = call->stack_id,
+	    /* an allocation's order and time: now, after the real call */
+	    .seq = call->seq ? call->seq : vt_log_next_seq(),
+	    .t_ns = call->t_ns ? call->t_ns : vt_log_now_ns(),
+	    .addr = addr,
+	    .bytes = bytes,
+	    .aux = aux_v,
+	    .stream = call->stream,
+	    .api = call->api,
+	    .rt_api = vt_rt_tag,
+	    .device = call->device,
+	    .kind = kind,
+	    .result = result,
+	};
+	vt_log_write_packed(type, &ev);
 }
 
-/* A free that has no size, aux or stream to say (nearly all of them) costs
- * 40 bytes instead of 64: a VT_REC_FREE_SHORT, which readers expand back into
- * the same VT_REC_FREE. Anything else keeps the full event. */
-static void write_free(const struct vt_call *call, int result)
+static int is_oom(int result)
 {
-	if (call->aux || call->stream) {
-		write_event(call, VT_REC_FREE, call->addr, 0, call->aux, call->kind, result);
-		return;
-	}
-	struct vt_free_event *ev = vt_log_reserve(sizeof *ev);
-	if (!ev)
-		return;
-	ev->stack_id = call->stack_id;
-	ev->seq = call->seq ? call->seq : vt_log_next_seq();
-	ev->t_ns = call->t_ns ? call->t_ns : vt_log_now_ns();
-	ev->addr = call->addr;
-	ev->api = call->api;
-	ev->rt_api = vt_rt_tag;
-	ev->device = call->device;
-	ev->kind = call->kind;
-	ev->result = result;
-	vt_log_commit(ev, VT_REC_FREE_SHORT, sizeof *ev);
+	return result == CUDA_ERROR_OUT_OF_MEMORY;
 }
-
-static int is_oom(int result) { return result == CUDA_ERROR_OUT_OF_MEMORY; }
 
 static void after_alloc(const struct vt_call *call, int result)
 {
@@ -197,12 +185,14 @@ static void after_batch(const struct vt_call *call, int result)
 	if (!dsts || !srcs || !sizes)
 		return;
 	for (uint64_t i = 0; i < call->count; i++)
-		write_event(call, VT_REC_COPY, dsts[i], sizes[i], srcs[i], infer_dir(dsts[i], srcs[i]), result);
+		write_event(call, VT_REC_COPY, dsts[i], sizes[i], srcs[i],
+		            infer_dir(dsts[i], srcs[i]), result);
 }
 
 static uint64_t operand_addr(const CUmemcpy3DOperand *op)
 {
-	return op->type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? VT_U64(op->op.array.array) : op->op.ptr.ptr;
+	return op->type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? VT_U64(op->op.array.array)
+	                                                : op->op.ptr.ptr;
 }
 
 static void after_batch3d(const struct vt_call *call, int result)
@@ -211,9 +201,10 @@ static void after_batch3d(const struct vt_call *call, int result)
 	for (uint64_t i = 0; ops && i < call->count; i++) {
 		const CUDA_MEMCPY3D_BATCH_OP *op = &ops[i];
 		uint64_t dst = operand_addr(&op->dst), src = operand_addr(&op->src);
-		uint8_t dir = op->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY || op->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY
-				      ? VT_COPY_ARRAY
-				      : infer_dir(dst, src);
+		uint8_t dir = op->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ||
+		                      op->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY
+		                  ? VT_COPY_ARRAY
+		                  : infer_dir(dst, src);
 		uint64_t bytes = (uint64_t)op->extent.width * op->extent.height * op->extent.depth;
 		write_event(call, VT_REC_COPY, dst, bytes, src, dir, result);
 	}
@@ -231,15 +222,18 @@ void vt_call_after(struct vt_call *call, int result)
 			after_alloc(call, result);
 			break;
 		case VT_SHAPE_FREE:
-			write_free(call, result);
+			write_event(call, VT_REC_FREE, call->addr, 0, call->aux, call->kind,
+			            result);
 			break;
 		case VT_SHAPE_UNMAP:
 		case VT_SHAPE_UNRESERVE:
-			write_event(call, call->shape == VT_SHAPE_UNMAP ? VT_REC_UNMAP : VT_REC_UNRESERVE, call->addr,
-				    call->bytes, 0, 0, result);
+			write_event(call,
+			            call->shape == VT_SHAPE_UNMAP ? VT_REC_UNMAP : VT_REC_UNRESERVE,
+			            call->addr, call->bytes, 0, 0, result);
 			break;
 		case VT_SHAPE_MAP:
-			write_event(call, VT_REC_MAP, call->addr, call->bytes, call->aux, 0, result);
+			write_event(call, VT_REC_MAP, call->addr, call->bytes, call->aux, 0,
+			            result);
 			break;
 		case VT_SHAPE_TRIM:
 			write_event(call, VT_REC_POOL_TRIM, 0, call->bytes, call->aux, 0, result);
@@ -248,8 +242,11 @@ void vt_call_after(struct vt_call *call, int result)
 			after_meminfo(call, result);
 			break;
 		case VT_SHAPE_COPY: {
-			uint8_t dir = call->kind == VT_COPY_UNKNOWN ? infer_dir(call->addr, call->aux) : call->kind;
-			write_event(call, VT_REC_COPY, call->addr, call->bytes, call->aux, dir, result);
+			uint8_t dir = call->kind == VT_COPY_UNKNOWN
+			                  ? infer_dir(call->addr, call->aux)
+			                  : call->kind;
+			write_event(call, VT_REC_COPY, call->addr, call->bytes, call->aux, dir,
+			            result);
 			break;
 		}
 		case VT_SHAPE_BATCH:
@@ -266,7 +263,7 @@ void vt_call_after(struct vt_call *call, int result)
 /* ---- lookups ------------------------------------------------------------ */
 
 void vt_record_lookup(uint8_t path, uint8_t outcome, uint8_t api, uint32_t version, uint64_t flags,
-		      const char *name)
+                      const char *name)
 {
 	if (!vt_shim_log_ready())
 		return;

@@ -117,8 +117,10 @@ struct vt_chunk_header {
 	uint32_t magic;               /* VT_CHUNK_MAGIC, release-stored last */
 	uint32_t tid;                 /* kernel thread id of the owner */
 	uint64_t thread_seq;          /* 0, 1, 2... per thread: chunk order */
-	uint64_t first_seq;           /* global seq of the first event in it */
-	uint64_t reserved;
+	uint64_t first_seq;           /* global seq when the chunk was claimed */
+	uint64_t first_t_ns;          /* t_ns when the chunk was claimed (0 in
+	                                 logs from before VT_REC_PACKED); packed
+	                                 events are relative to these two */
 };
 _Static_assert(sizeof(struct vt_chunk_header) == 32, "chunk header is 32");
 
@@ -141,6 +143,9 @@ enum vt_rec {
 	VT_REC_FREE_SHORT = 10,/* struct vt_free_event: a VT_REC_FREE whose
 	                          bytes, aux and stream are all 0 (readers treat
 	                          it exactly as that VT_REC_FREE) */
+	VT_REC_PACKED = 11,    /* any event above in 16-80 bytes
+	                          (vramtrace/event_packed.h); readers expand it
+	                          to the struct vt_event it stands for */
 	/* metadata */
 	VT_REC_STACK = 16,     /* struct vt_stack_rec */
 	VT_REC_MODULE = 17,    /* struct vt_module_rec */

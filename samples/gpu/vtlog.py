@@ -27,6 +27,7 @@ NOTE = struct.Struct("<IIQ")
 REC_ALLOC, REC_FREE, REC_COPY, REC_MAP, REC_UNMAP, REC_RESERVE = 1, 2, 3, 4, 5, 6
 EVENT_TYPES = range(1, 10)
 REC_FREE_SHORT = 10
+REC_PACKED = 11  # any event in 16-80 bytes: include/vramtrace/event_packed.h
 REC_DEVICE, REC_LOOKUP, REC_EXIT, REC_NOTE = 22, 23, 21, 25
 # enum vt_copy_dir / vt_alloc_kind
 COPY_HTOD = 1
@@ -88,7 +89,8 @@ class Log:
         self.events.sort(key=lambda e: e.seq)
 
     def _read_chunk(self, data, start, end):
-        if CHUNK_HEADER.unpack_from(data, start)[0] != CHUNK_MAGIC:
+        magic, _, _, self._first_seq, self._first_t_ns = CHUNK_HEADER.unpack_from(data, start)
+        if magic != CHUNK_MAGIC:
             return  # never claimed, or not yet published
         offset = start + CHUNK_HEADER.size
         while offset + 4 <= end:
@@ -109,6 +111,10 @@ class Log:
         elif rtype == REC_FREE_SHORT and size >= FREE_SHORT.size:
             _, stack_id, seq, t_ns, addr, api, rt_api, device, kind, result = FREE_SHORT.unpack_from(data, offset)
             self.events.append(Event(REC_FREE, stack_id, seq, t_ns, addr, 0, 0, 0, api, rt_api, device, kind, result))
+        elif rtype == REC_PACKED:
+            event = unpack_event(data[offset:offset + size], self._first_seq, self._first_t_ns)
+            if event:
+                self.events.append(event)
         elif rtype == REC_LOOKUP and size >= LOOKUP.size:
             _, path, outcome, api, _, version, name_len, flags = LOOKUP.unpack_from(data, offset)
             name = data[offset + LOOKUP.size: offset + LOOKUP.size + name_len].decode("utf-8", "replace")
@@ -121,6 +127,51 @@ class Log:
         elif rtype == REC_NOTE and size >= NOTE.size:
             _, length, _ = NOTE.unpack_from(data, offset)
             self.notes.append(data[offset + NOTE.size: offset + NOTE.size + length].decode("utf-8", "replace"))
+
+
+def _varint(raw, pos):
+    value = shift = 0
+    while pos < len(raw) and shift < 70:
+        byte = raw[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("varint runs past the record")
+
+
+def _unzigzag(v):
+    return (v >> 1) ^ -(v & 1)
+
+
+def unpack_event(raw, first_seq, first_t_ns):
+    """A VT_REC_PACKED record -> Event, or None when it is malformed."""
+    if len(raw) < 16 or raw[6] & 0x80 or not 1 <= raw[4] <= 9:
+        return None
+    etype, api, present = raw[4], raw[5], raw[6]
+    try:
+        stack_id, pos = _varint(raw, 7)
+        dseq, pos = _varint(raw, pos)
+        dt, pos = _varint(raw, pos)
+        addr, pos = _varint(raw, pos)
+        small = []
+        for bit in range(3):  # rt_api, device, kind: one byte each
+            small.append(raw[pos] if present & (1 << bit) else 0)
+            pos += 1 if present & (1 << bit) else 0
+        wide = []
+        for bit in range(3, 7):  # bytes, aux, stream, zigzag(result)
+            value = 0
+            if present & (1 << bit):
+                value, pos = _varint(raw, pos)
+            wide.append(value)
+    except (ValueError, IndexError):
+        return None
+    mask = (1 << 64) - 1
+    seq = (first_seq + _unzigzag(dseq)) & mask
+    t_ns = (first_t_ns + _unzigzag(dt)) & mask
+    return Event(etype, stack_id, seq, t_ns, addr, wide[0], wide[1], wide[2], api,
+                 small[0], small[1], small[2], _unzigzag(wide[3]))
 
 
 def read_trace(directory):

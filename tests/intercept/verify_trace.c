@@ -17,7 +17,7 @@ static const char *const api_names[256] = {
 #include "vramtrace/api.def"
 };
 static const char *const rt_names[256] = {
-	[0] = "-",
+    [0] = "-",
 #define VT_RT(id, sym) [id] = #sym,
 #include "vramtrace/runtime_api.def"
 };
@@ -31,13 +31,19 @@ struct ev {
 	int matched;
 };
 
-enum { F_BYTES = 1, F_AUX = 2, F_KIND = 4, F_RESULT = 8, F_RT = 16 }; /* fields a truth line fixes */
+enum {
+	F_BYTES = 1,
+	F_AUX = 2,
+	F_KIND = 4,
+	F_RESULT = 8,
+	F_RT = 16
+}; /* fields a truth line fixes */
 
 struct collected {
 	struct ev *evs;
 	size_t n, cap;
-	int pid;                 /* of the log being read */
-	unsigned lookups[3][5];  /* path x outcome */
+	int pid;                /* of the log being read */
+	unsigned lookups[3][5]; /* path x outcome */
 	unsigned oom_records;
 	const struct vt_log *log; /* being read */
 	unsigned free_form_bad;   /* frees not in the form the shim should pick */
@@ -55,9 +61,11 @@ static int collect(const struct vt_record_view *rec, void *ctx)
 		c->oom_records += m->reason == VT_MEMINFO_OOM;
 	} else if (rec->type >= VT_REC_ALLOC && rec->type <= VT_REC_POOL_TRIM) {
 		const struct vt_event *e = rec->data;
-		/* a free with nothing in bytes/aux/stream is written compact (40) */
-		if (rec->type == VT_REC_FREE &&
-		    vt_log_stored_size(c->log, rec) != ((e->bytes | e->aux | e->stream) ? 64u : 40u))
+		/* the shim writes every event packed: less than the 64 bytes of
+		 * the plain form (a free of a plain address in at most 32) */
+		uint32_t stored = vt_log_stored_size(c->log, rec);
+		if (stored >= 64u ||
+		    (rec->type == VT_REC_FREE && !(e->bytes | e->aux | e->stream) && stored > 32u))
 			c->free_form_bad++;
 		if (c->n == c->cap) {
 			c->cap = c->cap ? 2 * c->cap : 1024;
@@ -65,8 +73,9 @@ static int collect(const struct vt_record_view *rec, void *ctx)
 			if (!c->evs)
 				abort();
 		}
-		c->evs[c->n++] = (struct ev){c->pid, rec->type, e->api, e->device, e->kind, e->rt_api, e->result,
-					     e->addr, e->bytes, e->aux, 0};
+		c->evs[c->n++] =
+		    (struct ev){c->pid,    rec->type, e->api,   e->device, e->kind, e->rt_api,
+		                e->result, e->addr,   e->bytes, e->aux,    0};
 	}
 	return 0;
 }
@@ -84,10 +93,12 @@ static int match(struct collected *c, const struct ev *want, unsigned fields)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		struct ev *e = &c->evs[i];
-		if (e->matched || e->pid != want->pid || e->type != want->type || e->api != want->api ||
-		    e->addr != want->addr || e->device != want->device ||
-		    ((fields & F_BYTES) && e->bytes != want->bytes) || ((fields & F_AUX) && e->aux != want->aux) ||
-		    ((fields & F_KIND) && e->kind != want->kind) || ((fields & F_RESULT) && e->result != want->result) ||
+		if (e->matched || e->pid != want->pid || e->type != want->type ||
+		    e->api != want->api || e->addr != want->addr || e->device != want->device ||
+		    ((fields & F_BYTES) && e->bytes != want->bytes) ||
+		    ((fields & F_AUX) && e->aux != want->aux) ||
+		    ((fields & F_KIND) && e->kind != want->kind) ||
+		    ((fields & F_RESULT) && e->result != want->result) ||
 		    ((fields & F_RT) && e->rt != want->rt))
 			continue;
 		e->matched = 1;
@@ -106,7 +117,7 @@ static int parse_truth(const char *line, struct ev *want, unsigned *want_oom)
 	if (sscanf(line, "%15s %d", what, &pid) != 2)
 		return -1;
 	int named = !strcmp(what, "ev") ? sscanf(line, "%*s %*d %u %63s", &type, api) == 2
-					: sscanf(line, "%*s %*d %63s", api) == 1;
+	                                : sscanf(line, "%*s %*d %63s", api) == 1;
 	if (!named)
 		return -1;
 	if (!strcmp(what, "alloc")) {
@@ -127,8 +138,8 @@ static int parse_truth(const char *line, struct ev *want, unsigned *want_oom)
 		kind = VT_COPY_HTOD;
 		fields = F_BYTES | F_KIND;
 	} else if (!strcmp(what, "ev")) {
-		int n = sscanf(line, "%*s %*d %*u %*s %llu %llu %llu %u %d %d %63s", &addr, &bytes, &aux, &kind, &dev,
-			       &result, rt);
+		int n = sscanf(line, "%*s %*d %*u %*s %llu %llu %llu %u %d %d %63s", &addr, &bytes,
+		               &aux, &kind, &dev, &result, rt);
 		if (n < 6 || (n == 7 && name_id(rt_names, rt) < 0))
 			return -1;
 		fields = F_BYTES | F_AUX | F_KIND | F_RESULT | (n == 7 ? F_RT : 0);
@@ -136,13 +147,21 @@ static int parse_truth(const char *line, struct ev *want, unsigned *want_oom)
 	} else {
 		return -1;
 	}
-	*want = (struct ev){.pid = pid, .type = type, .api = (uint8_t)name_id(api_names, api), .device = (uint8_t)dev,
-			    .kind = (uint8_t)kind, .rt = (uint8_t)(rt[0] ? name_id(rt_names, rt) : 0), .result = result,
-			    .addr = addr, .bytes = bytes, .aux = aux};
+	*want = (struct ev){.pid = pid,
+	                    .type = type,
+	                    .api = (uint8_t)name_id(api_names, api),
+	                    .device = (uint8_t)dev,
+	                    .kind = (uint8_t)kind,
+	                    .rt = (uint8_t)(rt[0] ? name_id(rt_names, rt) : 0),
+	                    .result = result,
+	                    .addr = addr,
+	                    .bytes = bytes,
+	                    .aux = aux};
 	return (int)fields;
 }
 
-static int check_truth(struct collected *c, const char *truth_path, unsigned *want_oom, long want_lines)
+static int check_truth(struct collected *c, const char *truth_path, unsigned *want_oom,
+                       long want_lines)
 {
 	FILE *f = fopen(truth_path, "r");
 	if (!f) {
@@ -176,12 +195,12 @@ static int check_extra(const struct collected *c, int strict)
 	for (size_t i = 0; i < c->n; i++) {
 		const struct ev *e = &c->evs[i];
 		int counted = e->type == VT_REC_ALLOC || e->type == VT_REC_FREE ||
-			      (e->type == VT_REC_COPY && e->kind == VT_COPY_HTOD);
+		              (e->type == VT_REC_COPY && e->kind == VT_COPY_HTOD);
 		if (e->matched || (!strict && !counted))
 			continue;
-		fprintf(stderr, "verify: extra event type %u api %s addr %llu bytes %llu pid %d\n", e->type,
-			api_names[e->api] ? api_names[e->api] : "?", (unsigned long long)e->addr,
-			(unsigned long long)e->bytes, e->pid);
+		fprintf(stderr, "verify: extra event type %u api %s addr %llu bytes %llu pid %d\n",
+		        e->type, api_names[e->api] ? api_names[e->api] : "?",
+		        (unsigned long long)e->addr, (unsigned long long)e->bytes, e->pid);
 		bad++;
 	}
 	return bad;
@@ -191,14 +210,17 @@ static void print_lookups(const struct collected *c)
 {
 	static const char *paths[] = {"dlsym", "cuGetProcAddress", "cuGetProcAddress_v2"};
 	for (int p = 0; p < 3; p++)
-		printf("lookups %s: routed %u, routed by name %u, passed %u, unrouted %u, failed %u\n", paths[p],
-		       c->lookups[p][0], c->lookups[p][1], c->lookups[p][2], c->lookups[p][3], c->lookups[p][4]);
+		printf(
+		    "lookups %s: routed %u, routed by name %u, passed %u, unrouted %u, failed %u\n",
+		    paths[p], c->lookups[p][0], c->lookups[p][1], c->lookups[p][2],
+		    c->lookups[p][3], c->lookups[p][4]);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: verify_trace DIR TRUTH [--logs N] [--strict] [--truth-lines N]\n");
+		fprintf(stderr,
+		        "usage: verify_trace DIR TRUTH [--logs N] [--strict] [--truth-lines N]\n");
 		return 2;
 	}
 	long want_logs = -1, want_lines = -1;
@@ -223,17 +245,19 @@ int main(int argc, char **argv)
 		c.log = trace.logs[i];
 		vt_log_for_each(trace.logs[i], collect, &c);
 		if (vt_log_warnings(trace.logs[i]))
-			fprintf(stderr, "verify: %s has damage warnings\n", vt_log_path(trace.logs[i]));
+			fprintf(stderr, "verify: %s has damage warnings\n",
+			        vt_log_path(trace.logs[i]));
 	}
 	unsigned want_oom = 0;
 	int bad = check_truth(&c, argv[2], &want_oom, want_lines);
 	bad |= check_extra(&c, strict) != 0;
 	if (c.free_form_bad) {
-		fprintf(stderr, "verify: %u free records not in their compact/full form\n", c.free_form_bad);
+		fprintf(stderr, "verify: %u events not in their packed form\n", c.free_form_bad);
 		bad = 1;
 	}
 	if (c.oom_records != want_oom) {
-		fprintf(stderr, "verify: %u OOM meminfo records, want %u\n", c.oom_records, want_oom);
+		fprintf(stderr, "verify: %u OOM meminfo records, want %u\n", c.oom_records,
+		        want_oom);
 		bad = 1;
 	}
 	if (want_logs >= 0 && (long)trace.nlogs != want_logs) {

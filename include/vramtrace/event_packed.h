@@ -1,0 +1,181 @@
+/* The packed event (VT_REC_PACKED): any struct vt_event in 24-40 bytes
+ * instead of 64. The encoder (the shim's hot path) and the decoder (the
+ * reader, which hands every consumer the plain vt_event) live here together,
+ * so the bytes on disk are defined in exactly one place.
+ *
+ * Why: on the recording path the log's pages are the largest single cost
+ * (the kernel zeroes and maps every new page of the log; on a VM that is
+ * 2-4 us per 4 KiB page, 40-55 ns per 64-byte event). Most of an event's
+ * 64 bytes are zeros or small numbers, so a varint form halves the pages.
+ *
+ *   0      4     5     6        7 ...                                 size
+ *   +------+-----+-----+--------+-------------------------------+-------+
+ *   | hdr  |type | api |present | varints (LEB128, see below)   | 0 pad |
+ *   +------+-----+-----+--------+-------------------------------+-------+
+ *
+ *   type     the event's own vt_rec (VT_REC_ALLOC .. VT_REC_POOL_TRIM)
+ *   api      vt_event.api
+ *   present  bit i set: optional field i below is stored (else it is 0)
+ *   varints, in this order:
+ *     stack_id                      always
+ *     zigzag(seq  - chunk first_seq)  always (a free takes its seq before
+ *     zigzag(t_ns - chunk first_t_ns) always  the chunk it lands in exists)
+ *     addr                          always
+ *     rt_api, device, kind          present bits 0, 1, 2 (one byte each)
+ *     bytes, aux, stream            present bits 3, 4, 5
+ *     zigzag(result)                present bit 6
+ * Bit 7 of present must be 0; the padding up to the 8-byte size must be 0.
+ * A varint is at most 10 bytes. Everything relative is relative to the
+ * header of the chunk holding the record, so a record decodes on its own
+ * (no state carried from the record before it: a damaged record costs only
+ * itself).
+ */
+#ifndef VRAMTRACE_EVENT_PACKED_H
+#define VRAMTRACE_EVENT_PACKED_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "vramtrace/format.h"
+
+#define VT_PACKED_MAX_SIZE 80u /* 7 + 3 + 7 varints of 10: rounded up to 8 */
+#define VT_PACKED_FIXED 7u     /* hdr, type, api, present */
+
+enum vt_packed_present {
+	VT_PK_RT_API = 1u << 0,
+	VT_PK_DEVICE = 1u << 1,
+	VT_PK_KIND = 1u << 2,
+	VT_PK_BYTES = 1u << 3,
+	VT_PK_AUX = 1u << 4,
+	VT_PK_STREAM = 1u << 5,
+	VT_PK_RESULT = 1u << 6,
+};
+
+static inline uint64_t vt_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t vt_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline uint8_t *vt_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* Encode ev (an event of `type`) into out[VT_PACKED_MAX_SIZE], header word
+ * left 0 for the writer to publish; returns the record's size (multiple of
+ * 8). out must be zero beyond what is written (the padding). */
+static inline uint32_t vt_packed_encode(uint8_t *out, uint32_t type, const struct vt_event *ev,
+                                        uint64_t chunk_first_seq, uint64_t chunk_first_t_ns)
+{
+	uint8_t present =
+	    (uint8_t)((ev->rt_api ? VT_PK_RT_API : 0) | (ev->device ? VT_PK_DEVICE : 0) |
+	              (ev->kind ? VT_PK_KIND : 0) | (ev->bytes ? VT_PK_BYTES : 0) |
+	              (ev->aux ? VT_PK_AUX : 0) | (ev->stream ? VT_PK_STREAM : 0) |
+	              (ev->result ? VT_PK_RESULT : 0));
+	out[4] = (uint8_t)type;
+	out[5] = ev->api;
+	out[6] = present;
+	uint8_t *p = out + VT_PACKED_FIXED;
+	p = vt_put_varint(p, ev->stack_id);
+	p = vt_put_varint(p, vt_zigzag((int64_t)(ev->seq - chunk_first_seq)));
+	p = vt_put_varint(p, vt_zigzag((int64_t)(ev->t_ns - chunk_first_t_ns)));
+	p = vt_put_varint(p, ev->addr);
+	if (present & VT_PK_RT_API)
+		*p++ = ev->rt_api;
+	if (present & VT_PK_DEVICE)
+		*p++ = ev->device;
+	if (present & VT_PK_KIND)
+		*p++ = ev->kind;
+	if (present & VT_PK_BYTES)
+		p = vt_put_varint(p, ev->bytes);
+	if (present & VT_PK_AUX)
+		p = vt_put_varint(p, ev->aux);
+	if (present & VT_PK_STREAM)
+		p = vt_put_varint(p, ev->stream);
+	if (present & VT_PK_RESULT)
+		p = vt_put_varint(p, vt_zigzag(ev->result));
+	return ((uint32_t)(p - out) + 7u) & ~7u;
+}
+
+/* Bounded LEB128 read: 0 on success, -1 past end or longer than 10 bytes. */
+static inline int vt_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (*p >= end)
+			return -1;
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static inline int vt_packed_type_ok(uint32_t type)
+{
+	return type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM;
+}
+
+/* Decode the packed record rec[0..size) into the vt_event it stands for
+ * (its header word says the event's own type and 64 bytes). Returns NULL, or
+ * a static description of what is wrong: the caller skips the record. */
+static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size,
+                                           uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
+                                           struct vt_event *ev)
+{
+	if (size < 16 || size > VT_PACKED_MAX_SIZE || (size & 7u))
+		return "bad size";
+	const uint8_t *p = rec + VT_PACKED_FIXED, *end = rec + size;
+	uint32_t type = rec[4];
+	uint8_t present = rec[6];
+	if (!vt_packed_type_ok(type))
+		return "not an event type";
+	if (present & 0x80)
+		return "unknown field bit";
+	memset(ev, 0, sizeof *ev);
+	ev->hdr = VT_HDR(type, sizeof *ev);
+	ev->api = rec[5];
+	uint64_t stack, dseq, dt, v;
+	if (vt_get_varint(&p, end, &stack) || stack > UINT32_MAX || vt_get_varint(&p, end, &dseq) ||
+	    vt_get_varint(&p, end, &dt) || vt_get_varint(&p, end, &ev->addr))
+		return "field runs past the record";
+	ev->stack_id = (uint32_t)stack;
+	ev->seq = chunk_first_seq + (uint64_t)vt_unzigzag(dseq);
+	ev->t_ns = chunk_first_t_ns + (uint64_t)vt_unzigzag(dt);
+	uint8_t *small[3] = {&ev->rt_api, &ev->device, &ev->kind};
+	for (unsigned i = 0; i < 3; i++) {
+		if (!(present & (1u << i)))
+			continue;
+		if (p >= end)
+			return "field runs past the record";
+		*small[i] = *p++;
+	}
+	uint64_t *wide[3] = {&ev->bytes, &ev->aux, &ev->stream};
+	for (unsigned i = 0; i < 3; i++)
+		if ((present & (VT_PK_BYTES << i)) && vt_get_varint(&p, end, wide[i]))
+			return "field runs past the record";
+	if (present & VT_PK_RESULT) {
+		if (vt_get_varint(&p, end, &v))
+			return "field runs past the record";
+		ev->result = (int32_t)vt_unzigzag(v);
+	}
+	while (p < end)
+		if (*p++)
+			return "non-zero padding";
+	return NULL;
+}
+
+#endif
