@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log_builder.h"
+#include "vramtrace/event_packed.h"
 
 /* api.def ids the cases use */
 enum { API_ALLOC = 2, API_FREE = 11, API_HTOD = 31 };
@@ -344,6 +345,32 @@ static void c_free_short(struct out *o)
 	                          .api = API_FREE};
 	lb_raw(&o->log, VT_REC_FREE_SHORT, sizeof f, &f);
 	lb_raw(&o->log, VT_REC_FREE_SHORT, 24, &f);
+	second_thread(&o->log);
+}
+
+/* packed events (VT_REC_PACKED): one well-formed free, then one whose
+ * varints never end, one naming no event type, one with non-zero padding;
+ * the chunk's bases are huge, so the good one's seq and time wrap */
+static void c_packed(struct out *o)
+{
+	lb_init(&o->log, PID, CHUNK);
+	lb_chunk(&o->log, 100, 0);
+	lb_event(&o->log, VT_REC_ALLOC, (struct vt_event){.addr = 0x1000, .bytes = 4096, .api = API_ALLOC});
+	struct vt_chunk_header *ch = (struct vt_chunk_header *)(void *)(o->log.buf + o->log.chunk_off);
+	ch->first_t_ns = UINT64_MAX - 10;
+	uint8_t rec[VT_PACKED_MAX_SIZE] = {0};
+	struct vt_event f = {.seq = o->log.seq++, .t_ns = 5, .addr = 0x1000, .api = API_FREE};
+	uint32_t size = vt_packed_encode(rec, VT_REC_FREE, &f, ch->first_seq, 0);
+	lb_raw(&o->log, VT_REC_PACKED, size, rec);
+	uint8_t endless[32];
+	memset(endless, 0xff, sizeof endless);
+	endless[4] = VT_REC_ALLOC;
+	endless[6] = 0;
+	lb_raw(&o->log, VT_REC_PACKED, sizeof endless, endless);
+	uint8_t no_type[16] = {[4] = 99};
+	lb_raw(&o->log, VT_REC_PACKED, sizeof no_type, no_type);
+	rec[size - 1] = 7;
+	lb_raw(&o->log, VT_REC_PACKED, size, rec);
 	second_thread(&o->log);
 }
 
@@ -704,6 +731,7 @@ static const struct hcase cases[] = {
 	CASE(stack_id_nowhere),
 	CASE(stack_id_zero_record),
 	CASE(free_short),
+	CASE(packed),
 	CASE(double_free),
 	CASE(copy_into_unknown),
 	CASE(time_backwards),

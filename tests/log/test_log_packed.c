@@ -1,0 +1,239 @@
+/* The packed event (VT_REC_PACKED, vramtrace/event_packed.h):
+ *  - the codec gives back every field exactly, for extreme values too
+ *    (seq and time before the chunk's bases, all bits set, negative results);
+ *  - a damaged packed record is refused, never half-decoded;
+ *  - written by the writer across many chunks (each with its own bases) and
+ *    read back, every event arrives as the plain vt_event it stands for, in
+ *    seq order with plain events, smaller on disk than the 64-byte form;
+ *  - a damaged packed record in a log is warned about once and skipped. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log_test_util.h"
+#include "log_writer.h"
+#include "vramtrace/event_packed.h"
+
+static const struct vt_event samples[] = {
+    {.stack_id = 1, .seq = 100, .t_ns = 5000, .addr = 0x7f0000000000ull, .api = 3},
+    {.stack_id = 0, .seq = 99, .t_ns = 4999, .addr = 0, .bytes = 256, .kind = 2, .result = 2},
+    {.stack_id = UINT32_MAX,
+     .seq = UINT64_MAX,
+     .t_ns = UINT64_MAX,
+     .addr = UINT64_MAX,
+     .bytes = UINT64_MAX,
+     .aux = UINT64_MAX,
+     .stream = UINT64_MAX,
+     .api = 255,
+     .rt_api = 255,
+     .device = 255,
+     .kind = 255,
+     .result = INT32_MIN},
+    {.seq = 0,
+     .t_ns = 0,
+     .addr = 1,
+     .aux = 0x1234,
+     .stream = 0x55,
+     .device = 7,
+     .rt_api = 9,
+     .result = -1},
+};
+
+static void codec_round_trip(void **state)
+{
+	(void)state;
+	const uint64_t bases[][2] = {
+	    {0, 0}, {100, 5000}, {UINT64_MAX, UINT64_MAX}, {1u << 20, 1ull << 40}};
+	for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
+		for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+			for (uint32_t type = VT_REC_ALLOC; type <= VT_REC_POOL_TRIM; type++) {
+				uint8_t buf[VT_PACKED_MAX_SIZE] = {0};
+				uint32_t size = vt_packed_encode(buf, type, &samples[i],
+				                                 bases[b][0], bases[b][1]);
+				assert_true(size >= 16 && size <= VT_PACKED_MAX_SIZE &&
+				            size % 8 == 0);
+				struct vt_event out, want = samples[i];
+				want.hdr = VT_HDR(type, sizeof want);
+				assert_null(
+				    vt_packed_decode(buf, size, bases[b][0], bases[b][1], &out));
+				assert_memory_equal(&out, &want, sizeof want);
+			}
+		}
+	}
+	/* the common case is small: a free of a device address in 24 bytes */
+	uint8_t buf[VT_PACKED_MAX_SIZE] = {0};
+	assert_int_equal(vt_packed_encode(buf, VT_REC_FREE, &samples[0], 90, 4000), 24);
+}
+
+static uint32_t encode_one(uint8_t *buf, const struct vt_event *ev)
+{
+	memset(buf, 0, VT_PACKED_MAX_SIZE);
+	return vt_packed_encode(buf, VT_REC_ALLOC, ev, 0, 0);
+}
+
+static void damage_is_refused(void **state)
+{
+	(void)state;
+	uint8_t buf[VT_PACKED_MAX_SIZE];
+	struct vt_event out;
+	uint32_t size = encode_one(buf, &samples[2]);
+	buf[4] = VT_REC_STACK; /* not an event */
+	assert_non_null(vt_packed_decode(buf, size, 0, 0, &out));
+	size = encode_one(buf, &samples[2]);
+	buf[6] |= 0x80; /* a field bit nobody defined */
+	assert_non_null(vt_packed_decode(buf, size, 0, 0, &out));
+	size = encode_one(buf, &samples[2]);
+	assert_non_null(vt_packed_decode(buf, size - 8, 0, 0, &out)); /* cut short */
+	size = encode_one(buf, &samples[0]);
+	buf[size - 1] = 1; /* padding must be zero */
+	assert_non_null(vt_packed_decode(buf, size, 0, 0, &out));
+	memset(buf, 0xff, sizeof buf); /* endless varints */
+	buf[4] = VT_REC_ALLOC;
+	buf[6] = 0;
+	assert_non_null(vt_packed_decode(buf, VT_PACKED_MAX_SIZE, 0, 0, &out));
+	assert_non_null(vt_packed_decode(buf, 8, 0, 0, &out));  /* below the minimum */
+	assert_non_null(vt_packed_decode(buf, 88, 0, 0, &out)); /* over the maximum */
+}
+
+struct seen {
+	const struct vt_log *log;
+	uint64_t n, bad, stored_total, last_seq;
+};
+
+static int check_event(const struct vt_record_view *rec, void *ctx)
+{
+	struct seen *s = ctx;
+	if (rec->type < VT_REC_ALLOC || rec->type > VT_REC_POOL_TRIM)
+		return 0;
+	const struct vt_event *e = rec->data;
+	uint64_t i = e->bytes; /* the writer's counter */
+	int ok = rec->size == sizeof *e && e->hdr == VT_HDR(rec->type, sizeof *e) &&
+	         e->seq > s->last_seq && e->addr == 0x7f0000000000ull + 256 * i &&
+	         e->t_ns == 1000 + 7 * i && e->stack_id == i % 5 && e->result == (i % 3 ? 0 : -2) &&
+	         rec->type == (i % 2 ? VT_REC_FREE : VT_REC_ALLOC);
+	s->bad += !ok;
+	s->last_seq = e->seq;
+	s->stored_total += vt_log_stored_size(s->log, rec);
+	s->n++;
+	return 0;
+}
+
+/* One log per process: each writer runs in a forked child. */
+static pid_t run_writer(const char *dir, uint32_t chunk_size, void (*body)(void))
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct vt_log_config cfg = {.dir = dir, .chunk_size = chunk_size};
+		if (vt_log_init(&cfg) < 0)
+			_exit(9);
+		body();
+		vt_log_finish(0);
+		_exit(0);
+	}
+	assert_int_equal(lt_wait(pid), 0);
+	return pid;
+}
+
+#define N_EVENTS 5000u
+
+static void write_many(void)
+{
+	for (uint64_t i = 0; i < N_EVENTS; i++) {
+		struct vt_event ev = {.stack_id = (uint32_t)(i % 5),
+		                      .seq = vt_log_next_seq(),
+		                      .t_ns = 1000 + 7 * i,
+		                      .addr = 0x7f0000000000ull + 256 * i,
+		                      .bytes = i,
+		                      .result = i % 3 ? 0 : -2};
+		uint32_t type = i % 2 ? VT_REC_FREE : VT_REC_ALLOC;
+		/* plain events interleave */
+		int rc =
+		    i % 100 == 50 ? vt_log_write_event(type, &ev) : vt_log_write_packed(type, &ev);
+		if (rc)
+			_exit(10);
+	}
+}
+
+static void written_and_read_back(void **state)
+{
+	(void)state;
+	char *dir = lt_make_dir();
+	pid_t pid = run_writer(dir, 8192, write_many); /* many chunks, many bases */
+	const uint64_t n = N_EVENTS;
+	char *path = lt_log_path(dir, pid, 0);
+	char err[256];
+	struct vt_log *log = vt_log_open_file(path, err, sizeof err);
+	assert_non_null(log);
+	struct seen s = {.log = log};
+	assert_int_equal(vt_log_for_each(log, check_event, &s), 0);
+	assert_int_equal(vt_log_warnings(log), 0);
+	assert_int_equal(s.n, n);
+	assert_int_equal(s.bad, 0);
+	assert_true(s.stored_total < n * 40); /* 64 for the 50 plain ones */
+	vt_log_close(log);
+	free(path);
+	lt_remove_dir(dir);
+	free(dir);
+}
+
+static void write_with_damage(void)
+{
+	struct vt_event ev = {.seq = vt_log_next_seq(), .t_ns = 10, .addr = 0x1000};
+	if (vt_log_write_packed(VT_REC_ALLOC, &ev))
+		_exit(10);
+	uint8_t *bad = vt_log_reserve(24); /* inner type 0: not an event */
+	if (!bad)
+		_exit(11);
+	bad[7] = 1;
+	vt_log_commit(bad, VT_REC_PACKED, 24);
+	ev.seq = vt_log_next_seq();
+	if (vt_log_write_packed(VT_REC_FREE, &ev))
+		_exit(12);
+}
+
+static void damaged_record_skipped(void **state)
+{
+	(void)state;
+	char *dir = lt_make_dir();
+	pid_t pid = run_writer(dir, 0, write_with_damage);
+	char *path = lt_log_path(dir, pid, 0);
+	char err[256];
+	lt_capture_begin();
+	struct vt_log *log = vt_log_open_file(path, err, sizeof err);
+	assert_non_null(log);
+	struct lt_recs r = {0};
+	lt_collect(log, &r);
+	char *warn = lt_capture_end();
+	assert_int_equal(vt_log_warnings(log), 1);
+	assert_non_null(strstr(warn, "packed"));
+	unsigned events = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		assert_int_not_equal(r.v[i].type, VT_REC_PACKED); /* never delivered raw */
+		events += r.v[i].type == VT_REC_ALLOC || r.v[i].type == VT_REC_FREE;
+	}
+	assert_int_equal(events, 2);
+	free(warn);
+	lt_recs_free(&r);
+	vt_log_close(log);
+	free(path);
+	lt_remove_dir(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(codec_round_trip),
+	    cmocka_unit_test(damage_is_refused),
+	    cmocka_unit_test(written_and_read_back),
+	    cmocka_unit_test(damaged_record_skipped),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
