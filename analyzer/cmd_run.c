@@ -1,4 +1,4 @@
-/* `vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE]
+/* `vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--free-stacks] [--max-size SIZE]
  *                [--shm] -- CMD ARGS...`
  *
  * Runs CMD with libvramtrace.so preloaded and the trace directory in its
@@ -28,31 +28,34 @@
 
 #include "log_reader.h"
 #include "run_relay.h" /* oomdiff: the job's stderr through the launcher */
-#include "sidecar.h" /* names resolved on this host, so the trace reads the same elsewhere */
+#include "sidecar.h"   /* names resolved on this host, so the trace reads the same elsewhere */
 
 struct run_job {
 	/* options */
-	const char *out_dir;      /* -o */
+	const char *out_dir; /* -o */
 	int per_tensor;
-	const char *stack_depth;  /* validated text, passed through */
-	const char *max_size;     /* validated text, passed through */
+	const char *stack_depth; /* validated text, passed through */
+	const char *max_size;    /* validated text, passed through */
 	int use_shm;
-	char **cmd;               /* argv of the job */
+	int free_stacks; /* --free-stacks: unwind frees too */
+	char **cmd;      /* argv of the job */
 	/* derived */
 	char shim[PATH_MAX];
-	char dir[PATH_MAX];       /* the trace, absolute */
-	char log_dir[PATH_MAX];   /* where the shim writes (dir, or /dev/shm) */
-	uint64_t start_ns;        /* CLOCK_REALTIME */
+	char dir[PATH_MAX];     /* the trace, absolute */
+	char log_dir[PATH_MAX]; /* where the shim writes (dir, or /dev/shm) */
+	uint64_t start_ns;      /* CLOCK_REALTIME */
 	/* outcome */
 	pid_t pid;
-	int status;               /* waitpid status */
-	int exit_code;            /* what `run` exits with */
+	int status;    /* waitpid status */
+	int exit_code; /* what `run` exits with */
 };
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] "
-			"[--shm] -- CMD ARGS...\n");
+	fprintf(stderr,
+	        "usage: vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--free-stacks] "
+	        "[--max-size SIZE] "
+	        "[--shm] -- CMD ARGS...\n");
 }
 
 static uint64_t realtime_ns(void)
@@ -82,12 +85,30 @@ static int parse_size(const char *s, uint64_t *bytes)
 		return -1;
 	unsigned shift = 0;
 	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: return -1;
+	case 0:
+		break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		return -1;
 	}
 	if (*end == 'i' || *end == 'B')
 		end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
@@ -115,21 +136,30 @@ static int parse_options(struct run_job *job, int argc, char **argv)
 			job->per_tensor = 1;
 		} else if (!strcmp(a, "--shm")) {
 			job->use_shm = 1;
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--stack-depth") || !strcmp(a, "--max-size")) &&
-			   i + 1 < argc) {
+		} else if (!strcmp(a, "--free-stacks")) {
+			job->free_stacks = 1;
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--stack-depth") ||
+		            !strcmp(a, "--max-size")) &&
+		           i + 1 < argc) {
 			const char *v = argv[++i];
 			uint64_t bytes;
 			if (!strcmp(a, "-o")) {
 				job->out_dir = v;
 			} else if (!strcmp(a, "--stack-depth")) {
 				if (!valid_count(v)) {
-					fprintf(stderr, "vramtrace run: --stack-depth wants 0..512, got '%s'\n", v);
+					fprintf(
+					    stderr,
+					    "vramtrace run: --stack-depth wants 0..512, got '%s'\n",
+					    v);
 					return 2;
 				}
 				job->stack_depth = v;
 			} else {
 				if (parse_size(v, &bytes)) {
-					fprintf(stderr, "vramtrace run: --max-size wants a size like 512M, got '%s'\n", v);
+					fprintf(stderr,
+					        "vramtrace run: --max-size wants a size like 512M, "
+					        "got '%s'\n",
+					        v);
 					return 2;
 				}
 				job->max_size = v;
@@ -168,8 +198,9 @@ static int find_shim(struct run_job *job)
 	char candidate[PATH_MAX + 32];
 	snprintf(candidate, sizeof candidate, "%s/../lib/libvramtrace.so", exe);
 	if (!realpath(candidate, job->shim) || access(job->shim, R_OK)) {
-		fprintf(stderr, "vramtrace run: shim not found at %s (install bin/ and lib/ together)\n",
-			candidate);
+		fprintf(stderr,
+		        "vramtrace run: shim not found at %s (install bin/ and lib/ together)\n",
+		        candidate);
 		return -1;
 	}
 	return 0;
@@ -218,11 +249,13 @@ static int make_private_dir(const char *path)
 	if (saved == EEXIST && !lstat(path, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
 		if (!holds_trace(path))
 			return 0;
-		fprintf(stderr, "vramtrace run: %s already holds a trace; choose another -o or remove it\n", path);
+		fprintf(stderr,
+		        "vramtrace run: %s already holds a trace; choose another -o or remove it\n",
+		        path);
 		return -1;
 	}
 	fprintf(stderr, "vramtrace run: cannot create trace directory %s: %s\n", path,
-		saved == EEXIST ? "exists and is not a directory of this user" : strerror(saved));
+	        saved == EEXIST ? "exists and is not a directory of this user" : strerror(saved));
 	return -1;
 }
 
@@ -242,8 +275,8 @@ static int make_dirs(struct run_job *job)
 	snprintf(job->log_dir, sizeof job->log_dir, "%s", job->dir);
 	if (job->use_shm) {
 		const char *base = strrchr(job->dir, '/');
-		snprintf(job->log_dir, sizeof job->log_dir, "/dev/shm/%s.%d", base ? base + 1 : "vramtrace",
-			 (int)getpid());
+		snprintf(job->log_dir, sizeof job->log_dir, "/dev/shm/%s.%d",
+		         base ? base + 1 : "vramtrace", (int)getpid());
 		if (make_private_dir(job->log_dir))
 			return -1;
 	}
@@ -264,8 +297,8 @@ static int set_env(const char *name, const char *value)
 /* A sanitizer runtime must stay the first preloaded object (ASan checks). */
 static int is_sanitizer_runtime(const char *entry, size_t len)
 {
-	static const char *const names[] = {"libasan", "libtsan", "libubsan", "libhwasan", "libmsan", "liblsan",
-					    "libclang_rt."};
+	static const char *const names[] = {"libasan", "libtsan", "libubsan",    "libhwasan",
+	                                    "libmsan", "liblsan", "libclang_rt."};
 	const char *base = entry;
 	for (size_t i = 0; i < len; i++)
 		if (entry[i] == '/')
@@ -312,6 +345,8 @@ static int prepare_env(const struct run_job *job)
 		rc |= set_env("VRAMTRACE_STACK_DEPTH", job->stack_depth);
 	if (job->max_size)
 		rc |= set_env("VRAMTRACE_MAX_SIZE", job->max_size);
+	if (job->free_stacks)
+		rc |= set_env("VRAMTRACE_FREE_STACKS", "1");
 	if (job->per_tensor) {
 		/* each framework's own switch for one driver allocation per tensor */
 		rc |= set_env("TF_GPU_ALLOCATOR", "cuda_malloc_async");
@@ -346,15 +381,18 @@ static void write_run_fields(FILE *f, const struct run_job *job, int finished)
 		fprintf(f, a == job->cmd ? "" : ", ");
 		json_string(f, *a);
 	}
-	fprintf(f, "],\n  \"mode\": \"%s\",\n  \"shm\": %s,\n", job->per_tensor ? "per-tensor" : "default",
-		job->use_shm ? "true" : "false");
+	fprintf(f, "],\n  \"mode\": \"%s\",\n  \"shm\": %s,\n",
+	        job->per_tensor ? "per-tensor" : "default", job->use_shm ? "true" : "false");
 	fprintf(f, "  \"start_realtime_ns\": %llu,\n  \"pid\": %d,\n  \"finished\": %s",
-		(unsigned long long)job->start_ns, (int)(job->pid > 0 ? job->pid : 0), finished ? "true" : "false");
+	        (unsigned long long)job->start_ns, (int)(job->pid > 0 ? job->pid : 0),
+	        finished ? "true" : "false");
 	if (finished) {
 		if (WIFEXITED(job->status))
-			fprintf(f, ",\n  \"exit_code\": %d,\n  \"signal\": null", WEXITSTATUS(job->status));
+			fprintf(f, ",\n  \"exit_code\": %d,\n  \"signal\": null",
+			        WEXITSTATUS(job->status));
 		else
-			fprintf(f, ",\n  \"exit_code\": null,\n  \"signal\": %d", WTERMSIG(job->status));
+			fprintf(f, ",\n  \"exit_code\": null,\n  \"signal\": %d",
+			        WTERMSIG(job->status));
 		fprintf(f, ",\n  \"end_realtime_ns\": %llu", (unsigned long long)realtime_ns());
 	}
 	fprintf(f, "\n}\n");
@@ -444,7 +482,7 @@ static int spawn_and_wait(struct run_job *job)
 	}
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL); /* the job gets what we had */
-		vt_relay_in_child(&relay); /* oomdiff */
+		vt_relay_in_child(&relay);            /* oomdiff */
 		execvp(job->cmd[0], job->cmd);
 		fprintf(stderr, "vramtrace run: cannot run %s: %s\n", job->cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -501,7 +539,8 @@ static int collect_shm(const struct run_job *job)
 		snprintf(from, sizeof from, "%s/%s", job->log_dir, e->d_name);
 		snprintf(to, sizeof to, "%s/%s", job->dir, e->d_name);
 		if (rename(from, to) && (copy_file(from, to) || unlink(from))) {
-			fprintf(stderr, "vramtrace run: could not move %s into %s\n", from, job->dir);
+			fprintf(stderr, "vramtrace run: could not move %s into %s\n", from,
+			        job->dir);
 			rc = -1;
 		}
 	}
@@ -532,9 +571,10 @@ static void print_summary(const struct run_job *job)
 			vt_log_for_each(trace.logs[i], count_event, &events);
 		vt_trace_close(&trace);
 	}
-	fprintf(stderr, "vramtrace: trace in %s: %zu process log%s, %llu events; job exit %s %d\n", job->dir, logs,
-		logs == 1 ? "" : "s", (unsigned long long)events, WIFSIGNALED(job->status) ? "signal" : "code",
-		WIFSIGNALED(job->status) ? WTERMSIG(job->status) : job->exit_code);
+	fprintf(stderr, "vramtrace: trace in %s: %zu process log%s, %llu events; job exit %s %d\n",
+	        job->dir, logs, logs == 1 ? "" : "s", (unsigned long long)events,
+	        WIFSIGNALED(job->status) ? "signal" : "code",
+	        WIFSIGNALED(job->status) ? WTERMSIG(job->status) : job->exit_code);
 }
 
 int cmd_run(int argc, char **argv)

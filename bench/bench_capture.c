@@ -87,7 +87,7 @@ int main(void)
 	char dir[] = "/tmp/vt_bench_capture_XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
-	struct vt_log_config cfg = {dir, 0, 0, 128};
+	struct vt_log_config cfg = {.dir = dir, .stack_depth = 128};
 	if (vt_log_init(&cfg) != 0)
 		return 1;
 	static const unsigned depths[] = {24, 128};

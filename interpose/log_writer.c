@@ -45,6 +45,7 @@ struct vt_config_copy {
 	uint64_t max_size;
 	uint32_t chunk_size;
 	uint32_t stack_depth;
+	int free_stacks;
 	int configured; /* atomic: 0 no, 1 being set, 2 set (fields valid) */
 	int disabled;   /* atomic: a permanent failure was reported once */
 };
@@ -171,6 +172,8 @@ void vt_log_config_from_env(struct vt_log_config *cfg)
 	cfg->chunk_size = (uint32_t)parse_size(getenv("VRAMTRACE_CHUNK_SIZE"));
 	const char *depth = getenv("VRAMTRACE_STACK_DEPTH");
 	cfg->stack_depth = depth && *depth ? (uint32_t)strtoul(depth, NULL, 10) : 128u;
+	const char *free_stacks = getenv("VRAMTRACE_FREE_STACKS");
+	cfg->free_stacks = free_stacks && *free_stacks && strcmp(free_stacks, "0") != 0;
 }
 
 static uint32_t sane_chunk_size(uint32_t want)
@@ -240,6 +243,8 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 	h->state = VT_STATE_WORD(VT_STATE_RUNNING, 0);
 	if (g_cfg.stack_depth == 0)
 		h->flags = VT_FLAG_STACKS_OFF;
+	else if (g_cfg.free_stacks)
+		h->flags = VT_FLAG_FREE_STACKS;
 	vt_log_file_describe(h);
 	/* magic last: a reader never trusts a half-written header */
 	uint64_t magic;
@@ -398,6 +403,7 @@ static int configure(const struct vt_log_config *cfg)
 	g_cfg.max_size = cfg ? cfg->max_size : 0;
 	g_cfg.chunk_size = sane_chunk_size(cfg ? cfg->chunk_size : 0);
 	g_cfg.stack_depth = cfg ? cfg->stack_depth : 0;
+	g_cfg.free_stacks = cfg ? cfg->free_stacks : 0;
 	g_log.fd = -1;
 	setup_token();
 	pthread_atfork(NULL, NULL, atfork_child);

@@ -17,10 +17,11 @@
 #include "vramtrace/format.h"
 
 struct vt_log_config {
-	const char *dir;        /* trace directory (created 0700 if missing) */
-	uint64_t max_size;      /* bytes, 0 = no cap */
-	uint32_t chunk_size;    /* 0 = VT_DEFAULT_CHUNK_SIZE */
-	uint32_t stack_depth;   /* recorded in the header only */
+	const char *dir;      /* trace directory (created 0700 if missing) */
+	uint64_t max_size;    /* bytes, 0 = no cap */
+	uint32_t chunk_size;  /* 0 = VT_DEFAULT_CHUNK_SIZE */
+	uint32_t stack_depth; /* recorded in the header only */
+	int free_stacks;      /* VRAMTRACE_FREE_STACKS: header flag only */
 };
 
 /* Reads VRAMTRACE_DIR, VRAMTRACE_MAX_SIZE, VRAMTRACE_STACK_DEPTH... into cfg.

@@ -91,11 +91,6 @@ static uint64_t read_out(const void *p, unsigned width)
 
 /* ---- around the real call ----------------------------------------------- */
 
-static int recorded_before(uint8_t shape)
-{
-	return shape == VT_SHAPE_FREE || shape == VT_SHAPE_UNMAP || shape == VT_SHAPE_UNRESERVE;
-}
-
 int vt_call_begin(struct vt_call *call, int hook)
 {
 	call->hook = (uint16_t)hook;
@@ -109,7 +104,7 @@ void vt_call_before(struct vt_call *call)
 	if (!call->has_device)
 		call->device = vt_current_device();
 	vt_note_device(call->device);
-	if (recorded_before(call->shape)) {
+	if (vt_shape_is_release(call->shape)) {
 		/* before the real free: the address can be handed out again
 		 * the moment the driver has it back */
 		call->seq = vt_log_next_seq();

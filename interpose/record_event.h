@@ -34,11 +34,11 @@ enum vt_call_shape {
 };
 
 struct vt_call {
-	uint8_t shape;        /* vt_call_shape */
-	uint8_t kind;         /* vt_alloc_kind or vt_copy_dir */
-	uint8_t out_width;    /* bytes at *out: 4 for the old 32-bit ABI */
-	uint8_t device;       /* ordinal, when has_device; else the context's */
-	uint8_t has_device;   /* the call names its device (cuMemCreate) */
+	uint8_t shape;      /* vt_call_shape */
+	uint8_t kind;       /* vt_alloc_kind or vt_copy_dir */
+	uint8_t out_width;  /* bytes at *out: 4 for the old 32-bit ABI */
+	uint8_t device;     /* ordinal, when has_device; else the context's */
+	uint8_t has_device; /* the call names its device (cuMemCreate) */
 	const void *out, *out2;
 	uint64_t addr, bytes, aux, stream;
 	const void *list, *list2, *list3;
@@ -46,74 +46,80 @@ struct vt_call {
 	/* filled by vt_call_before */
 	uint16_t hook;
 	uint8_t api;
-	uint8_t active;       /* this call is being recorded */
+	uint8_t active; /* this call is being recorded */
 	uint32_t stack_id;
-	uint64_t seq, t_ns;   /* free-like calls: taken before the real call */
+	uint64_t seq, t_ns; /* free-like calls: taken before the real call */
 };
 
 #define VT_U64(x) ((uint64_t)(uintptr_t)(x))
 #define VT_CALL(...) ((struct vt_call){__VA_ARGS__})
 
 /* ---- the call shapes (used by hooks.def) -------------------------------- */
-#define VT_D_ALLOC(outp, size, k, auxv, strm)                                                       \
-	VT_CALL(.shape = VT_SHAPE_ALLOC, .kind = (k), .out = (outp), .out_width = sizeof *(outp),    \
-		.bytes = (uint64_t)(size), .aux = VT_U64(auxv), .stream = VT_U64(strm))
-#define VT_D_PITCH(outp, pitchp, width, height)                                                      \
-	VT_CALL(.shape = VT_SHAPE_PITCH, .kind = VT_ALLOC_DEVICE, .out = (outp),                     \
-		.out_width = sizeof *(outp), .out2 = (pitchp),                                       \
-		.bytes = (uint64_t)(width) * (uint64_t)(height), .aux = (uint64_t)(height))
-#define VT_D_FREE(a, auxv, k, strm)                                                                  \
-	VT_CALL(.shape = VT_SHAPE_FREE, .kind = (k), .addr = VT_U64(a), .aux = VT_U64(auxv),         \
-		.stream = VT_U64(strm))
-#define VT_D_VMM_CREATE(handlep, size, prop)                                                         \
-	VT_CALL(.shape = VT_SHAPE_VMM_CREATE, .kind = VT_ALLOC_VMM, .out = (handlep),                \
-		.out_width = sizeof *(handlep), .bytes = (uint64_t)(size),                           \
-		.has_device = (prop) && (prop)->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&       \
-			      (prop)->location.id >= 0 && (prop)->location.id < (int)VT_DEVICE_UNKNOWN,      \
-		.device = (prop) ? (uint8_t)(prop)->location.id : 0)
-#define VT_D_MAP(va, size, offset, handle)                                                           \
-	VT_CALL(.shape = VT_SHAPE_MAP, .addr = VT_U64(va), .bytes = (uint64_t)(size),                \
-		.aux = (uint64_t)(handle), .stream = (uint64_t)(offset))
-#define VT_D_UNMAP(va, size) VT_CALL(.shape = VT_SHAPE_UNMAP, .addr = VT_U64(va), .bytes = (uint64_t)(size))
-#define VT_D_RESERVE(outp, size)                                                                     \
-	VT_CALL(.shape = VT_SHAPE_RESERVE, .out = (outp), .out_width = sizeof *(outp),               \
-		.bytes = (uint64_t)(size))
-#define VT_D_UNRESERVE(va, size)                                                                     \
+#define VT_D_ALLOC(outp, size, k, auxv, strm)                                                      \
+	VT_CALL(.shape = VT_SHAPE_ALLOC, .kind = (k), .out = (outp), .out_width = sizeof *(outp),  \
+	        .bytes = (uint64_t)(size), .aux = VT_U64(auxv), .stream = VT_U64(strm))
+#define VT_D_PITCH(outp, pitchp, width, height)                                                    \
+	VT_CALL(.shape = VT_SHAPE_PITCH, .kind = VT_ALLOC_DEVICE, .out = (outp),                   \
+	        .out_width = sizeof *(outp), .out2 = (pitchp),                                     \
+	        .bytes = (uint64_t)(width) * (uint64_t)(height), .aux = (uint64_t)(height))
+#define VT_D_FREE(a, auxv, k, strm)                                                                \
+	VT_CALL(.shape = VT_SHAPE_FREE, .kind = (k), .addr = VT_U64(a), .aux = VT_U64(auxv),       \
+	        .stream = VT_U64(strm))
+#define VT_D_VMM_CREATE(handlep, size, prop)                                                       \
+	VT_CALL(.shape = VT_SHAPE_VMM_CREATE, .kind = VT_ALLOC_VMM, .out = (handlep),              \
+	        .out_width = sizeof *(handlep), .bytes = (uint64_t)(size),                         \
+	        .has_device = (prop) && (prop)->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&    \
+	                      (prop)->location.id >= 0 &&                                          \
+	                      (prop)->location.id < (int)VT_DEVICE_UNKNOWN,                        \
+	        .device = (prop) ? (uint8_t)(prop)->location.id : 0)
+#define VT_D_MAP(va, size, offset, handle)                                                         \
+	VT_CALL(.shape = VT_SHAPE_MAP, .addr = VT_U64(va), .bytes = (uint64_t)(size),              \
+	        .aux = (uint64_t)(handle), .stream = (uint64_t)(offset))
+#define VT_D_UNMAP(va, size)                                                                       \
+	VT_CALL(.shape = VT_SHAPE_UNMAP, .addr = VT_U64(va), .bytes = (uint64_t)(size))
+#define VT_D_RESERVE(outp, size)                                                                   \
+	VT_CALL(.shape = VT_SHAPE_RESERVE, .out = (outp), .out_width = sizeof *(outp),             \
+	        .bytes = (uint64_t)(size))
+#define VT_D_UNRESERVE(va, size)                                                                   \
 	VT_CALL(.shape = VT_SHAPE_UNRESERVE, .addr = VT_U64(va), .bytes = (uint64_t)(size))
-#define VT_D_ARRAY(outp, desc, depth, levels)                                                        \
-	VT_CALL(.shape = VT_SHAPE_ALLOC, .kind = VT_ALLOC_ARRAY, .out = (outp),                      \
-		.out_width = sizeof *(outp),                                                         \
-		.bytes = (desc) ? vt_array_bytes((desc)->Width, (desc)->Height, (depth),             \
-						 (desc)->Format, (desc)->NumChannels, (levels))      \
-				: 0)
-#define VT_D_TRIM(pool, keep) VT_CALL(.shape = VT_SHAPE_TRIM, .aux = VT_U64(pool), .bytes = (uint64_t)(keep))
-#define VT_D_MEMINFO(freep, totalp)                                                                  \
-	VT_CALL(.shape = VT_SHAPE_MEMINFO, .out = (freep), .out2 = (totalp), .out_width = sizeof *(freep))
-#define VT_D_COPY(dst, src, n, dir, strm)                                                            \
-	VT_CALL(.shape = VT_SHAPE_COPY, .kind = (dir), .addr = VT_U64(dst), .aux = VT_U64(src),      \
-		.bytes = (uint64_t)(n), .stream = VT_U64(strm))
+#define VT_D_ARRAY(outp, desc, depth, levels)                                                      \
+	VT_CALL(.shape = VT_SHAPE_ALLOC, .kind = VT_ALLOC_ARRAY, .out = (outp),                    \
+	        .out_width = sizeof *(outp),                                                       \
+	        .bytes = (desc) ? vt_array_bytes((desc)->Width, (desc)->Height, (depth),           \
+	                                         (desc)->Format, (desc)->NumChannels, (levels))    \
+	                        : 0)
+#define VT_D_TRIM(pool, keep)                                                                      \
+	VT_CALL(.shape = VT_SHAPE_TRIM, .aux = VT_U64(pool), .bytes = (uint64_t)(keep))
+#define VT_D_MEMINFO(freep, totalp)                                                                \
+	VT_CALL(.shape = VT_SHAPE_MEMINFO, .out = (freep), .out2 = (totalp),                       \
+	        .out_width = sizeof *(freep))
+#define VT_D_COPY(dst, src, n, dir, strm)                                                          \
+	VT_CALL(.shape = VT_SHAPE_COPY, .kind = (dir), .addr = VT_U64(dst), .aux = VT_U64(src),    \
+	        .bytes = (uint64_t)(n), .stream = VT_U64(strm))
 /* 2D/3D descriptors of every ABI share the field names. */
-#define VT_COPY_END(p, side)                                                                         \
-	vt_copy_end((p)->side##MemoryType, VT_U64((p)->side##Host), (uint64_t)(p)->side##Device,     \
-		    VT_U64((p)->side##Array))
-#define VT_D_COPYND(p, strm, rows)                                                                   \
-	((p) ? VT_CALL(.shape = VT_SHAPE_COPY,                                                       \
-		       .kind = vt_copy_dir_of((p)->srcMemoryType, (p)->dstMemoryType),               \
-		       .addr = VT_COPY_END(p, dst), .aux = VT_COPY_END(p, src),                      \
-		       .bytes = (uint64_t)(p)->WidthInBytes * (rows), .stream = VT_U64(strm))        \
+#define VT_COPY_END(p, side)                                                                       \
+	vt_copy_end((p)->side##MemoryType, VT_U64((p)->side##Host), (uint64_t)(p)->side##Device,   \
+	            VT_U64((p)->side##Array))
+#define VT_D_COPYND(p, strm, rows)                                                                 \
+	((p) ? VT_CALL(.shape = VT_SHAPE_COPY,                                                     \
+	               .kind = vt_copy_dir_of((p)->srcMemoryType, (p)->dstMemoryType),             \
+	               .addr = VT_COPY_END(p, dst), .aux = VT_COPY_END(p, src),                    \
+	               .bytes = (uint64_t)(p)->WidthInBytes * (rows), .stream = VT_U64(strm))      \
 	     : VT_CALL(.shape = VT_SHAPE_NONE))
 #define VT_D_COPY2D(p, strm) VT_D_COPYND(p, strm, (uint64_t)(p)->Height)
-#define VT_D_COPY3D(p, strm) VT_D_COPYND(p, strm, (uint64_t)(p)->Height * ((p)->Depth ? (p)->Depth : 1))
+#define VT_D_COPY3D(p, strm)                                                                       \
+	VT_D_COPYND(p, strm, (uint64_t)(p)->Height *((p)->Depth ? (p)->Depth : 1))
 #define VT_D_COPY3DPEER(p, strm) VT_D_COPY3D(p, strm)
-#define VT_D_BATCH(dsts, srcs, sizes, n, strm)                                                       \
-	VT_CALL(.shape = VT_SHAPE_BATCH, .list = (dsts), .list2 = (srcs), .list3 = (sizes),          \
-		.count = (uint64_t)(n), .stream = VT_U64(strm))
-#define VT_D_BATCH3D(ops, n, strm)                                                                   \
-	VT_CALL(.shape = VT_SHAPE_BATCH3D, .list = (ops), .count = (uint64_t)(n), .stream = VT_U64(strm))
+#define VT_D_BATCH(dsts, srcs, sizes, n, strm)                                                     \
+	VT_CALL(.shape = VT_SHAPE_BATCH, .list = (dsts), .list2 = (srcs), .list3 = (sizes),        \
+	        .count = (uint64_t)(n), .stream = VT_U64(strm))
+#define VT_D_BATCH3D(ops, n, strm)                                                                 \
+	VT_CALL(.shape = VT_SHAPE_BATCH3D, .list = (ops), .count = (uint64_t)(n),                  \
+	        .stream = VT_U64(strm))
 
 /* helpers the shapes use */
 uint64_t vt_array_bytes(uint64_t width, uint64_t height, uint64_t depth, unsigned format,
-			unsigned channels, unsigned levels);
+                        unsigned channels, unsigned levels);
 uint64_t vt_copy_end(int memory_type, uint64_t host, uint64_t device, uint64_t array);
 uint8_t vt_copy_dir_of(int src_type, int dst_type);
 
@@ -124,13 +130,20 @@ uint8_t vt_copy_dir_of(int src_type, int dst_type);
  * wrapper's), and calls vt_call_before (device; a free's sequence number
  * and time). Both may change errno: the wrapper restores it. */
 int vt_call_begin(struct vt_call *call, int hook);
+/* A release (free, unmap, address free) is recorded before the real call;
+ * its stack is unwound only with VRAMTRACE_FREE_STACKS (stack_capture.h).
+ * The shape is a constant in each wrapper: the test folds away. */
+static inline int vt_shape_is_release(uint8_t shape)
+{
+	return shape == VT_SHAPE_FREE || shape == VT_SHAPE_UNMAP || shape == VT_SHAPE_UNRESERVE;
+}
 void vt_call_before(struct vt_call *call);
 void vt_call_after(struct vt_call *call, int result);
 
 /* ---- facts other parts record ------------------------------------------- */
 /* A symbol lookup the shim saw (only cu* names). */
 void vt_record_lookup(uint8_t path, uint8_t outcome, uint8_t api, uint32_t version, uint64_t flags,
-		      const char *name);
+                      const char *name);
 /* The runtime call (VT_RT_*) whose driver events this thread is inside. */
 extern __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
 

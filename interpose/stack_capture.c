@@ -68,7 +68,7 @@ static unsigned depth_from_env(void)
 void vt_stack_set_depth(unsigned depth)
 {
 	atomic_store_explicit(&cfg_depth, depth > VT_MAX_FRAMES ? VT_MAX_FRAMES : depth,
-			      memory_order_relaxed);
+	                      memory_order_relaxed);
 }
 
 unsigned vt_stack_depth(void)
@@ -82,6 +82,18 @@ unsigned vt_stack_depth(void)
 	if (!atomic_compare_exchange_strong(&cfg_depth, &expected, d))
 		d = expected;
 	return d;
+}
+
+int vt_stack_free_stacks(void)
+{
+	static _Atomic int cached = -1;
+	int v = atomic_load_explicit(&cached, memory_order_relaxed);
+	if (__builtin_expect(v >= 0, 1))
+		return v;
+	const char *s = getenv("VRAMTRACE_FREE_STACKS");
+	v = s && *s && strcmp(s, "0") != 0;
+	atomic_store_explicit(&cached, v, memory_order_relaxed);
+	return v;
 }
 
 int vt_stack_capturing(void)
@@ -149,8 +161,7 @@ static int unwind(void **ips, int max)
 /* Index of the first frame to keep in ips[0..n): the caller of
  * vt_stack_capture is found by its return address, which does not depend on
  * how many frames libunwind and we ourselves add; then `skip` more. */
-static unsigned first_kept_frame(void *const *ips, unsigned n, const void *hook_ra,
-				 unsigned skip)
+static unsigned first_kept_frame(void *const *ips, unsigned n, const void *hook_ra, unsigned skip)
 {
 	unsigned start = 2; /* unw_backtrace's frame and ours, if RA not found */
 	for (unsigned i = 0; i < n && i < DROP_SLACK; i++) {
@@ -167,7 +178,7 @@ static unsigned first_kept_frame(void *const *ips, unsigned n, const void *hook_
 }
 
 static uint32_t write_stack_record(const uint64_t *key, unsigned depth, unsigned py_depth,
-				   uint32_t hash, uint32_t id)
+                                   uint32_t hash, uint32_t id)
 {
 	unsigned words = depth + 2 * py_depth; /* native ips, then Python words */
 	uint32_t size = (uint32_t)(sizeof(struct vt_stack_rec) + words * sizeof(uint64_t));
@@ -194,8 +205,8 @@ static uint32_t new_stack_id(void)
 
 /* From unwound frames (ips = buf + 1, n of them, keep from `start`) to a
  * stack id: dedupe in this thread's table, record a new stack. */
-static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsigned n, unsigned start,
-							   unsigned depth)
+static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsigned n,
+                                                             unsigned start, unsigned depth)
 {
 	if (start >= n)
 		return 0;
@@ -238,7 +249,7 @@ static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsi
 
 /* Inlined into vt_stack_capture: one frame less for every unwind to walk. */
 static inline __attribute__((always_inline)) uint32_t capture(unsigned depth, unsigned skip,
-							    const void *hook_ra)
+                                                              const void *hook_ra)
 {
 	uint64_t buf[VT_STACK_BUF_WORDS];
 	void **ips = (void **)(buf + 1);
@@ -279,7 +290,8 @@ uint32_t vt_stack_intern(uint64_t *buf, int got)
 		void *const *ips = (void *const *)(buf + 1);
 		unsigned n = (unsigned)got, start = 0;
 		/* the innermost frames are the shim's (the wrapper) */
-		while (start < n && (uintptr_t)ips[start] >= shim_lo && (uintptr_t)ips[start] < shim_hi)
+		while (start < n && (uintptr_t)ips[start] >= shim_lo &&
+		       (uintptr_t)ips[start] < shim_hi)
 			start++;
 		id = intern(buf, n, start, vt_stack_depth());
 	}

@@ -25,6 +25,12 @@
 
 uint32_t vt_stack_capture(unsigned skip);
 
+/* VRAMTRACE_FREE_STACKS=1: frees, unmaps and address releases are unwound
+ * too. Off by default: no analysis reads a free's stack (it says who let
+ * go, not who holds), and unwinding it doubled the cost of an
+ * allocate+free pair. */
+int vt_stack_free_stacks(void);
+
 /* Configured depth (VRAMTRACE_STACK_DEPTH, default 128; 0 = off). */
 void vt_stack_set_depth(unsigned depth);
 unsigned vt_stack_depth(void);

@@ -75,6 +75,8 @@ enum vt_header_flag {
 	VT_FLAG_TRUNCATED = 1u << 0,  /* disk full or --max-size reached: records
 	                                 after some point were dropped */
 	VT_FLAG_STACKS_OFF = 1u << 1, /* recorded with --stack-depth 0 */
+	VT_FLAG_FREE_STACKS = 1u << 2,/* frees carry their stacks too (--free-stacks);
+	                                 without it a free's stack_id is 0 */
 };
 
 /* state word: low 32 bits enum vt_state, high 32 bits exit code (int32). */

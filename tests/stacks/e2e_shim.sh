@@ -56,3 +56,21 @@ out=$("$tool" "$tmp/d0")
 grep -qE $'^\\(no stack\\)\t8[0-9][0-9]\t' <<<"$out" || fail "stacks off: events missing:
 $out"
 echo "stacks off: events recorded, unw_backtrace never called (24 frames: $(cat "$tmp/unw.24") calls): ok"
+
+# 4. frees are not unwound unless VRAMTRACE_FREE_STACKS=1: a free then
+#    carries its own stack, and the unwinder runs once more per free
+rm -rf "$tmp/dfree"
+VT_UNW_COUNT_FILE=$tmp/unw.free VRAMTRACE_DIR=$tmp/dfree VRAMTRACE_STACK_DEPTH=24 VRAMTRACE_FREE_STACKS=1 \
+	LD_PRELOAD="$counter:$shim" "$tmp/client"
+frees_with_stack() { "$vt" dump "$1" | grep -E '^free ' | grep -cv ' stack=0$' || true; }
+frees=$("$vt" dump "$tmp/d24" | grep -cE '^free ')
+((frees > 0)) || fail "the client freed nothing: the free-stack check proves nothing"
+[[ $(frees_with_stack "$tmp/d24") == 0 ]] || fail "a free carries a stack without VRAMTRACE_FREE_STACKS"
+[[ $(frees_with_stack "$tmp/dfree") == "$frees" ]] ||
+	fail "VRAMTRACE_FREE_STACKS=1: $(frees_with_stack "$tmp/dfree") of $frees frees carry a stack"
+extra=$(($(cat "$tmp/unw.free") - $(cat "$tmp/unw.24")))
+((extra == frees)) || fail "VRAMTRACE_FREE_STACKS=1 unwound $extra more times for $frees frees"
+(cd "$tmp" && "$vt" run --free-stacks -o "$tmp/runfree" -- ./client 2>"$tmp/run.err") ||
+	fail "vramtrace run --free-stacks: $(cat "$tmp/run.err")"
+[[ $(frees_with_stack "$tmp/runfree") == "$frees" ]] || fail "vramtrace run --free-stacks: frees without stacks"
+echo "frees unwound only with VRAMTRACE_FREE_STACKS=1 or run --free-stacks ($frees frees, $extra more unwinds): ok"
