@@ -29,6 +29,7 @@
 #include "log_reader.h"
 #include "run_relay.h" /* oomdiff: the job's stderr through the launcher */
 #include "sidecar.h"   /* names resolved on this host, so the trace reads the same elsewhere */
+#include "vramtrace/size_text.h"
 
 struct run_job {
 	/* options */
@@ -75,49 +76,6 @@ static int valid_count(const char *s)
 	return *s && !*end && !errno && v <= VT_MAX_FRAMES; /* what capture can store */
 }
 
-/* SIZE: bytes with an optional K/M/G/T suffix (powers of 1024). */
-static int parse_size(const char *s, uint64_t *bytes)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (!*s || end == s || errno || *s == '-')
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case 0:
-		break;
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		return -1;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*bytes = (uint64_t)v << shift;
-	return 0;
-}
-
 static int parse_options(struct run_job *job, int argc, char **argv)
 {
 	int i = 1;
@@ -155,7 +113,7 @@ static int parse_options(struct run_job *job, int argc, char **argv)
 				}
 				job->stack_depth = v;
 			} else {
-				if (parse_size(v, &bytes)) {
+				if (vt_parse_size(v, &bytes)) {
 					fprintf(stderr,
 					        "vramtrace run: --max-size wants a size like 512M, "
 					        "got '%s'\n",

@@ -33,6 +33,7 @@
 
 #include "log_file.h"
 #include "vramtrace/event_packed.h"
+#include "vramtrace/size_text.h"
 
 #define VT_VIRTUAL_RESERVE (64ull << 30) /* address space, not memory */
 #define VT_MIN_CHUNK_SIZE (8u * 1024u)
@@ -120,56 +121,20 @@ static void count_drop(void)
 
 /* ---- configuration ------------------------------------------------------ */
 
-/* "123", "64K", "512M", "2G", "1GiB": binary multiples; 0 when invalid. */
-static uint64_t parse_size(const char *text)
+/* 0 when unset or not a size: the launcher refuses bad sizes, the shim
+ * never fails. */
+static uint64_t size_from_env(const char *name)
 {
-	if (!text || !*text)
-		return 0;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (errno || end == text)
-		return 0;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (shift && *end == 'i')
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return 0;
-	return (uint64_t)v << shift;
+	uint64_t v;
+	return vt_parse_size(getenv(name), &v) == 0 ? v : 0;
 }
 
 void vt_log_config_from_env(struct vt_log_config *cfg)
 {
 	const char *dir = getenv("VRAMTRACE_DIR");
 	cfg->dir = dir && *dir ? dir : ".";
-	cfg->max_size = parse_size(getenv("VRAMTRACE_MAX_SIZE"));
-	cfg->chunk_size = (uint32_t)parse_size(getenv("VRAMTRACE_CHUNK_SIZE"));
+	cfg->max_size = size_from_env("VRAMTRACE_MAX_SIZE");
+	cfg->chunk_size = (uint32_t)size_from_env("VRAMTRACE_CHUNK_SIZE");
 	const char *depth = getenv("VRAMTRACE_STACK_DEPTH");
 	cfg->stack_depth = depth && *depth ? (uint32_t)strtoul(depth, NULL, 10) : 128u;
 	const char *free_stacks = getenv("VRAMTRACE_FREE_STACKS");
