@@ -38,8 +38,8 @@ enum {
 	AUX_COUNT
 };
 static const char *const aux_names[AUX_COUNT] = {
-	"cuCtxGetCurrent",     "cuCtxGetDevice",	"cuDeviceGetName",
-	"cuDeviceTotalMem_v2", "cuPointerGetAttribute", "cuMemGetAddressRange_v2",
+    "cuCtxGetCurrent",     "cuCtxGetDevice",        "cuDeviceGetName",
+    "cuDeviceTotalMem_v2", "cuPointerGetAttribute", "cuMemGetAddressRange_v2",
 };
 static _Atomic(void *) aux_fn[AUX_COUNT];
 
@@ -116,20 +116,22 @@ static void record_device(uint8_t device)
 	vt_log_commit(rec, VT_REC_DEVICE, size);
 }
 
-static atomic_uchar device_seen[VT_DEVICE_UNKNOWN];
+/* 256 slots, [VT_DEVICE_UNKNOWN] set from the start (never announced), so
+ * the inline check needs no range test */
+unsigned char vt_device_seen[256] = {[VT_DEVICE_UNKNOWN] = 1};
 
 void vt_record_forget_devices(void)
 {
 	for (unsigned i = 0; i < VT_DEVICE_UNKNOWN; i++)
-		atomic_store_explicit(&device_seen[i], 0, memory_order_relaxed);
+		__atomic_store_n(&vt_device_seen[i], 0, __ATOMIC_RELAXED);
 }
 
 /* The first event on a device is preceded by what the device is and how
  * full it was before the job touched it. */
-void vt_note_device(uint8_t device)
+void vt_note_device_first(uint8_t device)
 {
-	if (device == VT_DEVICE_UNKNOWN || atomic_load_explicit(&device_seen[device], memory_order_relaxed) ||
-	    atomic_exchange(&device_seen[device], 1))
+	if (device == VT_DEVICE_UNKNOWN ||
+	    __atomic_exchange_n(&vt_device_seen[device], 1, __ATOMIC_ACQ_REL))
 		return;
 	record_device(device);
 	vt_record_meminfo_now(device, VT_MEMINFO_FIRST_USE);
@@ -141,10 +143,11 @@ int vt_memory_type_of(uint64_t addr)
 {
 	pointer_attr_fn attr = (pointer_attr_fn)aux(AUX_POINTER_ATTR);
 	unsigned int type = 0;
-	if (!attr || attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)addr) != CUDA_SUCCESS)
+	if (!attr ||
+	    attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)addr) != CUDA_SUCCESS)
 		return CU_MEMORYTYPE_HOST;
 	return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED ? CU_MEMORYTYPE_DEVICE
-									    : CU_MEMORYTYPE_HOST;
+	                                                                     : CU_MEMORYTYPE_HOST;
 }
 
 /* An IPC import does not say how big it is: the driver knows. */

@@ -7,8 +7,15 @@
 /* Device of the calling thread's current context (VT_DEVICE_UNKNOWN if
  * none). */
 uint8_t vt_current_device(void);
-/* The first time a device is seen: its DEVICE record and FIRST_USE meminfo. */
-void vt_note_device(uint8_t device);
+/* The first time a device is seen: its DEVICE record and FIRST_USE meminfo
+ * (inline: after that, one relaxed load per event). */
+extern unsigned char vt_device_seen[];
+void vt_note_device_first(uint8_t device);
+static inline void vt_note_device(uint8_t device)
+{
+	if (!__atomic_load_n(&vt_device_seen[device], __ATOMIC_RELAXED))
+		vt_note_device_first(device);
+}
 /* VT_REC_MEMINFO with the real cuMemGetInfo, now. */
 void vt_record_meminfo_now(uint8_t device, uint8_t reason);
 /* After fork: the child's log must state the device facts again. */

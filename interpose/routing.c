@@ -17,10 +17,8 @@
 #include "shim.h"
 
 #define VT_PER_THREAD_FLAG 2u /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
-#define VT_ABSENT ((void *)1) /* the driver lacks this entry point */
-
 static _Atomic(void *) driver_handle;
-static _Atomic(void *) real_fn[VT_ROUTE_COUNT];
+_Atomic(void *) vt_real_fn[VT_ROUTE_COUNT];
 
 void *vt_driver(void)
 {
@@ -54,15 +52,15 @@ void *vt_driver_symbol(const char *name)
 	return p;
 }
 
-void *vt_hook_real(int index)
+void *vt_hook_real_slow(int index)
 {
-	void *p = atomic_load_explicit(&real_fn[index], memory_order_acquire);
+	void *p = atomic_load_explicit(&vt_real_fn[index], memory_order_acquire);
 	if (p)
 		return p == VT_ABSENT ? NULL : p;
 	if (!vt_driver())
 		return NULL; /* no driver yet: try again next time */
 	p = vt_driver_symbol(vt_routes[index].name);
-	atomic_store_explicit(&real_fn[index], p ? p : VT_ABSENT, memory_order_release);
+	atomic_store_explicit(&vt_real_fn[index], p ? p : VT_ABSENT, memory_order_release);
 	return p;
 }
 

@@ -13,10 +13,23 @@
  * constructor has run: every entry point calls it. */
 void vt_shim_config_load(void);
 /* VRAMTRACE_DISABLE=1: pure pass-through, nothing recorded or routed. */
-int vt_shim_disabled(void);
+int vt_shim_disabled_slow(void);
+extern int vt_shim_config_state; /* 0 not read yet, 1 enabled, 2 disabled */
+static inline int vt_shim_disabled(void)
+{
+	int s = __atomic_load_n(&vt_shim_config_state, __ATOMIC_ACQUIRE);
+	return __builtin_expect(s != 0, 1) ? s == 2 : vt_shim_disabled_slow();
+}
 /* Create the log on first use (lazy; the constructor never does). Returns 1
- * when records can be written. */
-int vt_shim_log_ready(void);
+ * when records can be written. Inline: one load once the log is there. */
+int vt_shim_log_ready_slow(void);
+extern int vt_shim_log_is_ready;
+static inline int vt_shim_log_ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&vt_shim_log_is_ready, __ATOMIC_ACQUIRE), 1))
+		return 1;
+	return vt_shim_log_ready_slow();
+}
 /* A fork child (not exec'd since) of the process the shim started in. The
  * shim never calls the driver on its own there: a driver lock held by
  * another thread of the parent at fork time stays locked in the child. */
@@ -77,8 +90,18 @@ void *vt_next_symbol(const char *name);
 /* libcuda's handle, opened RTLD_NOLOAD|RTLD_NODELETE when first needed; NULL
  * while no driver is loaded. */
 void *vt_driver(void);
-/* The driver's own function for route index i (NULL if absent). */
-void *vt_hook_real(int index);
+/* The driver's own function for route index i (NULL if absent): one load
+ * once resolved (inline: every wrapper asks first). */
+#define VT_ABSENT ((void *)1) /* the driver lacks this entry point */
+extern _Atomic(void *) vt_real_fn[];
+void *vt_hook_real_slow(int index);
+static inline void *vt_hook_real(int index)
+{
+	void *p = __atomic_load_n((void *const *)&vt_real_fn[index], __ATOMIC_ACQUIRE);
+	if (__builtin_expect(p != NULL && p != VT_ABSENT, 1))
+		return p;
+	return vt_hook_real_slow(index);
+}
 /* A driver function the shim calls for itself (not hooked): by name. */
 void *vt_driver_symbol(const char *name);
 

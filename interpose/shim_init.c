@@ -25,7 +25,8 @@
 
 __thread int vt_guard __attribute__((tls_model("initial-exec")));
 
-static atomic_int config_loaded;
+int vt_shim_config_state;
+int vt_shim_log_is_ready; /* log_state reached LOG_READY, enabled */
 static int disabled;
 
 static int env_true(const char *name)
@@ -36,13 +37,13 @@ static int env_true(const char *name)
 
 void vt_shim_config_load(void)
 {
-	if (atomic_load_explicit(&config_loaded, memory_order_acquire))
+	if (__atomic_load_n(&vt_shim_config_state, __ATOMIC_ACQUIRE))
 		return;
 	disabled = env_true("VRAMTRACE_DISABLE");
-	atomic_store_explicit(&config_loaded, 1, memory_order_release);
+	__atomic_store_n(&vt_shim_config_state, disabled ? 2 : 1, __ATOMIC_RELEASE);
 }
 
-int vt_shim_disabled(void)
+int vt_shim_disabled_slow(void)
 {
 	vt_shim_config_load();
 	return disabled;
@@ -94,13 +95,15 @@ static void on_exit_handler(int status, void *arg)
 enum { LOG_NONE, LOG_OPENING, LOG_READY };
 static atomic_int log_state;
 
-int vt_shim_log_ready(void)
+int vt_shim_log_ready_slow(void)
 {
 	if (vt_shim_disabled())
 		return 0;
 	int s = atomic_load_explicit(&log_state, memory_order_acquire);
-	if (s == LOG_READY)
+	if (s == LOG_READY) {
+		__atomic_store_n(&vt_shim_log_is_ready, 1, __ATOMIC_RELEASE);
 		return 1;
+	}
 	int expected = LOG_NONE;
 	if (atomic_compare_exchange_strong(&log_state, &expected, LOG_OPENING)) {
 		struct vt_log_config cfg;

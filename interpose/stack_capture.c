@@ -190,6 +190,11 @@ static uint32_t write_stack_record(const uint64_t *key, unsigned depth, unsigned
 	rec->py_depth = (uint16_t)py_depth;
 	rec->hash = hash;
 	memcpy(rec->frames, key + 1, words * sizeof(uint64_t));
+	/* return addresses minus one: the call instruction, not the next line.
+	 * Done here, once per new stack: the table is keyed by the raw return
+	 * addresses, so a stack seen before costs no pass over its frames. */
+	for (unsigned i = 0; i < depth; i++)
+		rec->frames[i] -= 1;
 	vt_log_commit(rec, VT_REC_STACK, size);
 	return id;
 }
@@ -214,11 +219,7 @@ static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsi
 	/* the key (depth word, then the kept frames) is buf[start..]: no frame
 	 * moves, the word before the first kept frame (buf[0] or a dropped
 	 * frame) becomes the depth */
-	uint64_t *key = buf + start;
-	/* return addresses minus one: the call instruction, not the next line
-	 * (in place, no overlap: the compiler vectorises it) */
-	for (unsigned i = 1; i <= kept; i++)
-		key[i] -= 1;
+	uint64_t *key = buf + start; /* raw return addresses: see write_stack_record */
 	/* Python frames (issue 8, pyframes.h): 2 words each after the native
 	 * frames, bound to their eval-loop native frame; part of the key.
 	 * They overwrite unwound frames past `kept` (not kept) and the room
