@@ -35,6 +35,7 @@ struct vt_chunk_ref {
 	uint64_t thread_seq;
 	uint64_t first_seq, first_t_ns; /* bases of its packed events */
 	uint32_t tid;
+	uint8_t clean; /* every record passed its check at open: none is re-checked */
 };
 
 /* One thread's chain of chunks: chunks[first .. first + count). */
@@ -146,8 +147,9 @@ static inline int plain_event(uint32_t type, uint32_t size)
 
 /* Walk a chunk's records once: warn about damage, return where valid data
  * ends. A zero word ends the data (never written); a cut file ends it too. */
-static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
+static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, uint8_t *clean)
 {
+	*clean = 1;
 	uint64_t nominal_end = off + log->hdr.chunk_size;
 	uint64_t pos = off + sizeof(struct vt_chunk_header);
 	while (pos + 4 <= file_end && pos + 4 <= nominal_end) {
@@ -166,6 +168,8 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
 		const char *problem =
 		    plain_event(type, size) ? NULL : vt_record_problem(log->map + pos, type, size);
+		if (problem)
+			*clean = 0;
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
@@ -263,7 +267,7 @@ static int index_chunks(struct vt_log *log, int fd)
 		c->thread_seq = ch->thread_seq;
 		c->first_seq = ch->first_seq;
 		c->first_t_ns = ch->first_t_ns;
-		c->data_end = scan_chunk(log, off, file_end);
+		c->data_end = scan_chunk(log, off, file_end, &c->clean);
 	}
 	return build_streams(log);
 }
@@ -382,7 +386,8 @@ struct cursor {
 	uint64_t pos;
 	uint32_t kci;
 	uint64_t kpos;
-	uint64_t key; /* UINT64_MAX: no keyed record left */
+	uint64_t key;        /* UINT64_MAX: no keyed record left */
+	struct vt_event kev; /* the keyed record expanded, when it is packed */
 };
 
 /* Move (ci, pos) onto the next record worth delivering; NULL at stream end. */
@@ -395,7 +400,8 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 			const uint8_t *p = log->map + *pos;
 			uint32_t word = load_word(p);
 			uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
-			if (plain_event(type, size) || vt_record_problem(p, type, size) == NULL)
+			if (c->clean || plain_event(type, size) ||
+			    vt_record_problem(p, type, size) == NULL)
 				return p;
 			*pos += size; /* unknown or invalid (warned at open): skip */
 		}
@@ -405,15 +411,24 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 	return NULL;
 }
 
-/* The seq of a record that has one (vt_record_has_seq), checked before. */
-static uint64_t record_seq(const struct vt_log *log, uint32_t ci, const uint8_t *p)
+/* The one place that knows the packed event: its vt_event, relative to the
+ * bases of the chunk holding it (checked before: it decodes). */
+static void expand_packed(const struct vt_log *log, uint32_t ci, const uint8_t *p,
+                          struct vt_event *ev)
+{
+	const struct vt_chunk_ref *c = &log->chunks[ci];
+	vt_packed_decode(p, VT_HDR_SIZE(load_word(p)), c->first_seq, c->first_t_ns, ev);
+}
+
+/* The seq of a record that has one (vt_record_has_seq). A packed record is
+ * expanded into ev here, once, and delivered from it. */
+static uint64_t record_seq(const struct vt_log *log, uint32_t ci, const uint8_t *p,
+                           struct vt_event *ev)
 {
 	uint64_t seq;
 	if (VT_HDR_TYPE(load_word(p)) == VT_REC_PACKED) {
-		const struct vt_chunk_ref *c = &log->chunks[ci];
-		struct vt_event ev;
-		vt_packed_decode(p, VT_HDR_SIZE(load_word(p)), c->first_seq, c->first_t_ns, &ev);
-		return ev.seq;
+		expand_packed(log, ci, p, ev);
+		return ev->seq;
 	}
 	memcpy(&seq, p + 8, sizeof seq);
 	return seq;
@@ -429,7 +444,7 @@ static void find_key(const struct vt_log *log, struct cursor *c)
 		if (vt_record_has_seq(type)) {
 			c->kci = ci;
 			c->kpos = pos;
-			c->key = record_seq(log, ci, p);
+			c->key = record_seq(log, ci, p, &c->kev);
 			return;
 		}
 		pos += VT_HDR_SIZE(load_word(p));
@@ -459,7 +474,9 @@ static void expand_free_short(const uint8_t *p, struct vt_event *ev)
 	};
 }
 
-static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_record_fn fn, void *ctx)
+/* decoded: the record already expanded (a packed keyed record), or NULL. */
+static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos,
+                   const struct vt_event *decoded, vt_record_fn fn, void *ctx)
 {
 	const uint8_t *p = log->map + pos;
 	uint32_t word = load_word(p);
@@ -477,12 +494,13 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_recor
 		v.size = sizeof expanded;
 		v.data = &expanded;
 	} else if (v.type == VT_REC_PACKED) {
-		const struct vt_chunk_ref *c = &log->chunks[ci];
-		vt_packed_decode(p, v.size, c->first_seq, c->first_t_ns,
-		                 &expanded); /* checked before */
-		v.type = VT_HDR_TYPE(expanded.hdr);
-		v.size = sizeof expanded;
-		v.data = &expanded;
+		if (!decoded) {
+			expand_packed(log, ci, p, &expanded);
+			decoded = &expanded;
+		}
+		v.type = VT_HDR_TYPE(decoded->hdr);
+		v.size = sizeof *decoded;
+		v.data = decoded;
 	}
 	return fn(&v, ctx);
 }
@@ -517,7 +535,7 @@ static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn
 			done = c->ci;
 		}
 		int last = c->ci == c->kci && c->pos == c->kpos;
-		int rc = deliver(log, c->ci, c->pos, fn, ctx);
+		int rc = deliver(log, c->ci, c->pos, last ? &c->kev : NULL, fn, ctx);
 		c->pos += VT_HDR_SIZE(load_word(p));
 		if (rc)
 			return rc;
@@ -537,7 +555,7 @@ static int drain_all(const struct vt_log *log, struct cursor *c, vt_record_fn fn
 			release_chunks(log, done, c->ci);
 			done = c->ci;
 		}
-		int rc = deliver(log, c->ci, c->pos, fn, ctx);
+		int rc = deliver(log, c->ci, c->pos, NULL, fn, ctx);
 		c->pos += VT_HDR_SIZE(load_word(p));
 		if (rc)
 			return rc;
