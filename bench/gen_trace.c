@@ -6,7 +6,8 @@
  *   gen_trace DIR EVENTS [LAYERS]       (built with -DVT_GEN_TRACE_MAIN)
  *
  * Used by the analyzer benchmark (bench_analyzer.c) with >= 10 million
- * events; deterministic, so the same arguments give the same bytes. */
+ * events; deterministic, so the same arguments give the same bytes. Events
+ * are packed (vramtrace/event_packed.h), as the shim writes them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "gen_trace.h"
+#include "vramtrace/event_packed.h"
 #include "vramtrace/format.h"
 
 #define CHUNK (1u << 20)
@@ -23,9 +25,10 @@
 
 struct gen {
 	FILE *f;
-	unsigned char *chunk;    /* the chunk being filled */
-	uint32_t used;           /* bytes used in it */
+	unsigned char *chunk; /* the chunk being filled */
+	uint32_t used;        /* bytes used in it */
 	uint64_t chunk_index;
+	uint64_t first_seq, first_t_ns; /* the chunk's bases */
 	uint64_t seq, t_ns, events;
 	uint64_t next_addr;
 };
@@ -54,7 +57,8 @@ static void *reserve(struct gen *g, uint32_t size)
 		ch->magic = VT_CHUNK_MAGIC;
 		ch->tid = PID;
 		ch->thread_seq = g->chunk_index;
-		ch->first_seq = g->seq + 1;
+		ch->first_seq = g->first_seq = g->seq + 1;
+		ch->first_t_ns = g->first_t_ns = g->t_ns;
 		g->used = sizeof *ch;
 	}
 	void *p = g->chunk + g->used;
@@ -66,18 +70,23 @@ static void *reserve(struct gen *g, uint32_t size)
 static void event(struct gen *g, uint32_t type, uint64_t addr, uint64_t bytes, uint64_t aux,
                   uint8_t kind, uint8_t api, uint32_t stack)
 {
-	struct vt_event *ev = reserve(g, sizeof *ev);
-	ev->stack_id = stack;
-	ev->seq = ++g->seq;
 	g->t_ns += 150;
-	ev->t_ns = g->t_ns;
-	ev->addr = addr;
-	ev->bytes = bytes;
-	ev->aux = aux;
-	ev->api = api;
-	ev->device = 0;
-	ev->kind = kind;
-	ev->hdr = VT_HDR(type, sizeof *ev);
+	struct vt_event ev = {.stack_id = stack,
+	                      .seq = ++g->seq,
+	                      .t_ns = g->t_ns,
+	                      .addr = addr,
+	                      .bytes = bytes,
+	                      .aux = aux,
+	                      .api = api,
+	                      .kind = kind};
+	/* the bases are the chunk's: make sure the record lands in this one */
+	if (g->used && g->used + VT_PACKED_MAX_SIZE + 8 > CHUNK)
+		flush_chunk(g);
+	uint8_t *p = reserve(g, VT_PACKED_MAX_SIZE);
+	uint32_t size = vt_packed_encode(p, type, &ev, g->first_seq, g->first_t_ns);
+	g->used -= VT_PACKED_MAX_SIZE - size; /* the rest stays zero */
+	uint32_t hdr = VT_HDR(VT_REC_PACKED, size);
+	memcpy(p, &hdr, sizeof hdr);
 	g->events++;
 }
 
