@@ -14,9 +14,9 @@
  * model's 152-byte records (a classifier over millions of allocations is
  * bound by memory traffic, not by instructions). */
 struct facts {
-	struct key_count *key;  /* its (size, device) recurrence counter */
+	struct key_count *key; /* its (size, device) recurrence counter */
 	uint64_t bytes;
-	int32_t born, died;     /* step of the allocation and of its free */
+	int32_t born, died; /* step of the allocation and of its free */
 	uint8_t device, charged, freed;
 	uint8_t recurring, host_filled, decided, twin_size;
 };
@@ -41,15 +41,15 @@ struct size_count {
 	uint64_t bytes;
 	uint32_t recurring, steps_seen, long_lived, weights;
 	int last_step;
-	uint32_t in_step;       /* recurring allocations of this size in last_step */
+	uint32_t in_step; /* recurring allocations of this size in last_step */
 	struct {
 		uint32_t count, steps;
-	} hist[PER_STEP_HIST];  /* how many steps made `count` of them */
-	uint8_t gradient_size;   /* recurring allocations of this size are gradients */
+	} hist[PER_STEP_HIST];         /* how many steps made `count` of them */
+	uint8_t gradient_size;         /* recurring allocations of this size are gradients */
 	uint32_t ll_before, ll_during; /* long-lived ones made before / during training */
-	uint32_t grads_per_step; /* of the recurring ones each step, the last this many
-	                            are gradients (the rest: activations of that size) */
-	int cur_step;            /* recurring_ones: the step being walked */
+	uint32_t grads_per_step;       /* of the recurring ones each step, the last this many
+	                                  are gradients (the rest: activations of that size) */
+	int cur_step;                  /* recurring_ones: the step being walked */
 	uint32_t idx_in_step;
 	UT_hash_handle hh;
 };
@@ -58,15 +58,63 @@ struct ctx {
 	struct vt_model *m;
 	struct vt_proc *p;
 	uint32_t proc;
-	struct facts *f;        /* indexed by alloc - p->alloc_begin */
-	uint64_t span_ns;       /* first to last event of the process */
+	struct facts *f;  /* indexed by alloc - p->alloc_begin */
+	uint64_t span_ns; /* first to last event of the process */
 };
 
-static void set_cat(struct vt_alloc *a, struct facts *f, int cat, int confidence, const char *why)
+enum reason {
+	R_UNCLASSIFIED, /* VT_REASON_UNCLASSIFIED */
+	R_NOT_DEVICE,
+	R_POOL,
+	R_FLAT_BUCKET,
+	R_TWIN,
+	R_OPTIMIZER,
+	R_DATASET,
+	R_EARLY_WEIGHTS,
+	R_LONG_UNKNOWN,
+	R_PREFETCH,
+	R_FORWARD,
+	R_GRADIENTS,
+	R_ACTIVATIONS,
+	R_UNFINISHED,
+	R_COUNT
+};
+_Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
+               "model.c marks new allocations unclassified");
+
+/* Every reason a verdict gives, by index: an allocation record keeps a
+ * byte instead of an 8-byte pointer (model.h). */
+static const char *const reason_text[R_COUNT] = {
+    [R_UNCLASSIFIED] = "not classified",
+    [R_NOT_DEVICE] = "not device memory",
+    [R_POOL] = "allocator region: copies land inside it at several offsets, or it holds "
+               "half the device for the whole run",
+    [R_FLAT_BUCKET] = "long-lived; with its neighbours it adds up to the flat gradient "
+                      "bucket made every step",
+    [R_TWIN] = "long-lived; a gradient of the same size is made every step",
+    [R_OPTIMIZER] = "long-lived, the size of a weight and made after it (optimizer slot)",
+    [R_DATASET] = "filled from the host, long-lived, no per-step twin: data, not weights",
+    [R_EARLY_WEIGHTS] = "long-lived, made before the first step; no gradient twin seen",
+    [R_LONG_UNKNOWN] = "long-lived, made during training, matches no weight",
+    [R_PREFETCH] = "filled from the host every step: a batch buffer",
+    [R_FORWARD] = "made every step before the gradients of its size (forward pass)",
+    [R_GRADIENTS] = "made every step, the size of the weights (or of all of them: a flat "
+                    "bucket)",
+    [R_ACTIVATIONS] = "made and freed every step, matches no weight",
+    [R_UNFINISHED] = "made in the step the job stopped in: the category of its twins from earlier "
+                     "steps (same site, size and device)",
+};
+
+const char *vt_alloc_reason(const struct vt_alloc *a)
+{
+	return a->reason < R_COUNT ? reason_text[a->reason] : reason_text[R_UNCLASSIFIED];
+}
+
+static void set_cat(struct vt_alloc *a, struct facts *f, int cat, int confidence, enum reason why)
 {
 	a->category = (uint8_t)cat;
 	a->confidence = (uint8_t)confidence;
-	a->reason = why;
+	a->reason = (uint8_t)why;
 	f->decided = 1;
 }
 
@@ -96,22 +144,20 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	const struct vt_alloc *a = &c->m->allocs[idx];
 	uint32_t n = 0;
 	const struct vt_copy_range *r =
-		a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, idx, &n) : NULL;
+	    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, idx, &n) : NULL;
 	if (n >= 2 && !one_contiguous_upload(r, n, a->bytes))
 		return 1;
 	uint64_t total = vt_model_device_total(c->m, a->device);
 	/* a preallocated arena (XLA's 75 %): half a device, held start to end */
 	return total && a->bytes * 2 >= total && lifetime(c->m, a) * 10 >= c->span_ns * 9 &&
-	       a->h2d_bytes < a->bytes / 2;
+	       vt_model_copies(c->m, a)->h2d_bytes < a->bytes / 2;
 }
 
 static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct facts *f)
 {
 	if (!f->charged || !looks_like_pool(c, i))
 		return;
-	set_cat(a, f, VT_CAT_POOL, 80,
-	        "allocator region: copies land inside it at several offsets, or it holds "
-	        "half the device for the whole run");
+	set_cat(a, f, VT_CAT_POOL, 80, R_POOL);
 	c->p->pool_mode = 1;
 }
 
@@ -141,8 +187,10 @@ static void count_keys(struct ctx *c, struct key_count **keys)
 	struct key_count *last = NULL; /* runs of one size are common */
 	for (uint32_t i = 0; i < n; i++) {
 		struct facts *f = &c->f[i];
-		struct key_count *k = last && last->key.bytes == f->bytes && last->key.device == f->device
-		                          ? last : key_of(keys, f->bytes, f->device, 1);
+		struct key_count *k =
+		    last && last->key.bytes == f->bytes && last->key.device == f->device
+		        ? last
+		        : key_of(keys, f->bytes, f->device, 1);
 		last = k;
 		f->key = k;
 		k->count++;
@@ -184,7 +232,8 @@ static void mark_recurring(struct ctx *c)
 		k = f->key;
 		f->recurring = k && recurs(c, k, i, f);
 	}
-	HASH_ITER(hh, keys, k, tmp) {
+	HASH_ITER(hh, keys, k, tmp)
+	{
 		HASH_DEL(keys, k);
 		free(k);
 	}
@@ -219,7 +268,8 @@ static struct size_count *size_find(struct size_count *sizes, uint64_t bytes)
 static void free_sizes(struct size_count **sizes)
 {
 	struct size_count *s, *tmp;
-	HASH_ITER(hh, *sizes, s, tmp) {
+	HASH_ITER(hh, *sizes, s, tmp)
+	{
 		HASH_DEL(*sizes, s);
 		free(s);
 	}
@@ -271,7 +321,8 @@ static uint32_t long_lived(const struct ctx *c, int dev, uint32_t *out)
 static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	struct size_count *s, *tmp;
-	HASH_ITER(hh, sizes, s, tmp) {
+	HASH_ITER(hh, sizes, s, tmp)
+	{
 		if (!s->recurring || s->long_lived)
 			continue;
 		uint64_t sum = 0;
@@ -285,8 +336,7 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 			for (uint32_t i = lo; i <= hi; i++) {
 				struct vt_alloc *a = &c->m->allocs[ll[i]];
 				set_cat(a, &c->f[ll[i] - c->p->alloc_begin], VT_CAT_WEIGHTS, 85,
-				        "long-lived; with its neighbours it adds up to the flat gradient "
-				        "bucket made every step");
+				        R_FLAT_BUCKET);
 				size_find(sizes, a->bytes)->weights++;
 			}
 			s->gradient_size = 1;
@@ -355,8 +405,7 @@ static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 		if (s->weights < weights_of_size(s)) {
 			s->weights++;
 			s->grads_per_step = s->weights;
-			set_cat(a, f, VT_CAT_WEIGHTS, 90,
-			        "long-lived; a gradient of the same size is made every step");
+			set_cat(a, f, VT_CAT_WEIGHTS, 90, R_TWIN);
 		}
 	}
 }
@@ -374,17 +423,13 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			continue;
 		struct size_count *s = size_find(sizes, a->bytes);
 		if (s->weights > 0 && !f->host_filled)
-			set_cat(a, f, VT_CAT_OPTIMIZER, 85,
-			        "long-lived, the size of a weight and made after it (optimizer slot)");
+			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
 		else if (f->host_filled)
-			set_cat(a, f, VT_CAT_DATASET, 85,
-			        "filled from the host, long-lived, no per-step twin: data, not weights");
+			set_cat(a, f, VT_CAT_DATASET, 85, R_DATASET);
 		else if (a->t_alloc < first_step)
-			set_cat(a, f, VT_CAT_WEIGHTS, 50,
-			        "long-lived, made before the first step; no gradient twin seen");
+			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
 		else
-			set_cat(a, f, VT_CAT_UNKNOWN, 30,
-			        "long-lived, made during training, matches no weight");
+			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
 	}
 }
 
@@ -410,18 +455,13 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct size_count *s = size_find(sizes, f->bytes);
 		if (f->host_filled)
-			set_cat(a, f, VT_CAT_PREFETCH, 85,
-			        "filled from the host every step: a batch buffer");
+			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);
 		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
-			set_cat(a, f, VT_CAT_ACTIVATIONS, 60,
-			        "made every step before the gradients of its size (forward pass)");
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 60, R_FORWARD);
 		else if (s && s->gradient_size)
-			set_cat(a, f, VT_CAT_GRADIENTS, 85,
-			        "made every step, the size of the weights (or of all of them: a flat "
-			        "bucket)");
+			set_cat(a, f, VT_CAT_GRADIENTS, 85, R_GRADIENTS);
 		else
-			set_cat(a, f, VT_CAT_ACTIVATIONS, 75,
-			        "made and freed every step, matches no weight");
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 75, R_ACTIVATIONS);
 	}
 }
 
@@ -479,14 +519,15 @@ static void gather(struct ctx *c, int *devs)
 		struct facts *f = &c->f[i - p->alloc_begin];
 		a->category = VT_CAT_UNKNOWN;
 		a->confidence = 0;
-		a->reason = "not device memory";
+		a->reason = R_NOT_DEVICE;
 		if (a->device != VT_DEVICE_UNKNOWN)
 			devs[a->device] = 1;
 		f->bytes = a->bytes;
 		f->device = a->device;
 		f->charged = (a->flags & VT_AF_CHARGED) != 0;
 		f->freed = a->t_free != VT_T_NEVER;
-		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
+		uint64_t h2d = vt_model_copies(c->m, a)->h2d_bytes;
+		f->host_filled = h2d > 0 && h2d * 2 >= a->bytes;
 		f->born = step_cursor(p, &cur, a->t_alloc);
 		f->died = f->freed ? step_from(p, f->born, a->t_free) : (int)p->nsteps;
 		classify_pool(c, i, a, f);
@@ -573,16 +614,16 @@ static void unfinished_step(struct ctx *c)
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (!(a->flags & VT_AF_CHARGED) || !unfinished(c, a, f) || a->category == VT_CAT_POOL)
+		if (!(a->flags & VT_AF_CHARGED) || !unfinished(c, a, f) ||
+		    a->category == VT_CAT_POOL)
 			continue;
 		int cat = twins_category(twin_of(&twins, a, 0));
 		if (cat < 0 || cat == a->category || cat == VT_CAT_POOL)
 			continue;
-		set_cat(a, f, cat, 70,
-		        "made in the step the job stopped in: the category of its twins from earlier "
-		        "steps (same site, size and device)");
+		set_cat(a, f, cat, 70, R_UNFINISHED);
 	}
-	HASH_ITER(hh, twins, k, tmp) {
+	HASH_ITER(hh, twins, k, tmp)
+	{
 		HASH_DEL(twins, k);
 		free(k);
 	}

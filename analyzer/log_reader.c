@@ -142,6 +142,21 @@ static inline int plain_event(uint32_t type, uint32_t size)
 	return size == sizeof(struct vt_event) && type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM;
 }
 
+/* Drop the whole pages of [lo, hi) from this process: the mapping is a
+ * shared file mapping, so the data stays in the page cache and a later touch
+ * faults it back. A big trace then costs the analyzer the model's memory,
+ * not the file's size too. */
+static void release_span(const struct vt_log *log, uint64_t lo, uint64_t hi)
+{
+	static long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	lo = (lo + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
+	hi = hi / (uint64_t)page * (uint64_t)page;
+	if (hi > lo)
+		madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
+}
+
 /* Walk a chunk's records once: warn about damage, return where valid data
  * ends. A zero word ends the data (never written); a cut file ends it too. */
 static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
@@ -260,6 +275,9 @@ static int index_chunks(struct vt_log *log, int fd)
 		c->tid = ch->tid;
 		c->thread_seq = ch->thread_seq;
 		c->data_end = scan_chunk(log, off, file_end);
+		/* the index is made before any record is delivered: without this
+		 * the whole file would be resident at once (RSS = the log size) */
+		release_span(log, off, c->data_end);
 	}
 	return build_streams(log);
 }
@@ -463,21 +481,11 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos, vt_recor
 }
 
 /* Chunks [from, to) were delivered: drop their pages from this process
- * (the mapping is a shared file mapping, so the data stays in the page
- * cache and a later touch faults it back). A big trace then costs the
- * analyzer the model's memory, not the file's size too. */
+ * (see release_span). */
 static void release_chunks(const struct vt_log *log, uint32_t from, uint32_t to)
 {
-	static long page;
-	if (!page)
-		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-	for (uint32_t i = from; i < to; i++) {
-		uint64_t lo =
-		    (log->chunks[i].off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
-		uint64_t hi = log->chunks[i].data_end / (uint64_t)page * (uint64_t)page;
-		if (hi > lo)
-			madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
-	}
+	for (uint32_t i = from; i < to; i++)
+		release_span(log, log->chunks[i].off, log->chunks[i].data_end);
 }
 
 /* Deliver the stream's records up to and including its keyed record (or to
