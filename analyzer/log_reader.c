@@ -51,6 +51,7 @@ struct vt_log {
 	struct vt_stream *streams;
 	uint32_t nstreams;
 	unsigned warnings;
+	uint64_t types_seen; /* bit t: the index met a record of type t (t < 64) */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -182,6 +183,8 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end)
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
+		if (type < 64)
+			log->types_seen |= 1ull << type;
 		pos += size;
 	}
 	return pos;
@@ -378,6 +381,11 @@ const char *vt_log_path(const struct vt_log *log)
 unsigned vt_log_warnings(const struct vt_log *log)
 {
 	return log->warnings;
+}
+
+int vt_log_may_hold(const struct vt_log *log, uint32_t type)
+{
+	return type >= 64 || (log->types_seen >> type & 1);
 }
 
 uint32_t vt_log_stored_size(const struct vt_log *log, const struct vt_record_view *rec)
