@@ -10,16 +10,18 @@
 #include "steps.h"
 
 /* Per-allocation facts the rules read, gathered in one pass: the rules'
- * many passes then walk these 32 bytes an allocation instead of the
- * model's 152-byte records (a classifier over millions of allocations is
- * bound by memory traffic, not by instructions). */
+ * many passes then walk these 16 bytes an allocation instead of the
+ * model's 64-byte records (a classifier over millions of allocations is
+ * bound by memory traffic, not by instructions), and the array, the
+ * classifier's peak memory, is a quarter of the model's. The size is the
+ * key's: a job has few distinct (size, device) pairs. */
 struct facts {
-	struct key_count *key; /* its (size, device) recurrence counter */
-	uint64_t bytes;
+	uint32_t key;       /* its (size, device) counter: ctx.keys[key] */
 	int32_t born, died; /* step of the allocation and of its free */
-	uint8_t device, charged, freed;
-	uint8_t recurring, host_filled, decided, twin_size;
+	uint8_t device;
+	unsigned charged : 1, freed : 1, recurring : 1, host_filled : 1, decided : 1;
 };
+_Static_assert(sizeof(struct facts) == 16, "classifier facts stay 16 bytes");
 
 /* Allocations of one size on one device: the call site is not part of the
  * key, because frameworks allocate everything through the same allocator
@@ -32,6 +34,7 @@ struct key_count {
 	} key;
 	uint32_t count, steps_seen, freed;
 	int last_step;
+	uint32_t index; /* in ctx.keys */
 	UT_hash_handle hh;
 };
 
@@ -58,7 +61,9 @@ struct ctx {
 	struct vt_model *m;
 	struct vt_proc *p;
 	uint32_t proc;
-	struct facts *f;  /* indexed by alloc - p->alloc_begin */
+	struct facts *f;                    /* indexed by alloc - p->alloc_begin */
+	struct key_count *key_hash, **keys; /* (size, device) counters, by index */
+	uint32_t nkeys, cap_keys;
 	uint64_t span_ns; /* first to last event of the process */
 };
 
@@ -163,36 +168,57 @@ static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct 
 
 /* ---- recurrence ---------------------------------------------------------- */
 
-static struct key_count *key_of(struct key_count **keys, uint64_t bytes, uint8_t device, int add)
+/* The index of the (size, device) counter, made on first sight. */
+static uint32_t key_index(struct ctx *c, uint64_t bytes, uint8_t device)
 {
 	struct key_count probe, *k;
 	memset(&probe, 0, sizeof probe);
 	probe.key.bytes = bytes;
 	probe.key.device = device;
-	HASH_FIND(hh, *keys, &probe.key, sizeof probe.key, k);
-	if (!k && add) {
-		k = calloc(1, sizeof *k);
-		if (!k)
+	HASH_FIND(hh, c->key_hash, &probe.key, sizeof probe.key, k);
+	if (k)
+		return k->index;
+	if (c->nkeys == c->cap_keys) {
+		uint32_t cap = c->cap_keys ? 2 * c->cap_keys : 64;
+		struct key_count **v = realloc(c->keys, cap * sizeof *v);
+		if (!v)
 			exit(3);
-		k->key = probe.key;
-		k->last_step = -2;
-		HASH_ADD(hh, *keys, key, sizeof k->key, k);
+		c->keys = v;
+		c->cap_keys = cap;
 	}
-	return k;
+	k = calloc(1, sizeof *k);
+	if (!k)
+		exit(3);
+	k->key = probe.key;
+	k->last_step = -2;
+	k->index = c->nkeys;
+	c->keys[c->nkeys++] = k;
+	HASH_ADD(hh, c->key_hash, key, sizeof k->key, k);
+	return k->index;
 }
 
-static void count_keys(struct ctx *c, struct key_count **keys)
+static uint64_t fact_bytes(const struct ctx *c, const struct facts *f)
+{
+	return c->keys[f->key]->key.bytes;
+}
+
+static void free_keys(struct ctx *c)
+{
+	struct key_count *k, *tmp;
+	HASH_ITER(hh, c->key_hash, k, tmp)
+	{
+		HASH_DEL(c->key_hash, k);
+		free(k);
+	}
+	free(c->keys);
+}
+
+static void count_keys(struct ctx *c)
 {
 	uint32_t n = c->p->alloc_end - c->p->alloc_begin;
-	struct key_count *last = NULL; /* runs of one size are common */
 	for (uint32_t i = 0; i < n; i++) {
 		struct facts *f = &c->f[i];
-		struct key_count *k =
-		    last && last->key.bytes == f->bytes && last->key.device == f->device
-		        ? last
-		        : key_of(keys, f->bytes, f->device, 1);
-		last = k;
-		f->key = k;
+		struct key_count *k = c->keys[f->key];
 		k->count++;
 		k->freed += f->freed;
 		int s = f->born;
@@ -225,17 +251,10 @@ static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
 
 static void mark_recurring(struct ctx *c)
 {
-	struct key_count *keys = NULL, *k, *tmp;
-	count_keys(c, &keys);
+	count_keys(c);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		k = f->key;
-		f->recurring = k && recurs(c, k, i, f);
-	}
-	HASH_ITER(hh, keys, k, tmp)
-	{
-		HASH_DEL(keys, k);
-		free(k);
+		f->recurring = recurs(c, c->keys[f->key], i, f);
 	}
 }
 
@@ -356,7 +375,7 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (f->device != dev || f->decided || !f->recurring || f->host_filled)
 			continue;
-		struct size_count *s = size_entry(sizes, f->bytes);
+		struct size_count *s = size_entry(sizes, fact_bytes(c, f));
 		s->recurring++;
 		int st = f->born;
 		if (st != s->last_step) {
@@ -453,7 +472,7 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		if (f->device != dev || f->decided || !f->recurring)
 			continue;
 		struct vt_alloc *a = &c->m->allocs[i];
-		struct size_count *s = size_find(sizes, f->bytes);
+		struct size_count *s = size_find(sizes, fact_bytes(c, f));
 		if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);
 		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
@@ -513,7 +532,7 @@ static int step_from(const struct vt_proc *p, int from, uint64_t t)
 static void gather(struct ctx *c, int *devs)
 {
 	const struct vt_proc *p = c->p;
-	uint32_t cur = 0;
+	uint32_t cur = 0, last = VT_NO_INDEX; /* runs of one size are common */
 	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - p->alloc_begin];
@@ -522,7 +541,11 @@ static void gather(struct ctx *c, int *devs)
 		a->reason = R_NOT_DEVICE;
 		if (a->device != VT_DEVICE_UNKNOWN)
 			devs[a->device] = 1;
-		f->bytes = a->bytes;
+		const struct key_count *lk = last != VT_NO_INDEX ? c->keys[last] : NULL;
+		f->key = lk && lk->key.bytes == a->bytes && lk->key.device == a->device
+		             ? last
+		             : key_index(c, a->bytes, a->device);
+		last = f->key;
 		f->device = a->device;
 		f->charged = (a->flags & VT_AF_CHARGED) != 0;
 		f->freed = a->t_free != VT_T_NEVER;
@@ -649,6 +672,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		if (devs[d])
 			classify_device(&c, d, ll);
 	unfinished_step(&c);
+	free_keys(&c);
 	free(ll);
 	free(c.f);
 }
