@@ -54,6 +54,8 @@ struct size_count {
 	                                  are gradients (the rest: activations of that size) */
 	int cur_step;                  /* recurring_ones: the step being walked */
 	uint32_t idx_in_step;
+	uint32_t made; /* per_step() once asked (the histogram is final by
+	                  then: count_sizes closed every step), 0 before */
 	UT_hash_handle hh;
 };
 
@@ -64,6 +66,10 @@ struct ctx {
 	struct facts *f;                    /* indexed by alloc - p->alloc_begin */
 	struct key_count *key_hash, **keys; /* (size, device) counters, by index */
 	uint32_t nkeys, cap_keys;
+	/* classify_device: the size entry of each key (a key is a size on the
+	 * device being classified), so the per-allocation passes look a size
+	 * up once per key instead of once per allocation */
+	struct size_count **size_by_key;
 	uint64_t span_ns; /* first to last event of the process */
 };
 
@@ -375,7 +381,10 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (f->device != dev || f->decided || !f->recurring || f->host_filled)
 			continue;
-		struct size_count *s = size_entry(sizes, fact_bytes(c, f));
+		struct size_count **slot = &c->size_by_key[f->key];
+		if (!*slot)
+			*slot = size_entry(sizes, fact_bytes(c, f));
+		struct size_count *s = *slot;
 		s->recurring++;
 		int st = f->born;
 		if (st != s->last_step) {
@@ -461,7 +470,9 @@ static int activation_of_weight_size(struct size_count *s, int step)
 		s->idx_in_step = 0;
 	}
 	uint32_t idx = s->idx_in_step++;
-	uint32_t made = per_step(s);
+	if (!s->made) /* asked once per recurring allocation: worth keeping */
+		s->made = per_step(s);
+	uint32_t made = s->made;
 	return s->grads_per_step && s->grads_per_step < made && idx < made - s->grads_per_step;
 }
 
@@ -472,7 +483,10 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		if (f->device != dev || f->decided || !f->recurring)
 			continue;
 		struct vt_alloc *a = &c->m->allocs[i];
-		struct size_count *s = size_find(sizes, fact_bytes(c, f));
+		struct size_count **slot = &c->size_by_key[f->key];
+		if (!*slot)
+			*slot = size_find(sizes, fact_bytes(c, f));
+		struct size_count *s = *slot;
 		if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);
 		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
@@ -488,11 +502,16 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 {
 	uint32_t n = long_lived(c, dev, ll_buf);
 	struct size_count *sizes = NULL;
+	c->size_by_key = calloc(c->nkeys ? c->nkeys : 1, sizeof *c->size_by_key);
+	if (!c->size_by_key)
+		exit(3);
 	count_sizes(c, dev, &sizes, ll_buf, n);
 	find_flat_bucket(c, sizes, ll_buf, n);
 	weights_by_twin(c, sizes, ll_buf, n);
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	recurring_ones(c, dev, sizes);
+	free(c->size_by_key);
+	c->size_by_key = NULL;
 	free_sizes(&sizes);
 }
 

@@ -751,18 +751,23 @@ static void on_exit_rec(struct vt_proc *p, const struct vt_exit_rec *r, uint32_t
 /* A size no device can hold (summed, it would wrap every total) or a range
  * that runs past 2^64 is damage, not memory: the event is counted and
  * ignored. A stack id never recorded is only counted (the site is unknown). */
-static int event_is_plausible(struct vt_model *m, const struct vt_proc *p,
-                              const struct vt_event *ev)
+static int event_is_plausible(struct vt_model *m, struct vt_proc *p, const struct vt_event *ev)
 {
 	if (ev->bytes > VT_MODEL_MAX_BYTES || ev->addr + ev->bytes < ev->addr) {
 		m->totals.implausible++;
 		return 0;
 	}
-	if (ev->stack_id) {
+	/* every event asks; a job uses a few stacks over and over, and a stack
+	 * once recorded stays recorded: a direct-mapped cache of the ids found
+	 * spares the hash lookup (4 % of the replay's instructions) */
+	uint32_t *slot = &p->known_stacks[ev->stack_id % 64];
+	if (ev->stack_id && *slot != ev->stack_id) {
 		struct vt_stack_entry *e;
 		HASH_FIND(hh, p->stacks, &ev->stack_id, sizeof ev->stack_id, e);
 		if (!e)
 			m->totals.unknown_stacks++;
+		else
+			*slot = ev->stack_id;
 	}
 	return 1;
 }

@@ -183,6 +183,7 @@ struct vt_proc {
 	/* replay state (freed at end_process) */
 	struct vt_ival_map *live;        /* address -> allocation / mapping */
 	struct vt_handle_entry *handles; /* uthash: VMM handle / array -> allocation */
+	uint32_t known_stacks[64];       /* stack ids found recorded, by id % 64 */
 	/* steps (steps.c) */
 	enum vt_step_source step_source;
 	uint64_t *step_t;
