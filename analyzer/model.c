@@ -45,7 +45,9 @@ static void *grow(void *arr, uint32_t *cap, uint32_t n, size_t elem)
 	*cap = c;
 	return p;
 }
-#define GROW(arr, cap, n) ((arr) = grow((arr), &(cap), (n), sizeof *(arr)))
+/* The check inline: it runs for every allocation and every free. */
+#define GROW(arr, cap, n)                                                                          \
+	((n) < (cap) ? (void)0 : (void)((arr) = grow((arr), &(cap), (n), sizeof *(arr))))
 
 static char *dup_n(const char *s, size_t n)
 {
