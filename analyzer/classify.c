@@ -10,16 +10,18 @@
 #include "steps.h"
 
 /* Per-allocation facts the rules read, gathered in one pass: the rules'
- * many passes then walk these 32 bytes an allocation instead of the
- * model's 152-byte records (a classifier over millions of allocations is
- * bound by memory traffic, not by instructions). */
+ * many passes then walk these 16 bytes an allocation instead of the
+ * model's 64-byte records (a classifier over millions of allocations is
+ * bound by memory traffic, not by instructions), and the array, the
+ * classifier's peak memory, is a quarter of the model's. The size is the
+ * key's: a job has few distinct (size, device) pairs. */
 struct facts {
-	struct key_count *key;  /* its (size, device) recurrence counter */
-	uint64_t bytes;
-	int32_t born, died;     /* step of the allocation and of its free */
-	uint8_t device, charged, freed;
-	uint8_t recurring, host_filled, decided, twin_size;
+	uint32_t key;       /* its (size, device) counter: ctx.keys[key] */
+	int32_t born, died; /* step of the allocation and of its free */
+	uint8_t device;
+	unsigned charged : 1, freed : 1, recurring : 1, host_filled : 1, decided : 1;
 };
+_Static_assert(sizeof(struct facts) == 16, "classifier facts stay 16 bytes");
 
 /* Allocations of one size on one device: the call site is not part of the
  * key, because frameworks allocate everything through the same allocator
@@ -32,6 +34,7 @@ struct key_count {
 	} key;
 	uint32_t count, steps_seen, freed;
 	int last_step;
+	uint32_t index; /* in ctx.keys */
 	UT_hash_handle hh;
 };
 
@@ -41,16 +44,18 @@ struct size_count {
 	uint64_t bytes;
 	uint32_t recurring, steps_seen, long_lived, weights;
 	int last_step;
-	uint32_t in_step;       /* recurring allocations of this size in last_step */
+	uint32_t in_step; /* recurring allocations of this size in last_step */
 	struct {
 		uint32_t count, steps;
-	} hist[PER_STEP_HIST];  /* how many steps made `count` of them */
-	uint8_t gradient_size;   /* recurring allocations of this size are gradients */
+	} hist[PER_STEP_HIST];         /* how many steps made `count` of them */
+	uint8_t gradient_size;         /* recurring allocations of this size are gradients */
 	uint32_t ll_before, ll_during; /* long-lived ones made before / during training */
-	uint32_t grads_per_step; /* of the recurring ones each step, the last this many
-	                            are gradients (the rest: activations of that size) */
-	int cur_step;            /* recurring_ones: the step being walked */
+	uint32_t grads_per_step;       /* of the recurring ones each step, the last this many
+	                                  are gradients (the rest: activations of that size) */
+	int cur_step;                  /* recurring_ones: the step being walked */
 	uint32_t idx_in_step;
+	uint32_t made; /* per_step() once asked (the histogram is final by
+	                  then: count_sizes closed every step), 0 before */
 	UT_hash_handle hh;
 };
 
@@ -58,15 +63,69 @@ struct ctx {
 	struct vt_model *m;
 	struct vt_proc *p;
 	uint32_t proc;
-	struct facts *f;        /* indexed by alloc - p->alloc_begin */
-	uint64_t span_ns;       /* first to last event of the process */
+	struct facts *f;                    /* indexed by alloc - p->alloc_begin */
+	struct key_count *key_hash, **keys; /* (size, device) counters, by index */
+	uint32_t nkeys, cap_keys;
+	/* classify_device: the size entry of each key (a key is a size on the
+	 * device being classified), so the per-allocation passes look a size
+	 * up once per key instead of once per allocation */
+	struct size_count **size_by_key;
+	uint64_t span_ns; /* first to last event of the process */
 };
 
-static void set_cat(struct vt_alloc *a, struct facts *f, int cat, int confidence, const char *why)
+enum reason {
+	R_UNCLASSIFIED, /* VT_REASON_UNCLASSIFIED */
+	R_NOT_DEVICE,
+	R_POOL,
+	R_FLAT_BUCKET,
+	R_TWIN,
+	R_OPTIMIZER,
+	R_DATASET,
+	R_EARLY_WEIGHTS,
+	R_LONG_UNKNOWN,
+	R_PREFETCH,
+	R_FORWARD,
+	R_GRADIENTS,
+	R_ACTIVATIONS,
+	R_UNFINISHED,
+	R_COUNT
+};
+_Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
+               "model.c marks new allocations unclassified");
+
+/* Every reason a verdict gives, by index: an allocation record keeps a
+ * byte instead of an 8-byte pointer (model.h). */
+static const char *const reason_text[R_COUNT] = {
+    [R_UNCLASSIFIED] = "not classified",
+    [R_NOT_DEVICE] = "not device memory",
+    [R_POOL] = "allocator region: copies land inside it at several offsets, or it holds "
+               "half the device for the whole run",
+    [R_FLAT_BUCKET] = "long-lived; with its neighbours it adds up to the flat gradient "
+                      "bucket made every step",
+    [R_TWIN] = "long-lived; a gradient of the same size is made every step",
+    [R_OPTIMIZER] = "long-lived, the size of a weight and made after it (optimizer slot)",
+    [R_DATASET] = "filled from the host, long-lived, no per-step twin: data, not weights",
+    [R_EARLY_WEIGHTS] = "long-lived, made before the first step; no gradient twin seen",
+    [R_LONG_UNKNOWN] = "long-lived, made during training, matches no weight",
+    [R_PREFETCH] = "filled from the host every step: a batch buffer",
+    [R_FORWARD] = "made every step before the gradients of its size (forward pass)",
+    [R_GRADIENTS] = "made every step, the size of the weights (or of all of them: a flat "
+                    "bucket)",
+    [R_ACTIVATIONS] = "made and freed every step, matches no weight",
+    [R_UNFINISHED] = "made in the step the job stopped in: the category of its twins from earlier "
+                     "steps (same site, size and device)",
+};
+
+const char *vt_alloc_reason(const struct vt_alloc *a)
+{
+	return a->reason < R_COUNT ? reason_text[a->reason] : reason_text[R_UNCLASSIFIED];
+}
+
+static void set_cat(struct vt_alloc *a, struct facts *f, int cat, int confidence, enum reason why)
 {
 	a->category = (uint8_t)cat;
 	a->confidence = (uint8_t)confidence;
-	a->reason = why;
+	a->reason = (uint8_t)why;
 	f->decided = 1;
 }
 
@@ -96,55 +155,76 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	const struct vt_alloc *a = &c->m->allocs[idx];
 	uint32_t n = 0;
 	const struct vt_copy_range *r =
-		a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, idx, &n) : NULL;
+	    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, idx, &n) : NULL;
 	if (n >= 2 && !one_contiguous_upload(r, n, a->bytes))
 		return 1;
 	uint64_t total = vt_model_device_total(c->m, a->device);
 	/* a preallocated arena (XLA's 75 %): half a device, held start to end */
 	return total && a->bytes * 2 >= total && lifetime(c->m, a) * 10 >= c->span_ns * 9 &&
-	       a->h2d_bytes < a->bytes / 2;
+	       vt_model_copies(c->m, a)->h2d_bytes < a->bytes / 2;
 }
 
 static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct facts *f)
 {
 	if (!f->charged || !looks_like_pool(c, i))
 		return;
-	set_cat(a, f, VT_CAT_POOL, 80,
-	        "allocator region: copies land inside it at several offsets, or it holds "
-	        "half the device for the whole run");
+	set_cat(a, f, VT_CAT_POOL, 80, R_POOL);
 	c->p->pool_mode = 1;
 }
 
 /* ---- recurrence ---------------------------------------------------------- */
 
-static struct key_count *key_of(struct key_count **keys, uint64_t bytes, uint8_t device, int add)
+/* The index of the (size, device) counter, made on first sight. */
+static uint32_t key_index(struct ctx *c, uint64_t bytes, uint8_t device)
 {
 	struct key_count probe, *k;
 	memset(&probe, 0, sizeof probe);
 	probe.key.bytes = bytes;
 	probe.key.device = device;
-	HASH_FIND(hh, *keys, &probe.key, sizeof probe.key, k);
-	if (!k && add) {
-		k = calloc(1, sizeof *k);
-		if (!k)
+	HASH_FIND(hh, c->key_hash, &probe.key, sizeof probe.key, k);
+	if (k)
+		return k->index;
+	if (c->nkeys == c->cap_keys) {
+		uint32_t cap = c->cap_keys ? 2 * c->cap_keys : 64;
+		struct key_count **v = realloc(c->keys, cap * sizeof *v);
+		if (!v)
 			exit(3);
-		k->key = probe.key;
-		k->last_step = -2;
-		HASH_ADD(hh, *keys, key, sizeof k->key, k);
+		c->keys = v;
+		c->cap_keys = cap;
 	}
-	return k;
+	k = calloc(1, sizeof *k);
+	if (!k)
+		exit(3);
+	k->key = probe.key;
+	k->last_step = -2;
+	k->index = c->nkeys;
+	c->keys[c->nkeys++] = k;
+	HASH_ADD(hh, c->key_hash, key, sizeof k->key, k);
+	return k->index;
 }
 
-static void count_keys(struct ctx *c, struct key_count **keys)
+static uint64_t fact_bytes(const struct ctx *c, const struct facts *f)
+{
+	return c->keys[f->key]->key.bytes;
+}
+
+static void free_keys(struct ctx *c)
+{
+	struct key_count *k, *tmp;
+	HASH_ITER(hh, c->key_hash, k, tmp)
+	{
+		HASH_DEL(c->key_hash, k);
+		free(k);
+	}
+	free(c->keys);
+}
+
+static void count_keys(struct ctx *c)
 {
 	uint32_t n = c->p->alloc_end - c->p->alloc_begin;
-	struct key_count *last = NULL; /* runs of one size are common */
 	for (uint32_t i = 0; i < n; i++) {
 		struct facts *f = &c->f[i];
-		struct key_count *k = last && last->key.bytes == f->bytes && last->key.device == f->device
-		                          ? last : key_of(keys, f->bytes, f->device, 1);
-		last = k;
-		f->key = k;
+		struct key_count *k = c->keys[f->key];
 		k->count++;
 		k->freed += f->freed;
 		int s = f->born;
@@ -177,16 +257,10 @@ static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
 
 static void mark_recurring(struct ctx *c)
 {
-	struct key_count *keys = NULL, *k, *tmp;
-	count_keys(c, &keys);
+	count_keys(c);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		k = f->key;
-		f->recurring = k && recurs(c, k, i, f);
-	}
-	HASH_ITER(hh, keys, k, tmp) {
-		HASH_DEL(keys, k);
-		free(k);
+		f->recurring = recurs(c, c->keys[f->key], i, f);
 	}
 }
 
@@ -219,7 +293,8 @@ static struct size_count *size_find(struct size_count *sizes, uint64_t bytes)
 static void free_sizes(struct size_count **sizes)
 {
 	struct size_count *s, *tmp;
-	HASH_ITER(hh, *sizes, s, tmp) {
+	HASH_ITER(hh, *sizes, s, tmp)
+	{
 		HASH_DEL(*sizes, s);
 		free(s);
 	}
@@ -271,7 +346,8 @@ static uint32_t long_lived(const struct ctx *c, int dev, uint32_t *out)
 static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	struct size_count *s, *tmp;
-	HASH_ITER(hh, sizes, s, tmp) {
+	HASH_ITER(hh, sizes, s, tmp)
+	{
 		if (!s->recurring || s->long_lived)
 			continue;
 		uint64_t sum = 0;
@@ -285,8 +361,7 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 			for (uint32_t i = lo; i <= hi; i++) {
 				struct vt_alloc *a = &c->m->allocs[ll[i]];
 				set_cat(a, &c->f[ll[i] - c->p->alloc_begin], VT_CAT_WEIGHTS, 85,
-				        "long-lived; with its neighbours it adds up to the flat gradient "
-				        "bucket made every step");
+				        R_FLAT_BUCKET);
 				size_find(sizes, a->bytes)->weights++;
 			}
 			s->gradient_size = 1;
@@ -306,7 +381,10 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (f->device != dev || f->decided || !f->recurring || f->host_filled)
 			continue;
-		struct size_count *s = size_entry(sizes, f->bytes);
+		struct size_count **slot = &c->size_by_key[f->key];
+		if (!*slot)
+			*slot = size_entry(sizes, fact_bytes(c, f));
+		struct size_count *s = *slot;
 		s->recurring++;
 		int st = f->born;
 		if (st != s->last_step) {
@@ -355,8 +433,7 @@ static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 		if (s->weights < weights_of_size(s)) {
 			s->weights++;
 			s->grads_per_step = s->weights;
-			set_cat(a, f, VT_CAT_WEIGHTS, 90,
-			        "long-lived; a gradient of the same size is made every step");
+			set_cat(a, f, VT_CAT_WEIGHTS, 90, R_TWIN);
 		}
 	}
 }
@@ -374,17 +451,13 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			continue;
 		struct size_count *s = size_find(sizes, a->bytes);
 		if (s->weights > 0 && !f->host_filled)
-			set_cat(a, f, VT_CAT_OPTIMIZER, 85,
-			        "long-lived, the size of a weight and made after it (optimizer slot)");
+			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
 		else if (f->host_filled)
-			set_cat(a, f, VT_CAT_DATASET, 85,
-			        "filled from the host, long-lived, no per-step twin: data, not weights");
+			set_cat(a, f, VT_CAT_DATASET, 85, R_DATASET);
 		else if (a->t_alloc < first_step)
-			set_cat(a, f, VT_CAT_WEIGHTS, 50,
-			        "long-lived, made before the first step; no gradient twin seen");
+			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
 		else
-			set_cat(a, f, VT_CAT_UNKNOWN, 30,
-			        "long-lived, made during training, matches no weight");
+			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
 	}
 }
 
@@ -397,7 +470,9 @@ static int activation_of_weight_size(struct size_count *s, int step)
 		s->idx_in_step = 0;
 	}
 	uint32_t idx = s->idx_in_step++;
-	uint32_t made = per_step(s);
+	if (!s->made) /* asked once per recurring allocation: worth keeping */
+		s->made = per_step(s);
+	uint32_t made = s->made;
 	return s->grads_per_step && s->grads_per_step < made && idx < made - s->grads_per_step;
 }
 
@@ -408,20 +483,18 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		if (f->device != dev || f->decided || !f->recurring)
 			continue;
 		struct vt_alloc *a = &c->m->allocs[i];
-		struct size_count *s = size_find(sizes, f->bytes);
+		struct size_count **slot = &c->size_by_key[f->key];
+		if (!*slot)
+			*slot = size_find(sizes, fact_bytes(c, f));
+		struct size_count *s = *slot;
 		if (f->host_filled)
-			set_cat(a, f, VT_CAT_PREFETCH, 85,
-			        "filled from the host every step: a batch buffer");
+			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);
 		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
-			set_cat(a, f, VT_CAT_ACTIVATIONS, 60,
-			        "made every step before the gradients of its size (forward pass)");
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 60, R_FORWARD);
 		else if (s && s->gradient_size)
-			set_cat(a, f, VT_CAT_GRADIENTS, 85,
-			        "made every step, the size of the weights (or of all of them: a flat "
-			        "bucket)");
+			set_cat(a, f, VT_CAT_GRADIENTS, 85, R_GRADIENTS);
 		else
-			set_cat(a, f, VT_CAT_ACTIVATIONS, 75,
-			        "made and freed every step, matches no weight");
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 75, R_ACTIVATIONS);
 	}
 }
 
@@ -429,11 +502,16 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 {
 	uint32_t n = long_lived(c, dev, ll_buf);
 	struct size_count *sizes = NULL;
+	c->size_by_key = calloc(c->nkeys ? c->nkeys : 1, sizeof *c->size_by_key);
+	if (!c->size_by_key)
+		exit(3);
 	count_sizes(c, dev, &sizes, ll_buf, n);
 	find_flat_bucket(c, sizes, ll_buf, n);
 	weights_by_twin(c, sizes, ll_buf, n);
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	recurring_ones(c, dev, sizes);
+	free(c->size_by_key);
+	c->size_by_key = NULL;
 	free_sizes(&sizes);
 }
 
@@ -473,20 +551,25 @@ static int step_from(const struct vt_proc *p, int from, uint64_t t)
 static void gather(struct ctx *c, int *devs)
 {
 	const struct vt_proc *p = c->p;
-	uint32_t cur = 0;
+	uint32_t cur = 0, last = VT_NO_INDEX; /* runs of one size are common */
 	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - p->alloc_begin];
 		a->category = VT_CAT_UNKNOWN;
 		a->confidence = 0;
-		a->reason = "not device memory";
+		a->reason = R_NOT_DEVICE;
 		if (a->device != VT_DEVICE_UNKNOWN)
 			devs[a->device] = 1;
-		f->bytes = a->bytes;
+		const struct key_count *lk = last != VT_NO_INDEX ? c->keys[last] : NULL;
+		f->key = lk && lk->key.bytes == a->bytes && lk->key.device == a->device
+		             ? last
+		             : key_index(c, a->bytes, a->device);
+		last = f->key;
 		f->device = a->device;
 		f->charged = (a->flags & VT_AF_CHARGED) != 0;
 		f->freed = a->t_free != VT_T_NEVER;
-		f->host_filled = a->h2d_bytes > 0 && a->h2d_bytes * 2 >= a->bytes;
+		uint64_t h2d = vt_model_copies(c->m, a)->h2d_bytes;
+		f->host_filled = h2d > 0 && h2d * 2 >= a->bytes;
 		f->born = step_cursor(p, &cur, a->t_alloc);
 		f->died = f->freed ? step_from(p, f->born, a->t_free) : (int)p->nsteps;
 		classify_pool(c, i, a, f);
@@ -573,16 +656,16 @@ static void unfinished_step(struct ctx *c)
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (!(a->flags & VT_AF_CHARGED) || !unfinished(c, a, f) || a->category == VT_CAT_POOL)
+		if (!(a->flags & VT_AF_CHARGED) || !unfinished(c, a, f) ||
+		    a->category == VT_CAT_POOL)
 			continue;
 		int cat = twins_category(twin_of(&twins, a, 0));
 		if (cat < 0 || cat == a->category || cat == VT_CAT_POOL)
 			continue;
-		set_cat(a, f, cat, 70,
-		        "made in the step the job stopped in: the category of its twins from earlier "
-		        "steps (same site, size and device)");
+		set_cat(a, f, cat, 70, R_UNFINISHED);
 	}
-	HASH_ITER(hh, twins, k, tmp) {
+	HASH_ITER(hh, twins, k, tmp)
+	{
 		HASH_DEL(twins, k);
 		free(k);
 	}
@@ -608,6 +691,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		if (devs[d])
 			classify_device(&c, d, ll);
 	unfinished_step(&c);
+	free_keys(&c);
 	free(ll);
 	free(c.f);
 }

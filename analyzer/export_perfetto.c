@@ -158,7 +158,8 @@ static void alloc_slice(const struct vt_export *x, struct pf_writer *j, uint32_t
                         uint64_t t_ns)
 {
 	const struct vt_alloc *a = &x->m->allocs[idx];
-	const char *cat = vt_category_name(a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN);
+	const char *cat =
+	    vt_category_name(a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN);
 	event_head(j, cat, begin ? "b" : "e", t_ns, VT_PERFETTO_GPU_PID + a->device, 0);
 	kv_string(j, "cat", cat);
 	char id[24];
@@ -175,8 +176,7 @@ static void alloc_slice(const struct vt_export *x, struct pf_writer *j, uint32_t
 		kv_string(j, "address", addr);
 		kv_string(j, "api", known(vt_api_name(a->api)));
 		kv_u64(j, "confidence", a->confidence);
-		if (a->reason)
-			kv_string(j, "reason", a->reason);
+		kv_string(j, "reason", vt_alloc_reason(a));
 		object_end(j);
 	}
 	object_end(j);
@@ -240,8 +240,8 @@ static void write_failed(const struct vt_export *x, struct pf_writer *j)
 		const struct vt_failed_alloc *f = &x->m->failed[i];
 		char name[96], b[32], site[256];
 		vt_format_bytes(f->bytes, b, sizeof b);
-		snprintf(name, sizeof name, "%s %s failed (CUresult %d)", known(vt_api_name(f->api)), b,
-		         f->result);
+		snprintf(name, sizeof name, "%s %s failed (CUresult %d)",
+		         known(vt_api_name(f->api)), b, f->result);
 		instant(j, name, "g", f->t_ns, (uint64_t)x->m->procs[f->proc].pid, 0);
 		args_begin(j);
 		kv_u64(j, "bytes", f->bytes);
@@ -262,7 +262,8 @@ static void write_flags(const struct vt_export *x, struct pf_writer *j)
 		const struct vt_flag *f = &x->r.flags.v[i];
 		char site[256];
 		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
-		instant(j, vt_flag_kind_name(f->kind), "g", f->t_ns, (uint64_t)x->m->procs[f->proc].pid, 0);
+		instant(j, vt_flag_kind_name(f->kind), "g", f->t_ns,
+		        (uint64_t)x->m->procs[f->proc].pid, 0);
 		kv_string(j, "cat", "flag");
 		args_begin(j);
 		for (uint32_t d = 0; d < f->ndev; d++) {
@@ -285,7 +286,8 @@ static void write_marks(const struct vt_export *x, struct pf_writer *j)
 		const struct vt_proc *pr = &x->m->procs[p];
 		for (uint32_t i = 0; i < pr->nmarks; i++) {
 			const struct vt_mark *mk = &pr->marks[i];
-			instant(j, mk->text ? mk->text : "mark", "p", mk->t_ns, (uint64_t)pr->pid, 0);
+			instant(j, mk->text ? mk->text : "mark", "p", mk->t_ns, (uint64_t)pr->pid,
+			        0);
 			args_begin(j);
 			kv_string(j, "kind", known(vt_mark_kind_name(mk->kind)));
 			object_end(j);
@@ -299,7 +301,7 @@ static void write_marks(const struct vt_export *x, struct pf_writer *j)
 struct copy_ctx {
 	const struct vt_export *x;
 	struct pf_writer *j;
-	uint32_t proc;        /* model process = index of the log in the trace */
+	uint32_t proc; /* model process = index of the log in the trace */
 };
 
 static void copy_event(struct copy_ctx *c, const struct vt_record_view *rec)

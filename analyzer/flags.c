@@ -14,7 +14,10 @@
 #define MIB (1024ull * 1024ull)
 
 static const char *const kind_names[VT_FLAG_KIND_COUNT] = {
-	"whole_dataset_upload", "prefetch_depth", "replicated_across_devices", "opaque_pool",
+    "whole_dataset_upload",
+    "prefetch_depth",
+    "replicated_across_devices",
+    "opaque_pool",
 };
 
 const char *vt_flag_kind_name(int kind)
@@ -25,11 +28,16 @@ const char *vt_flag_kind_name(int kind)
 const char *vt_framework_name(int fw)
 {
 	switch (fw) {
-	case VT_FW_TENSORFLOW: return "tensorflow";
-	case VT_FW_JAX: return "jax";
-	case VT_FW_PYTORCH: return "pytorch";
-	case VT_FW_CUPY: return "cupy";
-	default: return "none";
+	case VT_FW_TENSORFLOW:
+		return "tensorflow";
+	case VT_FW_JAX:
+		return "jax";
+	case VT_FW_PYTORCH:
+		return "pytorch";
+	case VT_FW_CUPY:
+		return "cupy";
+	default:
+		return "none";
 	}
 }
 
@@ -39,11 +47,15 @@ int vt_framework_of(const struct vt_proc *p)
 		const char *needle;
 		int fw;
 	} signs[] = {
-		{"libtensorflow_framework", VT_FW_TENSORFLOW}, {"_pywrap_tensorflow", VT_FW_TENSORFLOW},
-		{"libtensorflow_cc", VT_FW_TENSORFLOW},       {"xla_extension", VT_FW_JAX},
-		{"jaxlib", VT_FW_JAX},                         {"libtorch_cuda", VT_FW_PYTORCH},
-		{"libc10_cuda", VT_FW_PYTORCH},                {"cupy_backends", VT_FW_CUPY},
-		{"/cupy/", VT_FW_CUPY},
+	    {"libtensorflow_framework", VT_FW_TENSORFLOW},
+	    {"_pywrap_tensorflow", VT_FW_TENSORFLOW},
+	    {"libtensorflow_cc", VT_FW_TENSORFLOW},
+	    {"xla_extension", VT_FW_JAX},
+	    {"jaxlib", VT_FW_JAX},
+	    {"libtorch_cuda", VT_FW_PYTORCH},
+	    {"libc10_cuda", VT_FW_PYTORCH},
+	    {"cupy_backends", VT_FW_CUPY},
+	    {"/cupy/", VT_FW_CUPY},
 	};
 	for (uint32_t i = 0; i < p->nmodules; i++)
 		for (size_t s = 0; s < sizeof signs / sizeof signs[0]; s++)
@@ -98,8 +110,8 @@ static void add_device(struct vt_flag *f, uint8_t dev, uint64_t bytes)
 /* ---- one scan: what the flags look at, and the per-step upload ---------- */
 
 struct scan {
-	uint64_t step_h2d[VT_MAX_DEVICES];  /* host-to-device bytes per step */
-	uint32_t *idx;                      /* datasets, pools, prefetch buffers */
+	uint64_t step_h2d[VT_MAX_DEVICES]; /* host-to-device bytes per step */
+	uint32_t *idx;                     /* datasets, pools, prefetch buffers */
 	uint32_t n;
 };
 
@@ -121,20 +133,20 @@ static void scan_allocs(const struct vt_model *m, struct scan *ds)
 			}
 			ds->idx[ds->n++] = i;
 		}
-		if (a->device == VT_DEVICE_UNKNOWN || !a->h2d_bytes)
+		uint64_t h2d_bytes = vt_model_copies(m, a)->h2d_bytes;
+		if (a->device == VT_DEVICE_UNKNOWN || !h2d_bytes)
 			continue;
 		const struct vt_proc *p = &m->procs[a->proc];
 		if (p->nsteps > steps[a->device])
 			steps[a->device] = p->nsteps;
 		if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
-			h2d[a->device] += a->h2d_bytes;
+			h2d[a->device] += h2d_bytes;
 	}
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		ds->step_h2d[d] = steps[d] ? h2d[d] / steps[d] : 0;
 }
 
-static int big_enough(const struct vt_model *m, const struct scan *ds, uint8_t dev,
-                      uint64_t bytes)
+static int big_enough(const struct vt_model *m, const struct scan *ds, uint8_t dev, uint64_t bytes)
 {
 	uint64_t total = vt_model_device_total(m, dev);
 	if (bytes < MIB)
@@ -148,20 +160,23 @@ static void dataset_advice(struct vt_flag *f, const char *size)
 {
 	switch (f->framework) {
 	case VT_FW_TENSORFLOW:
-		snprintf(f->advice, sizeof f->advice,
-		         "The whole dataset (%s) was copied to the GPU as one constant. From TensorFlow "
-		         "2.6, tf.data.Dataset.from_tensor_slices(numpy) and model.fit(numpy) convert the "
-		         "whole array with convert_to_tensor and the _EagerConst op places it on the "
-		         "default GPU. Build the dataset under tf.device('/CPU:0'), or feed it with "
-		         "tf.data.Dataset.from_generator or a file-backed pipeline (TFRecord). "
-		         "set_memory_growth and prefetch(1) do not make this allocation fit.",
-		         size);
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "The whole dataset (%s) was copied to the GPU as one constant. From TensorFlow "
+		    "2.6, tf.data.Dataset.from_tensor_slices(numpy) and model.fit(numpy) convert "
+		    "the "
+		    "whole array with convert_to_tensor and the _EagerConst op places it on the "
+		    "default GPU. Build the dataset under tf.device('/CPU:0'), or feed it with "
+		    "tf.data.Dataset.from_generator or a file-backed pipeline (TFRecord). "
+		    "set_memory_growth and prefetch(1) do not make this allocation fit.",
+		    size);
 		break;
 	case VT_FW_JAX:
-		snprintf(f->advice, sizeof f->advice,
-		         "The whole dataset (%s) lives on the GPU. Keep the array on the host (numpy) "
-		         "and move one batch at a time with jax.device_put inside the input loop.",
-		         size);
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "The whole dataset (%s) lives on the GPU. Keep the array on the host (numpy) "
+		    "and move one batch at a time with jax.device_put inside the input loop.",
+		    size);
 		break;
 	case VT_FW_PYTORCH:
 		snprintf(f->advice, sizeof f->advice,
@@ -171,11 +186,12 @@ static void dataset_advice(struct vt_flag *f, const char *size)
 		         size);
 		break;
 	default:
-		snprintf(f->advice, sizeof f->advice,
-		         "The whole dataset (%s) was uploaded to the device. Keep it in host memory "
-		         "(pinned) and upload one batch per step, double-buffered "
-		         "(cuMemcpyHtoDAsync on a second stream), or stream it from disk.",
-		         size);
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "The whole dataset (%s) was uploaded to the device. Keep it in host memory "
+		    "(pinned) and upload one batch per step, double-buffered "
+		    "(cuMemcpyHtoDAsync on a second stream), or stream it from disk.",
+		    size);
 	}
 }
 
@@ -186,17 +202,20 @@ static void prefetch_advice(struct vt_flag *f)
 	vt_format_bytes(f->batch_bytes * f->depth, all, sizeof all);
 	const char *how = f->framework == VT_FW_TENSORFLOW ? "dataset.prefetch(N) with a smaller N"
 	                  : f->framework == VT_FW_PYTORCH  ? "a smaller DataLoader prefetch_factor"
-	                  : f->framework == VT_FW_JAX      ? "a smaller prefetch buffer in the input iterator"
-	                                                   : "a smaller prefetch buffer";
+	                  : f->framework == VT_FW_JAX
+	                      ? "a smaller prefetch buffer in the input iterator"
+	                      : "a smaller prefetch buffer";
 	if (f->depth > 2)
-		snprintf(f->advice, sizeof f->advice,
-		         "Prefetch holds %u batches of %s (%s) per device. If memory is tight, %s frees "
-		         "%s per batch dropped; 2 usually keeps the device busy.",
-		         f->depth, batch, all, how, batch);
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "Prefetch holds %u batches of %s (%s) per device. If memory is tight, %s frees "
+		    "%s per batch dropped; 2 usually keeps the device busy.",
+		    f->depth, batch, all, how, batch);
 	else
-		snprintf(f->advice, sizeof f->advice,
-		         "Prefetch holds %u batch%s of %s (%s) per device: not what fills the device.",
-		         f->depth, f->depth == 1 ? "" : "es", batch, all);
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "Prefetch holds %u batch%s of %s (%s) per device: not what fills the device.",
+		    f->depth, f->depth == 1 ? "" : "es", batch, all);
 }
 
 static void replicated_advice(struct vt_flag *f)
@@ -208,25 +227,27 @@ static void replicated_advice(struct vt_flag *f)
 	vt_format_bytes(vt_flag_bytes_max(f), each, sizeof each);
 	vt_format_bytes(sum, total, sizeof total);
 	const char *how =
-		f->framework == VT_FW_TENSORFLOW
-			? "A mirrored strategy only needs per-replica batches: create the dataset under "
-			  "tf.device('/CPU:0') and distribute it with experimental_distribute_dataset."
-		: f->framework == VT_FW_PYTORCH
-			? "Each replica only needs its batches: keep the data on the CPU and use a "
-			  "DistributedSampler."
-			: "Each replica only needs its own batches: keep one copy on the host and send "
-			  "each device its batches.";
-	snprintf(f->advice, sizeof f->advice, "The same %s dataset is held on each of %u devices "
-	         "(%s in all). %s", each, f->ndev, total, how);
+	    f->framework == VT_FW_TENSORFLOW
+	        ? "A mirrored strategy only needs per-replica batches: create the dataset under "
+	          "tf.device('/CPU:0') and distribute it with experimental_distribute_dataset."
+	    : f->framework == VT_FW_PYTORCH
+	        ? "Each replica only needs its batches: keep the data on the CPU and use a "
+	          "DistributedSampler."
+	        : "Each replica only needs its own batches: keep one copy on the host and send "
+	          "each device its batches.";
+	snprintf(f->advice, sizeof f->advice,
+	         "The same %s dataset is held on each of %u devices "
+	         "(%s in all). %s",
+	         each, f->ndev, total, how);
 }
 
 static void pool_advice(struct vt_flag *f)
 {
 	const char *how =
-		f->framework == VT_FW_TENSORFLOW ? " (it sets TF_GPU_ALLOCATOR=cuda_malloc_async)"
-		: f->framework == VT_FW_JAX      ? " (it sets XLA_PYTHON_CLIENT_ALLOCATOR=platform)"
-		: f->framework == VT_FW_PYTORCH  ? " (it sets PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
-		                                 : "";
+	    f->framework == VT_FW_TENSORFLOW ? " (it sets TF_GPU_ALLOCATOR=cuda_malloc_async)"
+	    : f->framework == VT_FW_JAX      ? " (it sets XLA_PYTHON_CLIENT_ALLOCATOR=platform)"
+	    : f->framework == VT_FW_PYTORCH  ? " (it sets PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+	                                     : "";
 	char size[32];
 	vt_format_bytes(vt_flag_bytes_max(f), size, sizeof size);
 	snprintf(f->advice, sizeof f->advice,
@@ -244,8 +265,8 @@ static struct vt_flag *same_dataset(struct vt_flags *out, uint32_t first, uint32
 {
 	for (uint32_t i = first; i < out->n; i++) {
 		struct vt_flag *f = &out->v[i];
-		if (f->kind != VT_FLAG_WHOLE_DATASET || f->proc != proc || f->stack_id != stack_id ||
-		    f->bytes[0] != bytes)
+		if (f->kind != VT_FLAG_WHOLE_DATASET || f->proc != proc ||
+		    f->stack_id != stack_id || f->bytes[0] != bytes)
 			continue;
 		int has_dev = 0;
 		for (uint32_t k = 0; k < f->ndev; k++)
@@ -281,15 +302,17 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
 		if (a->category != VT_CAT_DATASET || !big_enough(m, ds, a->device, a->bytes))
 			continue;
-		note_dataset(m, out, first, a->proc, a->h2d_stack_id ? a->h2d_stack_id : a->stack_id,
-		             a->device, a->bytes, a->h2d_copies, a->t_first_h2d, a->confidence);
+		const struct vt_alloc_copies *c = vt_model_copies(m, a);
+		note_dataset(m, out, first, a->proc,
+		             c->h2d_stack_id ? c->h2d_stack_id : a->stack_id, a->device, a->bytes,
+		             c->h2d_copies, c->t_first_h2d, a->confidence);
 	}
 }
 
 /* In a pool: contiguous ranges copied once each, from one site, close in
  * time, are one upload; a big one is a dataset. */
-static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
-                             struct vt_flags *out, uint32_t first, uint32_t idx)
+static void datasets_in_pool(const struct vt_model *m, const struct scan *ds, struct vt_flags *out,
+                             uint32_t first, uint32_t idx)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
 	const struct vt_proc *p = &m->procs[a->proc];
@@ -307,8 +330,8 @@ static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
 				j++;
 			}
 			if (big_enough(m, ds, a->device, bytes))
-				note_dataset(m, out, first, a->proc, r[i].stack_id, a->device, bytes, j - i,
-				             r[i].t_first, 70);
+				note_dataset(m, out, first, a->proc, r[i].stack_id, a->device,
+				             bytes, j - i, r[i].t_first, 70);
 		}
 		i = j;
 	}
@@ -369,10 +392,11 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 		e[k++] = (struct edge){a->t_alloc, a->seq_alloc, +1, i};
 		if (a->t_free != VT_T_NEVER)
 			deaths[nd++] = (struct edge){a->t_free, a->seq_free, -1, i};
-		copies += a->h2d_copies;
+		const struct vt_alloc_copies *c = vt_model_copies(m, a);
+		copies += c->h2d_copies;
 		if (a->bytes > batch) {
 			batch = a->bytes;
-			stack = a->h2d_stack_id ? a->h2d_stack_id : a->stack_id;
+			stack = c->h2d_stack_id ? c->h2d_stack_id : a->stack_id;
 		}
 	}
 	sort_if_needed(e, k);
@@ -381,8 +405,8 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 	uint64_t when = 0;
 	for (uint32_t i = 0, j = 0; i < k || j < nd;) {
 		/* merge births and deaths in (t, seq, frees first) order */
-		const struct edge *x = j < nd && (i == k || edge_cmp(&deaths[j], &e[i]) < 0)
-		                           ? &deaths[j++] : &e[i++];
+		const struct edge *x =
+		    j < nd && (i == k || edge_cmp(&deaths[j], &e[i]) < 0) ? &deaths[j++] : &e[i++];
 		live += x->delta;
 		if (live > best) {
 			best = live;
@@ -407,18 +431,20 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_flags *out)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
+	uint32_t h2d_copies = vt_model_copies(m, a)->h2d_copies;
 	for (uint32_t i = 0; i < out->n; i++) { /* one flag per process and site */
 		struct vt_flag *f = &out->v[i];
-		if (f->kind == VT_FLAG_OPAQUE_POOL && f->proc == a->proc && f->stack_id == a->stack_id) {
+		if (f->kind == VT_FLAG_OPAQUE_POOL && f->proc == a->proc &&
+		    f->stack_id == a->stack_id) {
 			add_device(f, a->device, a->bytes);
-			f->copies += a->h2d_copies;
+			f->copies += h2d_copies;
 			pool_advice(f);
 			return;
 		}
 	}
 	struct vt_flag *f = new_flag(out, VT_FLAG_OPAQUE_POOL, a->proc);
 	add_device(f, a->device, a->bytes);
-	f->copies = a->h2d_copies;
+	f->copies = h2d_copies;
 	f->stack_id = a->stack_id;
 	f->t_ns = a->t_alloc;
 	f->confidence = a->confidence;
@@ -453,7 +479,8 @@ void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
 		uint8_t has[VT_MAX_DEVICES] = {0};
 		for (uint32_t k = 0; k < ds.n; k++) {
 			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
-			if (a->category == VT_CAT_PREFETCH && a->proc == pi && a->device != VT_DEVICE_UNKNOWN)
+			if (a->category == VT_CAT_PREFETCH && a->proc == pi &&
+			    a->device != VT_DEVICE_UNKNOWN)
 				has[a->device] = 1;
 		}
 		for (int d = 0; d < VT_MAX_DEVICES; d++)

@@ -54,6 +54,7 @@ struct vt_log {
 	struct vt_stream *streams;
 	uint32_t nstreams;
 	unsigned warnings;
+	uint64_t types_seen; /* bit t: the index met a record of type t (t < 64) */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -145,6 +146,21 @@ static inline int plain_event(uint32_t type, uint32_t size)
 	return size == sizeof(struct vt_event) && type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM;
 }
 
+/* Drop the whole pages of [lo, hi) from this process: the mapping is a
+ * shared file mapping, so the data stays in the page cache and a later touch
+ * faults it back. A big trace then costs the analyzer the model's memory,
+ * not the file's size too. */
+static void release_span(const struct vt_log *log, uint64_t lo, uint64_t hi)
+{
+	static long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	lo = (lo + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
+	hi = hi / (uint64_t)page * (uint64_t)page;
+	if (hi > lo)
+		madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
+}
+
 /* Walk a chunk's records once: warn about damage, return where valid data
  * ends. A zero word ends the data (never written); a cut file ends it too. */
 static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, uint8_t *clean)
@@ -173,6 +189,10 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, 
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
+		if (type < 64)
+			log->types_seen |= 1ull << type;
+		if (type == VT_REC_PACKED && !problem) /* it is delivered as its event */
+			log->types_seen |= 1ull << log->map[pos + 4];
 		pos += size;
 	}
 	return pos;
@@ -268,6 +288,9 @@ static int index_chunks(struct vt_log *log, int fd)
 		c->first_seq = ch->first_seq;
 		c->first_t_ns = ch->first_t_ns;
 		c->data_end = scan_chunk(log, off, file_end, &c->clean);
+		/* the index is made before any record is delivered: without this
+		 * the whole file would be resident at once (RSS = the log size) */
+		release_span(log, off, c->data_end);
 	}
 	return build_streams(log);
 }
@@ -368,6 +391,11 @@ const char *vt_log_path(const struct vt_log *log)
 unsigned vt_log_warnings(const struct vt_log *log)
 {
 	return log->warnings;
+}
+
+int vt_log_may_hold(const struct vt_log *log, uint32_t type)
+{
+	return type >= 64 || (log->types_seen >> type & 1);
 }
 
 uint32_t vt_log_stored_size(const struct vt_log *log, const struct vt_record_view *rec)
@@ -506,21 +534,11 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos,
 }
 
 /* Chunks [from, to) were delivered: drop their pages from this process
- * (the mapping is a shared file mapping, so the data stays in the page
- * cache and a later touch faults it back). A big trace then costs the
- * analyzer the model's memory, not the file's size too. */
+ * (see release_span). */
 static void release_chunks(const struct vt_log *log, uint32_t from, uint32_t to)
 {
-	static long page;
-	if (!page)
-		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-	for (uint32_t i = from; i < to; i++) {
-		uint64_t lo =
-		    (log->chunks[i].off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
-		uint64_t hi = log->chunks[i].data_end / (uint64_t)page * (uint64_t)page;
-		if (hi > lo)
-			madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
-	}
+	for (uint32_t i = from; i < to; i++)
+		release_span(log, log->chunks[i].off, log->chunks[i].data_end);
 }
 
 /* Deliver the stream's records up to and including its keyed record (or to

@@ -13,18 +13,18 @@
 
 #include "vramtrace/format.h"
 
-struct vt_log;  /* one process log, mapped read-only */
+struct vt_log; /* one process log, mapped read-only */
 
 /* A compact record is delivered expanded: a VT_REC_FREE_SHORT arrives as the
  * VT_REC_FREE struct vt_event it stands for (type VT_REC_FREE, size 64, data
  * pointing at a copy valid during the callback), so no consumer needs to know
  * the compact form exists. vt_log_stored_size() says what it took in the file. */
 struct vt_record_view {
-	uint32_t type;        /* enum vt_rec */
-	uint32_t size;        /* bytes, incl. the header word; bounds-checked */
-	const void *data;     /* the record, starting at its header word */
-	uint32_t tid;         /* owner thread (from the chunk header) */
-	uint64_t offset;      /* file offset, for messages */
+	uint32_t type;    /* enum vt_rec */
+	uint32_t size;    /* bytes, incl. the header word; bounds-checked */
+	const void *data; /* the record, starting at its header word */
+	uint32_t tid;     /* owner thread (from the chunk header) */
+	uint64_t offset;  /* file offset, for messages */
 };
 
 /* Open and validate a log file. On failure returns NULL and writes a one-line
@@ -37,6 +37,11 @@ const char *vt_log_path(const struct vt_log *log);
 
 /* Number of damage warnings issued so far for this log. */
 unsigned vt_log_warnings(const struct vt_log *log);
+
+/* 0 when the log holds no record of this type as stored in the file (before
+ * any expansion: a compact free is VT_REC_FREE_SHORT here), so a pass that
+ * wants only that type can skip the log; 1 when it may (types >= 64 always). */
+int vt_log_may_hold(const struct vt_log *log, uint32_t type);
 
 /* Visit every valid record. Events are delivered in global seq order (the
  * per-thread chunk streams are merged); a metadata record is delivered before

@@ -41,7 +41,7 @@
 
 #include "vramtrace/format.h"
 
-#define VT_T_NEVER UINT64_MAX   /* t_free / seq_free of an allocation live at the end */
+#define VT_T_NEVER UINT64_MAX /* t_free / seq_free of an allocation live at the end */
 #define VT_MAX_DEVICES 256
 #define VT_NO_INDEX UINT32_MAX
 
@@ -61,42 +61,56 @@ const char *vt_category_name(int cat);
 int vt_category_from_name(const char *name); /* -1 if unknown */
 
 enum vt_alloc_flag {
-	VT_AF_CHARGED = 1u << 0,       /* counts against device memory */
-	VT_AF_HANDLE = 1u << 1,        /* a VMM handle or array: no address range */
-	VT_AF_RELEASED = 1u << 2,      /* VMM: cuMemRelease seen, maybe still mapped */
-	VT_AF_IMPLICIT_FREE = 1u << 3, /* closed by a later ALLOC at its address */
-	VT_AF_PARTIAL_COPIES = 1u << 4,/* has vt_copy_range entries */
+	VT_AF_CHARGED = 1u << 0,        /* counts against device memory */
+	VT_AF_HANDLE = 1u << 1,         /* a VMM handle or array: no address range */
+	VT_AF_RELEASED = 1u << 2,       /* VMM: cuMemRelease seen, maybe still mapped */
+	VT_AF_IMPLICIT_FREE = 1u << 3,  /* closed by a later ALLOC at its address */
+	VT_AF_PARTIAL_COPIES = 1u << 4, /* has vt_copy_range entries */
+	VT_AF_COPIES = 1u << 5,         /* has a vt_alloc_copies entry */
 };
 
+/* One allocation: 64 bytes, a cache line. The model holds one per
+ * allocation of the whole trace (millions), and on a VM every fresh page
+ * costs microseconds to fault in, so the analyzer's time follows this
+ * size. What only few allocations have (copies, VMM mappings) lives in the
+ * vt_alloc_copies side table (vt_model_copies()); the classifier's reason
+ * is an index into its table of texts (vt_alloc_reason()). */
 struct vt_alloc {
-	uint64_t addr;          /* device address (handle for VMM/arrays) */
+	uint64_t addr; /* device address (handle for VMM/arrays) */
 	uint64_t bytes;
 	uint64_t t_alloc, t_free;     /* trace ns; t_free = VT_T_NEVER if live at end */
 	uint64_t seq_alloc, seq_free; /* process seq; seq_free = VT_T_NEVER if live */
-	/* copies attached to this allocation */
-	uint64_t h2d_bytes, d2d_in_bytes, d2d_out_bytes, d2h_bytes;
-	uint64_t t_first_h2d, t_last_h2d;  /* VT_T_NEVER if none */
-	uint32_t h2d_copies, d2d_in_copies, d2d_out_copies, d2h_copies;
-	uint32_t stack_id;      /* allocating call's stack (process-local id) */
-	uint32_t h2d_stack_id;  /* stack of its first host-to-device copy */
-	uint32_t d2d_src;       /* allocation its first D2D-in copy came from */
-	uint32_t proc;          /* index into vt_model.procs */
-	uint32_t maps;          /* VMM: live mappings of this handle */
-	uint32_t flags;         /* enum vt_alloc_flag */
-	uint16_t api;           /* VT_API_* id of the allocating call */
-	uint8_t rt_api, device, kind;  /* vt_alloc_kind */
+	uint32_t stack_id;            /* allocating call's stack (process-local id) */
+	uint32_t proc;                /* index into vt_model.procs */
+	uint8_t api;                  /* VT_API_* id of the allocating call (a byte in the log) */
+	uint8_t rt_api, device, kind; /* vt_alloc_kind */
+	uint8_t flags;                /* enum vt_alloc_flag */
 	/* set by the classifier (classify.h) */
-	uint8_t category;       /* enum vt_category */
-	uint8_t confidence;     /* 0..100 */
-	uint8_t pad;
-	const char *reason;     /* static text */
+	uint8_t category;   /* enum vt_category */
+	uint8_t confidence; /* 0..100 */
+	uint8_t reason;     /* vt_alloc_reason(); VT_REASON_UNCLASSIFIED before */
+};
+#define VT_REASON_UNCLASSIFIED 0
+
+/* The copies attached to an allocation (and a VMM handle's mappings): only
+ * allocations with VT_AF_COPIES have one; vt_model_copies() gives every
+ * other allocation an all-zero record (t_*_h2d VT_T_NEVER, d2d_src
+ * VT_NO_INDEX). */
+struct vt_alloc_copies {
+	uint64_t h2d_bytes, d2d_in_bytes, d2d_out_bytes, d2h_bytes;
+	uint64_t t_first_h2d, t_last_h2d; /* VT_T_NEVER if none */
+	uint32_t h2d_copies, d2d_in_copies, d2d_out_copies, d2h_copies;
+	uint32_t h2d_stack_id; /* stack of its first host-to-device copy */
+	uint32_t d2d_src;      /* allocation its first D2D-in copy came from */
+	uint32_t alloc;        /* the allocation (index into vt_model.allocs) */
+	uint32_t maps;         /* VMM: live mappings of this handle (replay state) */
 };
 
 /* A part of an allocation filled by host-to-device copies at one offset. */
 struct vt_copy_range {
 	uint32_t alloc;
 	uint32_t copies;
-	uint32_t stack_id;      /* first copy's stack */
+	uint32_t stack_id; /* first copy's stack */
 	uint32_t pad;
 	uint64_t offset, bytes; /* bytes = largest single copy at this offset */
 	uint64_t total_bytes;   /* all copies at this offset */
@@ -105,13 +119,13 @@ struct vt_copy_range {
 
 struct vt_mark {
 	uint64_t t_ns, seq, value;
-	uint16_t kind;          /* vt_mark_kind */
+	uint16_t kind; /* vt_mark_kind */
 	char *text;
 };
 
 struct vt_module {
 	uint64_t seq, base, lo, hi;
-	uint8_t event;          /* vt_module_event */
+	uint8_t event; /* vt_module_event */
 	char *path;
 };
 
@@ -132,10 +146,10 @@ struct vt_failed_alloc {
 struct vt_model_stack {
 	uint32_t id;
 	uint16_t depth, py_depth;
-	uint64_t *frames;       /* depth native ips (+ 2*py_depth words) */
-	uint32_t alloc_uses;    /* allocations made with this stack (after finish) */
-	uint32_t copy_uses;     /* first host-to-device copies into an allocation
-	                           (or a part of one) made with it */
+	uint64_t *frames;    /* depth native ips (+ 2*py_depth words) */
+	uint32_t alloc_uses; /* allocations made with this stack (after finish) */
+	uint32_t copy_uses;  /* first host-to-device copies into an allocation
+	                        (or a part of one) made with it */
 };
 
 /* Steps of one process (filled by steps.c). */
@@ -144,11 +158,11 @@ enum vt_step_source { VT_STEPS_NONE = 0, VT_STEPS_MARKERS, VT_STEPS_PERIOD };
 struct vt_proc {
 	int32_t pid, ppid;
 	uint32_t exec_index;
-	uint64_t state_word;          /* header.state */
-	uint64_t header_flags;        /* header.flags */
-	uint64_t clock_offset_ns;     /* header.clock_base_ns - trace start */
+	uint64_t state_word;      /* header.state */
+	uint64_t header_flags;    /* header.flags */
+	uint64_t clock_offset_ns; /* header.clock_base_ns - trace start */
 	uint64_t events_dropped;
-	int clean_exit;               /* exited through exit()/return */
+	int clean_exit; /* exited through exit()/return */
 	int32_t exit_code;
 	int have_exit_rec;
 	char *exe, *cmdline, *hostname;
@@ -157,31 +171,37 @@ struct vt_proc {
 	/* frees in the order they happened: [free_begin, free_end) of model.free_order */
 	uint32_t free_begin, free_end;
 	uint64_t last_t_ns, last_seq;
-	struct vt_mark *marks; uint32_t nmarks, cap_marks;
-	struct vt_module *modules; uint32_t nmodules, cap_modules;
-	struct vt_meminfo *meminfo; uint32_t nmeminfo, cap_meminfo;
-	struct vt_stack_entry *stacks;    /* uthash by id */
-	struct vt_frame_fanin *fanin;     /* uthash ip -> allocation stacks holding it */
-	uint32_t alloc_stacks;            /* unique stacks that allocated */
+	struct vt_mark *marks;
+	uint32_t nmarks, cap_marks;
+	struct vt_module *modules;
+	uint32_t nmodules, cap_modules;
+	struct vt_meminfo *meminfo;
+	uint32_t nmeminfo, cap_meminfo;
+	struct vt_stack_entry *stacks; /* uthash by id */
+	struct vt_frame_fanin *fanin;  /* uthash ip -> allocation stacks holding it */
+	uint32_t alloc_stacks;         /* unique stacks that allocated */
 	/* replay state (freed at end_process) */
-	struct vt_ival_map *live;         /* address -> allocation / mapping */
-	struct vt_handle_entry *handles;  /* uthash: VMM handle / array -> allocation */
+	struct vt_ival_map *live;        /* address -> allocation / mapping */
+	struct vt_handle_entry *handles; /* uthash: VMM handle / array -> allocation */
+	uint32_t known_stacks[64];       /* stack ids found recorded, by id % 64 */
 	/* steps (steps.c) */
 	enum vt_step_source step_source;
-	uint64_t *step_t;  uint32_t nsteps;   /* start time of each step */
-	uint64_t step_period_ns;              /* median step length, 0 if none */
+	uint64_t *step_t;
+	uint32_t nsteps;         /* start time of each step */
+	uint64_t step_period_ns; /* median step length, 0 if none */
 	/* classification (classify.c) */
-	int pool_mode;                        /* 1: opaque allocator pool seen */
-	int framework;                        /* enum vt_framework (flags.h) */
+	int pool_mode; /* 1: opaque allocator pool seen */
+	int framework; /* enum vt_framework (flags.h) */
 };
 
 struct vt_device {
 	int seen;
 	char *name;
-	uint64_t total_bytes;         /* from DEVICE or MEMINFO records, 0 unknown */
+	uint64_t total_bytes; /* from DEVICE or MEMINFO records, 0 unknown */
 	uint64_t peak_bytes, peak_t_ns;
-	uint32_t peak_proc; uint64_t peak_seq; /* the event that reached the peak */
-	uint64_t end_bytes;           /* live at the end of the trace */
+	uint32_t peak_proc;
+	uint64_t peak_seq;  /* the event that reached the peak */
+	uint64_t end_bytes; /* live at the end of the trace */
 	uint64_t alloc_calls;
 };
 
@@ -189,14 +209,14 @@ struct vt_totals {
 	uint64_t alloc_calls, free_calls, htod_calls, htod_bytes, failed_allocs;
 	uint64_t dtoh_calls, dtod_calls, copy_calls, copy_unattached;
 	uint64_t map_calls, unmap_calls, events, records;
-	uint64_t frees_unmatched;     /* a FREE of an address nobody allocated */
-	uint64_t implicit_frees;      /* an ALLOC over a live address */
+	uint64_t frees_unmatched; /* a FREE of an address nobody allocated */
+	uint64_t implicit_frees;  /* an ALLOC over a live address */
 	/* what a damaged or hostile trace shows (model_load.c says so) */
-	uint64_t time_backwards;      /* an event earlier than the one before it */
-	uint64_t unknown_stacks;      /* an event naming a stack never recorded */
-	uint64_t copies_to_nowhere;   /* H2D into no allocation, mapping or handle */
-	uint64_t implausible;         /* size > VT_MODEL_MAX_BYTES or a range past
-	                                 2^64: the event is ignored */
+	uint64_t time_backwards;    /* an event earlier than the one before it */
+	uint64_t unknown_stacks;    /* an event naming a stack never recorded */
+	uint64_t copies_to_nowhere; /* H2D into no allocation, mapping or handle */
+	uint64_t implausible;       /* size > VT_MODEL_MAX_BYTES or a range past
+	                               2^64: the event is ignored */
 };
 #define VT_MODEL_MAX_BYTES (1ull << 50) /* 1 PiB: no device holds more */
 
@@ -207,18 +227,30 @@ struct vt_moment {
 };
 
 struct vt_model {
-	struct vt_alloc *allocs; uint32_t nallocs, cap_allocs;
-	uint32_t *free_order; uint32_t nfree_order, cap_free_order;
-	struct vt_copy_range *ranges; uint32_t nranges, cap_ranges;
-	struct vt_range_entry *range_index;   /* uthash (alloc, offset) -> range */
-	struct vt_failed_alloc *failed; uint32_t nfailed, cap_failed;
-	struct vt_proc *procs; uint32_t nprocs, cap_procs;
+	struct vt_alloc *allocs;
+	uint32_t nallocs, cap_allocs;
+	/* copy statistics of the allocations that had copies (VT_AF_COPIES),
+	 * and an open-addressing index alloc -> entry (copy_slots, a power of
+	 * two, VT_NO_INDEX empty) */
+	struct vt_alloc_copies *copies;
+	uint32_t ncopies, cap_copies;
+	uint32_t *copy_index;
+	uint32_t copy_slots;
+	uint32_t *free_order;
+	uint32_t nfree_order, cap_free_order;
+	struct vt_copy_range *ranges;
+	uint32_t nranges, cap_ranges;
+	struct vt_range_entry *range_index; /* uthash (alloc, offset) -> range */
+	struct vt_failed_alloc *failed;
+	uint32_t nfailed, cap_failed;
+	struct vt_proc *procs;
+	uint32_t nprocs, cap_procs;
 	struct vt_device devices[VT_MAX_DEVICES];
 	struct vt_totals totals;
-	uint64_t trace_start_ns;      /* absolute CLOCK_MONOTONIC of t = 0 */
-	uint64_t end_t_ns;            /* last event time seen */
+	uint64_t trace_start_ns; /* absolute CLOCK_MONOTONIC of t = 0 */
+	uint64_t end_t_ns;       /* last event time seen */
 	int finished;
-	unsigned warnings;            /* reader damage warnings, if loaded */
+	unsigned warnings; /* reader damage warnings, if loaded */
 	/* site naming (report_site.c): symbolized stacks when the loader set
 	 * them up, and the names already made, per (process, stack) */
 	struct vt_sites *sites;
@@ -228,8 +260,8 @@ struct vt_model {
 	 * (vt_model_finish merges processes by time otherwise); replay state */
 	struct vt_replay_peak {
 		uint64_t live, peak, t_ns, seq;
-	} *replay_peaks;                          /* [VT_MAX_DEVICES], NULL until used */
-	struct vt_site_funnel *site_funnels[2];  /* [0] allocation stacks, [1] copy stacks */
+	} * replay_peaks;                       /* [VT_MAX_DEVICES], NULL until used */
+	struct vt_site_funnel *site_funnels[2]; /* [0] allocation stacks, [1] copy stacks */
 	uint32_t site_funnel_stacks[2];         /* stacks they were counted over */
 	int site_funnels_ready;
 };
@@ -295,9 +327,12 @@ int vt_model_parse_at(const struct vt_model *m, const char *spec, struct vt_mome
  * every allocation passes through (an allocator wrapper) names no site. */
 uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip);
 const struct vt_model_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id);
+/* The copy statistics of allocation a (an element of m->allocs): never NULL. */
+const struct vt_alloc_copies *vt_model_copies(const struct vt_model *m, const struct vt_alloc *a);
+/* The classifier's reason for a's category (static text). */
+const char *vt_alloc_reason(const struct vt_alloc *a);
 /* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
-const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc,
-                                            uint32_t *n);
+const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc, uint32_t *n);
 /* Devices a report lists: those the job allocated on (failed attempts
  * included); every device seen when it allocated nothing at all. */
 int vt_model_device_used(const struct vt_model *m, int dev);

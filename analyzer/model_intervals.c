@@ -104,9 +104,16 @@ int vt_ival_insert_new(struct vt_ival_map *m, const struct vt_ival *iv)
 	uint32_t n = new_node(m, iv);
 	if (!n)
 		return -1;
-	uint32_t l, r;
-	split(m->nodes, m->root, iv->start, &l, &r);
-	m->root = merge(m->nodes, merge(m->nodes, l, n), r);
+	/* One descent: down by key to where the new node's priority puts it,
+	 * then split only the subtree below. The same tree as split + two
+	 * merges of the whole (a treap's shape is fixed by keys and
+	 * priorities), for a third of the node visits. */
+	struct vt_ival_node *nd = m->nodes;
+	uint32_t *link = &m->root;
+	while (*link && nd[*link].prio > nd[n].prio)
+		link = iv->start < nd[*link].iv.start ? &nd[*link].left : &nd[*link].right;
+	split(nd, *link, iv->start, &nd[n].left, &nd[n].right);
+	*link = n;
 	m->count++;
 	return 0;
 }
@@ -116,7 +123,7 @@ int vt_ival_erase(struct vt_ival_map *m, uint64_t start, struct vt_ival *out)
 	uint32_t *link = &m->root;
 	while (*link && m->nodes[*link].iv.start != start)
 		link = start < m->nodes[*link].iv.start ? &m->nodes[*link].left
-		                                         : &m->nodes[*link].right;
+		                                        : &m->nodes[*link].right;
 	uint32_t n = *link;
 	if (!n)
 		return 0;

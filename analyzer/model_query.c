@@ -68,9 +68,14 @@ struct vt_moment vt_moment_peak(const struct vt_model *m, int dev)
 	return (struct vt_moment){d->peak_t_ns, d->peak_proc, d->peak_seq};
 }
 
-int vt_alloc_live_at(const struct vt_model *m, const struct vt_alloc *a,
-                     const struct vt_moment *at)
+int vt_alloc_live_at(const struct vt_model *m, const struct vt_alloc *a, const struct vt_moment *at)
 {
+	/* Every report asks this of every allocation, several times: the times
+	 * decide it unless one ties with the moment's (then process and seq do) */
+	if (a->t_alloc > at->t_ns || a->t_free < at->t_ns)
+		return 0;
+	if (a->t_alloc < at->t_ns && a->t_free > at->t_ns)
+		return 1;
 	struct vt_moment born = vt_alloc_born(m, a), died = vt_alloc_died(m, a);
 	return vt_moment_cmp(&born, at) <= 0 && vt_moment_cmp(at, &died) < 0;
 }
@@ -211,8 +216,9 @@ struct proc_cursor {
 };
 
 /* Next event of process p: returns 1 and sets *idx, *is_free, *when. */
-static int next_event(const struct vt_model *m, const struct vt_proc *p, const struct proc_cursor *c,
-                      uint32_t *idx, int *is_free, struct vt_moment *when, uint32_t pi)
+static int next_event(const struct vt_model *m, const struct vt_proc *p,
+                      const struct proc_cursor *c, uint32_t *idx, int *is_free,
+                      struct vt_moment *when, uint32_t pi)
 {
 	int have_a = c->ai < p->alloc_end, have_f = c->fi < p->free_end;
 	if (!have_a && !have_f)
@@ -353,21 +359,28 @@ static void frame_fanin(struct vt_model *m)
 		struct vt_stack_entry *e = cached_stack(m, &sc, a->proc, a->stack_id);
 		if (e)
 			e->s.alloc_uses++;
-		e = cached_stack(m, &sc, a->proc, a->h2d_stack_id);
+	}
+	/* only the side table's allocations had a first host-to-device copy */
+	for (uint32_t k = 0; k < m->ncopies; k++) {
+		const struct vt_alloc_copies *c = &m->copies[k];
+		struct vt_stack_entry *e =
+		    cached_stack(m, &sc, m->allocs[c->alloc].proc, c->h2d_stack_id);
 		if (e)
 			e->s.copy_uses++;
 	}
 	for (uint32_t r = 0; r < m->nranges; r++) {
 		struct vt_stack_entry *e;
 		uint32_t id = m->ranges[r].stack_id;
-		HASH_FIND(hh, m->procs[m->allocs[m->ranges[r].alloc].proc].stacks, &id, sizeof id, e);
+		HASH_FIND(hh, m->procs[m->allocs[m->ranges[r].alloc].proc].stacks, &id, sizeof id,
+		          e);
 		if (e)
 			e->s.copy_uses++;
 	}
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		struct vt_proc *p = &m->procs[pi];
 		struct vt_stack_entry *e, *tmp;
-		HASH_ITER(hh, p->stacks, e, tmp) {
+		HASH_ITER(hh, p->stacks, e, tmp)
+		{
 			if (!e->s.alloc_uses)
 				continue;
 			p->alloc_stacks++;

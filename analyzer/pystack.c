@@ -43,12 +43,14 @@ void vt_pystrs_free(struct vt_pystrs *ps)
 	if (!ps)
 		return;
 	struct text_entry *t, *tt;
-	HASH_ITER(hh, ps->by_text, t, tt) {
+	HASH_ITER(hh, ps->by_text, t, tt)
+	{
 		HASH_DEL(ps->by_text, t);
 		free(t);
 	}
 	struct id_entry *e, *et;
-	HASH_ITER(hh, ps->by_id, e, et) {
+	HASH_ITER(hh, ps->by_id, e, et)
+	{
 		HASH_DEL(ps->by_id, e);
 		free(e);
 	}
@@ -89,7 +91,7 @@ static uint32_t intern_text(struct vt_pystrs *ps, const char *text, size_t len)
 }
 
 int vt_pystrs_add(struct vt_pystrs *ps, uint32_t log_index, const struct vt_record_view *rec,
-		  char *err, size_t errlen)
+                  char *err, size_t errlen)
 {
 	if (rec->type != VT_REC_PYSTR)
 		return 0;
@@ -97,7 +99,7 @@ int vt_pystrs_add(struct vt_pystrs *ps, uint32_t log_index, const struct vt_reco
 	if (rec->size < sizeof *r || r->len > rec->size - sizeof *r || r->id == 0) {
 		if (errlen)
 			snprintf(err, errlen, "malformed python string record at offset %llu",
-				 (unsigned long long)rec->offset);
+			         (unsigned long long)rec->offset);
 		return -1;
 	}
 	uint32_t gid = intern_text(ps, r->text, r->len);
@@ -139,7 +141,10 @@ unsigned vt_pystrs_load_trace(struct vt_pystrs *ps, const struct vt_trace *t)
 	struct load_ctx ctx = {ps, 0, 0};
 	for (size_t i = 0; i < t->nlogs; i++) {
 		ctx.log_index = (uint32_t)i;
-		vt_log_for_each(t->logs[i], load_one, &ctx);
+		/* a whole pass over the log for strings only Python jobs write:
+		 * skipped when the index saw none (most traces) */
+		if (vt_log_may_hold(t->logs[i], VT_REC_PYSTR))
+			vt_log_for_each(t->logs[i], load_one, &ctx);
 	}
 	return ctx.bad;
 }
@@ -165,7 +170,7 @@ size_t vt_pystrs_count(const struct vt_pystrs *ps)
 /* ---- frames -------------------------------------------------------------- */
 
 void vt_pystack_globalize(const struct vt_pystrs *ps, uint32_t log_index, const uint64_t *in,
-			  unsigned n, uint64_t *out)
+                          unsigned n, uint64_t *out)
 {
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t w0 = in[2 * i];
@@ -177,7 +182,7 @@ void vt_pystack_globalize(const struct vt_pystrs *ps, uint32_t log_index, const 
 }
 
 unsigned vt_pystack_decode(const struct vt_pystrs *ps, const uint64_t *words, unsigned n,
-			   struct vt_pyframe *out)
+                           struct vt_pyframe *out)
 {
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t w0 = words[2 * i], w1 = words[2 * i + 1];
@@ -228,8 +233,8 @@ static unsigned slot_of(const struct vt_pyframe *f, unsigned ndepth, const uint8
 }
 
 unsigned vt_pystack_merge(const struct vt_pyframe *py, unsigned npy, unsigned ndepth,
-			  const uint8_t *roles, unsigned flags, struct vt_merged_frame *out,
-			  unsigned max)
+                          const uint8_t *roles, unsigned flags, struct vt_merged_frame *out,
+                          unsigned max)
 {
 	unsigned n = 0, p = 0, floor = 0;
 	for (unsigned i = 0; i <= ndepth && n < max; i++) {
@@ -259,8 +264,8 @@ unsigned vt_pystack_merge(const struct vt_pyframe *py, unsigned npy, unsigned nd
 /* ---- sites --------------------------------------------------------------- */
 
 static const char *const library_markers[] = {
-	"/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3",
-	"<frozen ", "<built-in>",
+    "/site-packages/", "/dist-packages/", "/lib/python3",
+    "/lib64/python3",  "<frozen ",        "<built-in>",
 };
 
 static int env_list_matches(const char *var, const char *file)
@@ -311,7 +316,7 @@ int vt_pystack_format(const struct vt_pyframe *f, char *buf, size_t len)
 }
 
 int vt_pystack_site_text(const struct vt_pystrs *ps, const uint64_t *words, unsigned n, char *buf,
-			 size_t len, unsigned *native_index)
+                         size_t len, unsigned *native_index)
 {
 	if (!n)
 		return -1;
@@ -330,7 +335,7 @@ int vt_pystack_site_text(const struct vt_pystrs *ps, const uint64_t *words, unsi
 }
 
 int vt_pystack_site_of_record(const struct vt_pystrs *ps, uint32_t log_index,
-			      const uint64_t *py_words, unsigned py_depth, char *buf, size_t len)
+                              const uint64_t *py_words, unsigned py_depth, char *buf, size_t len)
 {
 	if (!py_depth)
 		return -1;

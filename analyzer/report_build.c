@@ -14,7 +14,7 @@ struct site_entry {
 	struct {
 		uint32_t proc, stack;
 	} key;
-	uint32_t site;   /* index into r->sites */
+	uint32_t site; /* index into r->sites */
 	UT_hash_handle hh;
 };
 
@@ -98,6 +98,14 @@ static void build_sites(struct vt_report *r)
 	struct vt_moment peak[VT_MAX_DEVICES];
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		peak[d] = vt_moment_peak(r->m, d);
+	/* the site of recent (process, stack) pairs, direct-mapped by stack: a
+	 * job allocates through a few stacks over and over, and the hash lookup
+	 * per allocation was most of this pass (site indices do not move until
+	 * the sort after it) */
+	struct {
+		uint32_t proc, stack, site;
+	} recent[64];
+	memset(recent, 0xff, sizeof recent);
 	/* one pass: sites, bytes by category at each device's peak and at --at */
 	for (uint32_t i = 0; i < r->m->nallocs; i++) {
 		const struct vt_alloc *a = &r->m->allocs[i];
@@ -109,12 +117,19 @@ static void build_sites(struct vt_report *r)
 			if (a->device != VT_DEVICE_UNKNOWN)
 				r->at_dev_bytes[a->device] += a->bytes;
 		}
-		int at_peak = a->device != VT_DEVICE_UNKNOWN && vt_alloc_live_at(r->m, a, &peak[a->device]);
+		int at_peak =
+		    a->device != VT_DEVICE_UNKNOWN && vt_alloc_live_at(r->m, a, &peak[a->device]);
 		if (at_peak) {
 			r->dev_cats[a->device][cat] += a->bytes;
 			r->cats_at_peak[cat] += a->bytes;
 		}
-		uint32_t s = site_index(r, &by_stack, &by_name, &cap, a);
+		uint32_t slot = a->stack_id % 64, s = recent[slot].site;
+		if (recent[slot].proc != a->proc || recent[slot].stack != a->stack_id) {
+			s = site_index(r, &by_stack, &by_name, &cap, a);
+			recent[slot].proc = a->proc;
+			recent[slot].stack = a->stack_id;
+			recent[slot].site = s;
+		}
 		struct vt_site_stat *st = &r->sites[s];
 		st->allocs++;
 		if (at_peak) {
@@ -134,11 +149,13 @@ static void build_sites(struct vt_report *r)
 	}
 	if (r->nsites)
 		qsort(r->sites, r->nsites, sizeof *r->sites, site_cmp);
-	HASH_ITER(hh, by_stack, e, etmp) {
+	HASH_ITER(hh, by_stack, e, etmp)
+	{
 		HASH_DEL(by_stack, e);
 		free(e);
 	}
-	HASH_ITER(hh, by_name, n, ntmp) {
+	HASH_ITER(hh, by_name, n, ntmp)
+	{
 		HASH_DEL(by_name, n);
 		free(n);
 	}
@@ -164,8 +181,8 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 		r->opt.top = 10;
 	vt_model_finish(m);
 	if (vt_model_parse_at(m, opt->at, &r->at, r->at_label, sizeof r->at_label) != 0) {
-		snprintf(err, errlen, "--at wants peak, end or seconds from the trace start, not '%s'",
-		         opt->at);
+		snprintf(err, errlen,
+		         "--at wants peak, end or seconds from the trace start, not '%s'", opt->at);
 		return -1;
 	}
 	vt_classify(m);

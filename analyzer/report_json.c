@@ -48,9 +48,10 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_kv_i64(j, "ppid", p->ppid);
 		vt_json_kv_string(j, "exe", p->exe);
 		vt_json_kv_bool(j, "clean_exit", p->clean_exit);
-		vt_json_kv_string(j, "state", p->clean_exit ? "exited"
-		                              : VT_STATE_OF(p->state_word) == VT_STATE_EXECED ? "exec"
-		                                                                               : "died");
+		vt_json_kv_string(j, "state",
+		                  p->clean_exit                                   ? "exited"
+		                  : VT_STATE_OF(p->state_word) == VT_STATE_EXECED ? "exec"
+		                                                                  : "died");
 		vt_json_key(j, "exit_code");
 		if (p->clean_exit || p->have_exit_rec)
 			vt_json_i64(j, p->exit_code);
@@ -195,10 +196,10 @@ static void allocations(struct vt_json *j, const struct vt_report *r)
 			vt_json_null(j);
 		else
 			vt_json_u64(j, a->t_free);
-		vt_json_kv_u64(j, "htod_bytes", a->h2d_bytes);
+		vt_json_kv_u64(j, "htod_bytes", vt_model_copies(r->m, a)->h2d_bytes);
 		vt_json_kv_string(j, "category", vt_category_name(a->category));
 		vt_json_kv_double(j, "confidence", a->confidence / 100.0);
-		vt_json_kv_string(j, "reason", a->reason);
+		vt_json_kv_string(j, "reason", vt_alloc_reason(a));
 		vt_json_kv_string(j, "site", site);
 		vt_json_kv_bool(j, "live_at_peak", vt_report_live_at_peak(r, a));
 		vt_json_end_object(j);

@@ -30,8 +30,8 @@ static void test_address_reuse(void **state)
 	vt_model_finish(m);
 	assert_int_equal(m->nallocs, 2);
 	assert_int_equal(m->allocs[0].t_free, 20);
-	assert_int_equal(m->allocs[0].h2d_bytes, 256);
-	assert_int_equal(m->allocs[1].h2d_bytes, 64);
+	assert_int_equal(vt_model_copies(m, &m->allocs[0])->h2d_bytes, 256);
+	assert_int_equal(vt_model_copies(m, &m->allocs[1])->h2d_bytes, 64);
 	assert_int_equal(m->allocs[1].t_free, VT_T_NEVER);
 	assert_int_equal(m->totals.alloc_calls, 2);
 	assert_int_equal(m->totals.free_calls, 1);
@@ -102,8 +102,8 @@ static void test_vmm(void **state)
 	assert_int_equal(m->nallocs, 1);
 	const struct vt_alloc *a = &m->allocs[0];
 	assert_int_equal(a->bytes, 2 << 20);
-	assert_int_equal(a->h2d_bytes, 3072);
-	assert_int_equal(a->h2d_copies, 2);
+	assert_int_equal(vt_model_copies(m, a)->h2d_bytes, 3072);
+	assert_int_equal(vt_model_copies(m, a)->h2d_copies, 2);
 	assert_int_equal(a->t_free, 40); /* the last unmap after the release */
 	assert_int_equal(m->devices[0].peak_bytes, 2 << 20);
 	assert_int_equal(m->devices[0].end_bytes, 0);
@@ -125,7 +125,7 @@ static void test_vmm_release_after_unmap(void **state)
 	b_event(&b, VT_REC_FREE, 14, 0x55, 0, 0, VT_ALLOC_VMM, 0, API_RELEASE);
 	vt_model_finish(m);
 	assert_int_equal(m->allocs[0].t_free, 14);
-	assert_int_equal(m->allocs[0].h2d_bytes, 0);
+	assert_int_equal(vt_model_copies(m, &m->allocs[0])->h2d_bytes, 0);
 	assert_int_equal(m->totals.copy_unattached, 1);
 	vt_model_free(m);
 }
@@ -139,7 +139,7 @@ static void test_peak_and_at(void **state)
 	b_alloc(&b, 100, 0x1000, 1000, 0);
 	b_alloc(&b, 200, 0x5000, 3000, 0);
 	b_free(&b, 300, 0x1000, 0);
-	b_alloc(&b, 400, 0x9000, 500, 0);     /* 3500 < 4000: not a new peak */
+	b_alloc(&b, 400, 0x9000, 500, 0); /* 3500 < 4000: not a new peak */
 	b_free(&b, 500, 0x5000, 0);
 	b_alloc(&b, 600, 0x1000, 100, 1);
 	vt_model_finish(m);
@@ -182,8 +182,8 @@ static void test_two_processes_share_a_device(void **state)
 	b_free(&a, 2000, 0x1000, 0);
 	vt_model_end_process(m, a.proc);
 	b_begin(&b, m, 2, 6000, 5000);
-	b_alloc(&b, 50, 0x1000, 500, 0);  /* trace t = 1050: both live */
-	b_free(&b, 500, 0x1000, 0);       /* trace t = 1500 */
+	b_alloc(&b, 50, 0x1000, 500, 0); /* trace t = 1050: both live */
+	b_free(&b, 500, 0x1000, 0);      /* trace t = 1500 */
 	vt_model_end_process(m, b.proc);
 	vt_model_finish(m);
 	assert_int_equal(m->nprocs, 2);
@@ -199,18 +199,18 @@ static void test_copies_attach_to_containing(void **state)
 	(void)state;
 	struct builder b;
 	struct vt_model *m = new_model(&b);
-	b_alloc(&b, 1, 0x10000, 1 << 20, 0);   /* dataset-like */
-	b_alloc(&b, 2, 0x200000, 4096, 0);     /* batch */
-	for (int i = 0; i < 4; i++)            /* uploaded in 4 chunks */
+	b_alloc(&b, 1, 0x10000, 1 << 20, 0); /* dataset-like */
+	b_alloc(&b, 2, 0x200000, 4096, 0);   /* batch */
+	for (int i = 0; i < 4; i++)          /* uploaded in 4 chunks */
 		b_htod(&b, 3 + i, 0x10000 + (uint64_t)i * (256 << 10), 256 << 10, 0);
 	b_event(&b, VT_REC_COPY, 10, 0x200000, 4096, 0x10000 + 8192, VT_COPY_DTOD, 0, API_DTOD);
 	b_htod(&b, 11, 0x900000, 16, 0); /* into nothing we know */
 	vt_model_finish(m);
-	assert_int_equal(m->allocs[0].h2d_bytes, 1 << 20);
-	assert_int_equal(m->allocs[0].h2d_copies, 4);
-	assert_int_equal(m->allocs[0].d2d_out_copies, 1);
-	assert_int_equal(m->allocs[1].d2d_in_bytes, 4096);
-	assert_int_equal(m->allocs[1].d2d_src, 0);
+	assert_int_equal(vt_model_copies(m, &m->allocs[0])->h2d_bytes, 1 << 20);
+	assert_int_equal(vt_model_copies(m, &m->allocs[0])->h2d_copies, 4);
+	assert_int_equal(vt_model_copies(m, &m->allocs[0])->d2d_out_copies, 1);
+	assert_int_equal(vt_model_copies(m, &m->allocs[1])->d2d_in_bytes, 4096);
+	assert_int_equal(vt_model_copies(m, &m->allocs[1])->d2d_src, 0);
 	assert_int_equal(m->totals.copy_unattached, 1);
 	uint32_t n;
 	vt_model_ranges(m, 0, &n);
@@ -256,16 +256,16 @@ static void test_short_records_ignored(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_address_reuse),
-		cmocka_unit_test(test_lost_free_closes_stale),
-		cmocka_unit_test(test_async_free),
-		cmocka_unit_test(test_vmm),
-		cmocka_unit_test(test_vmm_release_after_unmap),
-		cmocka_unit_test(test_peak_and_at),
-		cmocka_unit_test(test_two_processes_share_a_device),
-		cmocka_unit_test(test_copies_attach_to_containing),
-		cmocka_unit_test(test_failed_alloc_is_kept),
-		cmocka_unit_test(test_short_records_ignored),
+	    cmocka_unit_test(test_address_reuse),
+	    cmocka_unit_test(test_lost_free_closes_stale),
+	    cmocka_unit_test(test_async_free),
+	    cmocka_unit_test(test_vmm),
+	    cmocka_unit_test(test_vmm_release_after_unmap),
+	    cmocka_unit_test(test_peak_and_at),
+	    cmocka_unit_test(test_two_processes_share_a_device),
+	    cmocka_unit_test(test_copies_attach_to_containing),
+	    cmocka_unit_test(test_failed_alloc_is_kept),
+	    cmocka_unit_test(test_short_records_ignored),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,8 @@ static void compact_free_reads_as_free(void **state)
 	char *dir = lt_make_dir();
 	struct vt_log_config cfg = {.dir = dir};
 	assert_int_equal(vt_log_init(&cfg), 0);
-	struct vt_event full = {.addr = 0x1000, .bytes = 0, .stream = 0x77, .api = 4, .kind = VT_ALLOC_ASYNC};
+	struct vt_event full = {
+	    .addr = 0x1000, .bytes = 0, .stream = 0x77, .api = 4, .kind = VT_ALLOC_ASYNC};
 	assert_int_equal(vt_log_write_event(VT_REC_FREE, &full), 0);
 	write_short(0xabc000, 9, 0);
 	void *bad = vt_log_reserve(32); /* a compact free cut to 32 bytes */
@@ -79,6 +80,12 @@ static void compact_free_reads_as_free(void **state)
 	assert_non_null(strstr(warn, "invalid free_short record"));
 
 	assert_int_equal(s.n, 3);
+	/* the index knows the types the file holds, as stored (the Python
+	 * string pass skips a log that has none) */
+	assert_true(vt_log_may_hold(log, VT_REC_FREE_SHORT));
+	assert_true(vt_log_may_hold(log, VT_REC_FREE));
+	assert_false(vt_log_may_hold(log, VT_REC_PYSTR));
+	assert_true(vt_log_may_hold(log, 100));
 	assert_int_equal(s.stored[0], 64);
 	assert_int_equal(s.ev[0].stream, 0x77);
 	for (size_t i = 1; i < 3; i++) {
