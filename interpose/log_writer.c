@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "env_flag.h"
 #include "log_file.h"
 #include "vramtrace/event_packed.h"
 #include "vramtrace/size_text.h"
@@ -137,8 +138,7 @@ void vt_log_config_from_env(struct vt_log_config *cfg)
 	cfg->chunk_size = (uint32_t)size_from_env("VRAMTRACE_CHUNK_SIZE");
 	const char *depth = getenv("VRAMTRACE_STACK_DEPTH");
 	cfg->stack_depth = depth && *depth ? (uint32_t)strtoul(depth, NULL, 10) : 128u;
-	const char *free_stacks = getenv("VRAMTRACE_FREE_STACKS");
-	cfg->free_stacks = free_stacks && *free_stacks && strcmp(free_stacks, "0") != 0;
+	cfg->free_stacks = vt_env_flag("VRAMTRACE_FREE_STACKS");
 }
 
 static uint32_t sane_chunk_size(uint32_t want)

@@ -23,10 +23,11 @@ static inline int vt_shim_disabled(void)
 /* Create the log on first use (lazy; the constructor never does). Returns 1
  * when records can be written. Inline: one load once the log is there. */
 int vt_shim_log_ready_slow(void);
-extern int vt_shim_log_is_ready;
+enum vt_log_state { VT_LOG_NONE, VT_LOG_OPENING, VT_LOG_READY }; /* READY only if enabled */
+extern int vt_shim_log_state;
 static inline int vt_shim_log_ready(void)
 {
-	if (__builtin_expect(__atomic_load_n(&vt_shim_log_is_ready, __ATOMIC_ACQUIRE), 1))
+	if (__builtin_expect(__atomic_load_n(&vt_shim_log_state, __ATOMIC_ACQUIRE) == VT_LOG_READY, 1))
 		return 1;
 	return vt_shim_log_ready_slow();
 }

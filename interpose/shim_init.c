@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "driver_facts.h"
+#include "env_flag.h"
 #include "log_writer.h"
 #include "record_event.h"
 #include "shim.h"
@@ -26,27 +27,19 @@
 __thread int vt_guard __attribute__((tls_model("initial-exec")));
 
 int vt_shim_config_state;
-int vt_shim_log_is_ready; /* log_state reached LOG_READY, enabled */
-static int disabled;
-
-static int env_true(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v && strcmp(v, "0") != 0;
-}
 
 void vt_shim_config_load(void)
 {
 	if (__atomic_load_n(&vt_shim_config_state, __ATOMIC_ACQUIRE))
 		return;
-	disabled = env_true("VRAMTRACE_DISABLE");
-	__atomic_store_n(&vt_shim_config_state, disabled ? 2 : 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&vt_shim_config_state, vt_env_flag("VRAMTRACE_DISABLE") ? 2 : 1,
+	                 __ATOMIC_RELEASE);
 }
 
 int vt_shim_disabled_slow(void)
 {
 	vt_shim_config_load();
-	return disabled;
+	return __atomic_load_n(&vt_shim_config_state, __ATOMIC_ACQUIRE) == 2;
 }
 
 void *vt_next_symbol(const char *name)
@@ -92,32 +85,30 @@ static void on_exit_handler(int status, void *arg)
 
 /* ---- the log, created on first use -------------------------------------- */
 
-enum { LOG_NONE, LOG_OPENING, LOG_READY };
-static atomic_int log_state;
+int vt_shim_log_state; /* enum vt_log_state (shim.h) */
 
 int vt_shim_log_ready_slow(void)
 {
 	if (vt_shim_disabled())
 		return 0;
-	int s = atomic_load_explicit(&log_state, memory_order_acquire);
-	if (s == LOG_READY) {
-		__atomic_store_n(&vt_shim_log_is_ready, 1, __ATOMIC_RELEASE);
+	int s = __atomic_load_n(&vt_shim_log_state, __ATOMIC_ACQUIRE);
+	if (s == VT_LOG_READY)
 		return 1;
-	}
-	int expected = LOG_NONE;
-	if (atomic_compare_exchange_strong(&log_state, &expected, LOG_OPENING)) {
+	int expected = VT_LOG_NONE;
+	if (__atomic_compare_exchange_n(&vt_shim_log_state, &expected, VT_LOG_OPENING, 0,
+	                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		struct vt_log_config cfg;
 		memset(&cfg, 0, sizeof cfg);
 		vt_log_config_from_env(&cfg);
 		vt_log_init(&cfg); /* on failure the writer warns once, drops */
 		on_exit(on_exit_handler, NULL);
-		atomic_store_explicit(&log_state, LOG_READY, memory_order_release);
+		__atomic_store_n(&vt_shim_log_state, VT_LOG_READY, __ATOMIC_RELEASE);
 		return 1;
 	}
 	/* Another thread is creating the file: wait a bounded time (it may be
 	 * blocked on the loader lock we hold, from inside a dlopen). */
 	for (int i = 0; i < 20000; i++) {
-		if (atomic_load_explicit(&log_state, memory_order_acquire) == LOG_READY)
+		if (__atomic_load_n(&vt_shim_log_state, __ATOMIC_ACQUIRE) == VT_LOG_READY)
 			return 1;
 		struct timespec ts = {0, 100000};
 		nanosleep(&ts, NULL);
@@ -145,7 +136,7 @@ __attribute__((constructor)) static void vt_shim_constructor(void)
 	vt_shim_config_load();
 	vt_real_dlsym();
 	start_pid = getpid();
-	if (disabled)
+	if (vt_shim_disabled())
 		return;
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
@@ -154,6 +145,6 @@ __attribute__((destructor)) static void vt_shim_destructor(void)
 {
 	/* Reached without on_exit only when the shim is unloaded some other
 	 * way; the real status is unknown then (the launcher knows it). */
-	if (!disabled)
+	if (!vt_shim_disabled())
 		finish(0);
 }

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env_flag.h"
 #include "log_writer.h"
 #include "modules.h"
 #include "pyframes.h"
@@ -90,8 +91,7 @@ int vt_stack_free_stacks(void)
 	int v = atomic_load_explicit(&cached, memory_order_relaxed);
 	if (__builtin_expect(v >= 0, 1))
 		return v;
-	const char *s = getenv("VRAMTRACE_FREE_STACKS");
-	v = s && *s && strcmp(s, "0") != 0;
+	v = vt_env_flag("VRAMTRACE_FREE_STACKS");
 	atomic_store_explicit(&cached, v, memory_order_relaxed);
 	return v;
 }
