@@ -93,14 +93,16 @@ int main(void)
 	static const unsigned depths[] = {24, 128};
 	for (size_t i = 0; i < 2; i++) {
 		vt_stack_set_depth(depths[i]);
-		printf("stacks\tvt_stack_capture %u frames, seen before (in process)\t%.1f\tns/call\n",
-		       depths[i], deep(DEEP, run_hit));
+		printf(
+		    "stacks\tvt_stack_capture %u frames, seen before (in process)\t%.1f\tns/call\n",
+		    depths[i], deep(DEEP, run_hit));
 	}
 	vt_stack_set_depth(128);
 	printf("stacks\tvt_stack_capture 128 frames, new stack (in process)\t%.1f\tns/call\n",
 	       deep(DEEP - 100, measure_new_stacks));
 	vt_stack_set_depth(0);
-	printf("stacks\tvt_stack_capture, depth 0 (in process)\t%.1f\tns/call\n", measure(capture_hit));
+	printf("stacks\tvt_stack_capture, depth 0 (in process)\t%.1f\tns/call\n",
+	       measure(capture_hit));
 	vt_log_finish(0);
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -358,7 +358,8 @@ static struct outcome spawn(enum tracer tr, char *const args[], char *keep_dir)
 	waitpid(pid, &status, 0);
 	o.wall_ns = now_ns() - t0;
 	getrusage(RUSAGE_CHILDREN, &ru1);
-	o.cpu_ns = tv_ns(ru1.ru_utime) + tv_ns(ru1.ru_stime) - tv_ns(ru0.ru_utime) - tv_ns(ru0.ru_stime);
+	o.cpu_ns =
+	    tv_ns(ru1.ru_utime) + tv_ns(ru1.ru_stime) - tv_ns(ru0.ru_utime) - tv_ns(ru0.ru_stime);
 	o.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (keep_dir && o.ok)
 		strcpy(keep_dir, dir);
@@ -465,7 +466,8 @@ static void bench_floor_and_depth(void)
 	}
 	char name[128];
 	/* one_unwind stands where one_cuda_pair is: the same frames */
-	snprintf(name, sizeof name, "floor: unw_backtrace of the same %d frames, in process", frames);
+	snprintf(name, sizeof name, "floor: unw_backtrace of the same %d frames, in process",
+	         frames);
 	row(name, floor_ns, "ns");
 
 	char dir[512];
@@ -500,20 +502,23 @@ static void bench_pairs(void)
 	struct slope on = pair_slope(SHIM, "cuda");
 	struct slope both = pair_slope(SHIM_FREESTACKS, "cuda");
 	if (off.ok)
-		row_pair("vramtrace stacks off: extra per call (goal <= 80)", (off.wall - base.wall) / 2,
-			 (off.cpu - base.cpu) / 2, "ns/call");
+		row_pair("vramtrace stacks off: extra per call (goal <= 80)",
+		         (off.wall - base.wall) / 2, (off.cpu - base.cpu) / 2, "ns/call");
 	if (on.ok) {
 		/* the measure: a pair unwinds once (the allocation) */
 		double wall = on.wall - base.wall, cpu = on.cpu - base.cpu;
-		row_pair("vramtrace 24-frame stacks: extra per alloc+free pair", wall, cpu, "ns/pair");
+		row_pair("vramtrace 24-frame stacks: extra per alloc+free pair", wall, cpu,
+		         "ns/pair");
 		if (floor_ns > 0)
-			row_pair("  ... minus the floor (goal <= 80)", wall - floor_ns, cpu - floor_ns, "ns/pair");
+			row_pair("  ... minus the floor (goal <= 80)", wall - floor_ns,
+			         cpu - floor_ns, "ns/pair");
 	}
 	if (both.ok)
-		row_pair("  ... with --free-stacks (the free unwound too)", both.wall - base.wall, both.cpu - base.cpu,
-			 "ns/pair");
+		row_pair("  ... with --free-stacks (the free unwound too)", both.wall - base.wall,
+		         both.cpu - base.cpu, "ns/pair");
 	if (!have_heaptrack()) {
-		row_na("heaptrack: extra per malloc+free pair", "heaptrack not installed: apt-get install heaptrack");
+		row_na("heaptrack: extra per malloc+free pair",
+		       "heaptrack not installed: apt-get install heaptrack");
 		return;
 	}
 	struct slope mbase = pair_slope(NONE, "malloc");
@@ -524,8 +529,8 @@ static void bench_pairs(void)
 	}
 	row_pair("malloc+free pair, no tracer", mbase.wall, mbase.cpu, "ns/pair");
 	/* cpu includes heaptrack_interpret, which runs beside the job */
-	row_pair("heaptrack 24-frame stacks: extra per malloc+free pair", ht.wall - mbase.wall, ht.cpu - mbase.cpu,
-		 "ns/pair");
+	row_pair("heaptrack 24-frame stacks: extra per malloc+free pair", ht.wall - mbase.wall,
+	         ht.cpu - mbase.cpu, "ns/pair");
 }
 
 static int parse_threads(const struct outcome *o, double *ns, double *locks)
@@ -557,9 +562,10 @@ static void bench_threads(void)
 			row_na(name, "child failed");
 			continue;
 		}
-		snprintf(name, sizeof name, "%d thread%s: no shim / vramtrace / extra per call", counts[i],
-			 counts[i] > 1 ? "s" : "");
-		printf("record\t%s\t%.0f / %.0f / %.0f\tns/call\n", name, best[0], best[1], best[1] - best[0]);
+		snprintf(name, sizeof name, "%d thread%s: no shim / vramtrace / extra per call",
+		         counts[i], counts[i] > 1 ? "s" : "");
+		printf("record\t%s\t%.0f / %.0f / %.0f\tns/call\n", name, best[0], best[1],
+		       best[1] - best[0]);
 	}
 	/* Lock calls (pthread mutex/rwlock/spin, dl_iterate_phdr) made during
 	 * the timed loop, per call, by the shim: the difference between the
@@ -586,8 +592,8 @@ static void bench_log_on_disk(char *root_tmp)
 		return;
 	struct slope on = pair_slope(SHIM, "cuda");
 	if (on.ok)
-		row_pair("vramtrace 24-frame stacks, log on disk (/tmp): extra per pair", on.wall - base_wall,
-			 on.cpu - base_cpu, "ns/pair");
+		row_pair("vramtrace 24-frame stacks, log on disk (/tmp): extra per pair",
+		         on.wall - base_wall, on.cpu - base_cpu, "ns/pair");
 	remove_tree(trace_root);
 }
 

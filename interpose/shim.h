@@ -27,7 +27,8 @@ enum vt_log_state { VT_LOG_NONE, VT_LOG_OPENING, VT_LOG_READY }; /* READY only i
 extern int vt_shim_log_state;
 static inline int vt_shim_log_ready(void)
 {
-	if (__builtin_expect(__atomic_load_n(&vt_shim_log_state, __ATOMIC_ACQUIRE) == VT_LOG_READY, 1))
+	if (__builtin_expect(__atomic_load_n(&vt_shim_log_state, __ATOMIC_ACQUIRE) == VT_LOG_READY,
+	                     1))
 		return 1;
 	return vt_shim_log_ready_slow();
 }

@@ -21,11 +21,24 @@ static inline int vt_parse_size(const char *text, uint64_t *bytes)
 		return -1;
 	unsigned shift = 0;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	case 't': case 'T': shift = 40; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		break;
 	}
 	if (shift) {
 		end++;
