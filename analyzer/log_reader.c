@@ -183,7 +183,8 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, 
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
 		const char *problem =
-		    plain_event(type, size) ? NULL : vt_record_problem(log->map + pos, type, size);
+		    plain_event(type, size) ? NULL
+		                            : vt_record_problem(log->map + pos, type, size, log->size - pos);
 		if (problem)
 			*clean = 0;
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
@@ -429,7 +430,7 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 			uint32_t word = load_word(p);
 			uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
 			if (c->clean || plain_event(type, size) ||
-			    vt_record_problem(p, type, size) == NULL)
+			    vt_record_problem(p, type, size, log->size - *pos) == NULL)
 				return p;
 			*pos += size; /* unknown or invalid (warned at open): skip */
 		}
@@ -445,7 +446,8 @@ static void expand_packed(const struct vt_log *log, uint32_t ci, const uint8_t *
                           struct vt_event *ev)
 {
 	const struct vt_chunk_ref *c = &log->chunks[ci];
-	vt_packed_decode(p, VT_HDR_SIZE(load_word(p)), c->first_seq, c->first_t_ns, ev);
+	vt_packed_decode(p, VT_HDR_SIZE(load_word(p)), log->size - (uint64_t)(p - log->map),
+	                 c->first_seq, c->first_t_ns, ev);
 }
 
 /* The seq of a record that has one (vt_record_has_seq). A packed record is

@@ -2,6 +2,8 @@
  *  - the codec gives back every field exactly, for extreme values too
  *    (seq and time before the chunk's bases, all bits set, negative results);
  *  - a damaged packed record is refused, never half-decoded;
+ *  - the word-at-a-time decoder agrees with a byte-at-a-time reference
+ *    decoder on random events and on every kind of damage done to them;
  *  - written by the writer across many chunks (each with its own bases) and
  *    read back, every event arrives as the plain vt_event it stands for, in
  *    seq order with plain events, smaller on disk than the 64-byte form;
@@ -60,8 +62,8 @@ static void codec_round_trip(void **state)
 				            size % 8 == 0);
 				struct vt_event out, want = samples[i];
 				want.hdr = VT_HDR(type, sizeof want);
-				assert_null(
-				    vt_packed_decode(buf, size, bases[b][0], bases[b][1], &out));
+				assert_null(vt_packed_decode(buf, size, sizeof buf, bases[b][0],
+				                             bases[b][1], &out));
 				assert_memory_equal(&out, &want, sizeof want);
 			}
 		}
@@ -69,6 +71,142 @@ static void codec_round_trip(void **state)
 	/* the common case is small: a free of a device address in 24 bytes */
 	uint8_t buf[VT_PACKED_MAX_SIZE] = {0};
 	assert_int_equal(vt_packed_encode(buf, VT_REC_FREE, &samples[0], 90, 4000), 24);
+}
+
+/* The format's reference decoder: one byte at a time, exactly as the
+ * layout in event_packed.h reads. The product's decoder must agree with it
+ * on every input (same acceptance, same event). */
+static int ref_decode(const uint8_t *rec, uint32_t size, uint64_t base_seq, uint64_t base_t,
+                      struct vt_event *ev)
+{
+	if (size < 16 || size > VT_PACKED_MAX_SIZE || (size & 7u))
+		return -1;
+	const uint8_t *p = rec + VT_PACKED_FIXED, *end = rec + size;
+	uint8_t present = rec[6];
+	if (!vt_packed_type_ok(rec[4]) || (present & 0x80))
+		return -1;
+	memset(ev, 0, sizeof *ev);
+	ev->hdr = VT_HDR(rec[4], sizeof *ev);
+	ev->api = rec[5];
+	uint64_t stack, dseq, dt, v;
+	if (vt_get_varint(&p, end, &stack) || stack > UINT32_MAX || vt_get_varint(&p, end, &dseq) ||
+	    vt_get_varint(&p, end, &dt) || vt_get_varint(&p, end, &ev->addr))
+		return -1;
+	ev->stack_id = (uint32_t)stack;
+	ev->seq = base_seq + (uint64_t)vt_unzigzag(dseq);
+	ev->t_ns = base_t + (uint64_t)vt_unzigzag(dt);
+	uint8_t *small[3] = {&ev->rt_api, &ev->device, &ev->kind};
+	for (unsigned i = 0; i < 3; i++) {
+		if (!(present & (1u << i)))
+			continue;
+		if (p >= end)
+			return -1;
+		*small[i] = *p++;
+	}
+	uint64_t *wide[3] = {&ev->bytes, &ev->aux, &ev->stream};
+	for (unsigned i = 0; i < 3; i++)
+		if ((present & (VT_PK_BYTES << i)) && vt_get_varint(&p, end, wide[i]))
+			return -1;
+	if (present & VT_PK_RESULT) {
+		if (vt_get_varint(&p, end, &v))
+			return -1;
+		ev->result = (int32_t)vt_unzigzag(v);
+	}
+	while (p < end)
+		if (*p++)
+			return -1;
+	return 0;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* A value of random magnitude (0, small, 7-bit boundaries, all 64 bits). */
+static uint64_t rnd_value(void)
+{
+	unsigned bits = (unsigned)(rnd() % 65);
+	return bits == 0 ? 0 : rnd() >> (64 - bits);
+}
+
+static struct vt_event rnd_event(void)
+{
+	struct vt_event ev = {
+	    .stack_id = (uint32_t)rnd_value(),
+	    .seq = rnd_value(),
+	    .t_ns = rnd_value(),
+	    .addr = rnd_value(),
+	    .bytes = rnd() % 2 ? rnd_value() : 0,
+	    .aux = rnd() % 4 ? 0 : rnd_value(),
+	    .stream = rnd() % 2 ? rnd_value() : 0,
+	    .api = (uint8_t)rnd(),
+	    .rt_api = (uint8_t)(rnd() % 2 ? rnd() : 0),
+	    .device = (uint8_t)(rnd() % 2 ? rnd() : 0),
+	    .kind = (uint8_t)(rnd() % 2 ? rnd() : 0),
+	    .result = rnd() % 3 ? 0 : (int32_t)rnd(),
+	};
+	return ev;
+}
+
+/* Damage a record the ways a torn or hostile log does: a flipped bit, a
+ * random byte, a "more" bit set, a shorter or longer size. */
+static uint32_t damage(uint8_t *buf, uint32_t size)
+{
+	switch (rnd() % 5) {
+	case 0:
+		buf[rnd() % VT_PACKED_MAX_SIZE] ^= (uint8_t)(1u << (rnd() % 8));
+		return size;
+	case 1:
+		buf[4 + rnd() % (VT_PACKED_MAX_SIZE - 4)] = (uint8_t)rnd();
+		return size;
+	case 2:
+		buf[VT_PACKED_FIXED + rnd() % (size - VT_PACKED_FIXED)] |= 0x80;
+		return size;
+	case 3:
+		return size > 16 ? size - 8 : size;
+	default:
+		return size + 8 <= VT_PACKED_MAX_SIZE ? size + 8 : size;
+	}
+}
+
+/* Random events, half of them damaged, each decoded in place (random bytes
+ * after the record, as the next record in a log) and from the end of a
+ * mapping (nothing readable after it). */
+static void fast_decoder_matches_reference(void **state)
+{
+	(void)state;
+	unsigned accepted_damaged = 0, refused = 0;
+	for (unsigned i = 0; i < 200000; i++) {
+		uint8_t buf[VT_PACKED_MAX_SIZE + 16] = {0};
+		struct vt_event ev = rnd_event(), want, got;
+		uint64_t bs = rnd_value(), bt = rnd_value();
+		uint32_t type =
+		    VT_REC_ALLOC + (uint32_t)(rnd() % (VT_REC_POOL_TRIM - VT_REC_ALLOC + 1));
+		uint32_t size = vt_packed_encode(buf, type, &ev, bs, bt);
+		int damaged = i % 2;
+		if (damaged)
+			size = damage(buf, size);
+		for (size_t k = size; k < sizeof buf; k++)
+			buf[k] = (uint8_t)rnd();
+		uint64_t readable = i % 4 < 2 ? size : sizeof buf;
+		int ref = ref_decode(buf, size, bs, bt, &want);
+		const char *fast = vt_packed_decode(buf, size, readable, bs, bt, &got);
+		assert_int_equal(ref == 0, fast == NULL);
+		if (ref == 0)
+			assert_memory_equal(&got, &want, sizeof want);
+		if (!damaged)
+			assert_int_equal(ref, 0);
+		accepted_damaged += damaged && ref == 0;
+		refused += ref != 0;
+	}
+	/* both sides of the comparison were exercised */
+	assert_true(refused > 10000 && accepted_damaged > 1000);
 }
 
 static uint32_t encode_one(uint8_t *buf, const struct vt_event *ev)
@@ -84,21 +222,21 @@ static void damage_is_refused(void **state)
 	struct vt_event out;
 	uint32_t size = encode_one(buf, &samples[2]);
 	buf[4] = VT_REC_STACK; /* not an event */
-	assert_non_null(vt_packed_decode(buf, size, 0, 0, &out));
+	assert_non_null(vt_packed_decode(buf, size, sizeof buf, 0, 0, &out));
 	size = encode_one(buf, &samples[2]);
 	buf[6] |= 0x80; /* a field bit nobody defined */
-	assert_non_null(vt_packed_decode(buf, size, 0, 0, &out));
+	assert_non_null(vt_packed_decode(buf, size, sizeof buf, 0, 0, &out));
 	size = encode_one(buf, &samples[2]);
-	assert_non_null(vt_packed_decode(buf, size - 8, 0, 0, &out)); /* cut short */
+	assert_non_null(vt_packed_decode(buf, size - 8, sizeof buf, 0, 0, &out)); /* cut short */
 	size = encode_one(buf, &samples[0]);
 	buf[size - 1] = 1; /* padding must be zero */
-	assert_non_null(vt_packed_decode(buf, size, 0, 0, &out));
+	assert_non_null(vt_packed_decode(buf, size, sizeof buf, 0, 0, &out));
 	memset(buf, 0xff, sizeof buf); /* endless varints */
 	buf[4] = VT_REC_ALLOC;
 	buf[6] = 0;
-	assert_non_null(vt_packed_decode(buf, VT_PACKED_MAX_SIZE, 0, 0, &out));
-	assert_non_null(vt_packed_decode(buf, 8, 0, 0, &out));  /* below the minimum */
-	assert_non_null(vt_packed_decode(buf, 88, 0, 0, &out)); /* over the maximum */
+	assert_non_null(vt_packed_decode(buf, VT_PACKED_MAX_SIZE, sizeof buf, 0, 0, &out));
+	assert_non_null(vt_packed_decode(buf, 8, sizeof buf, 0, 0, &out));  /* below the minimum */
+	assert_non_null(vt_packed_decode(buf, 88, sizeof buf, 0, 0, &out)); /* over the maximum */
 }
 
 struct seen {
@@ -232,6 +370,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(codec_round_trip),
 	    cmocka_unit_test(damage_is_refused),
+	    cmocka_unit_test(fast_decoder_matches_reference),
 	    cmocka_unit_test(written_and_read_back),
 	    cmocka_unit_test(damaged_record_skipped),
 	};
