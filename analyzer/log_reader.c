@@ -35,7 +35,8 @@ struct vt_chunk_ref {
 	uint64_t thread_seq;
 	uint64_t first_seq, first_t_ns; /* bases of its packed events */
 	uint32_t tid;
-	uint8_t clean; /* every record passed its check at open: none is re-checked */
+	uint8_t clean;        /* every record passed its check at open: none is re-checked */
+	uint8_t read_through; /* a pass has left it: its damage was warned about */
 };
 
 /* One thread's chain of chunks: chunks[first .. first + count). */
@@ -183,8 +184,7 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, 
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
 		const char *problem =
-		    plain_event(type, size) ? NULL
-		                            : vt_record_problem(log->map + pos, type, size, log->size - pos);
+		    plain_event(type, size) ? NULL : vt_record_problem(log->map + pos, type, size);
 		if (problem)
 			*clean = 0;
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
@@ -430,7 +430,7 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 			uint32_t word = load_word(p);
 			uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
 			if (c->clean || plain_event(type, size) ||
-			    vt_record_problem(p, type, size, log->size - *pos) == NULL)
+			    vt_record_problem(p, type, size) == NULL)
 				return p;
 			*pos += size; /* unknown or invalid (warned at open): skip */
 		}
@@ -441,40 +441,44 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 }
 
 /* The one place that knows the packed event: its vt_event, relative to the
- * bases of the chunk holding it (checked before: it decodes). */
-static void expand_packed(const struct vt_log *log, uint32_t ci, const uint8_t *p,
-                          struct vt_event *ev)
+ * bases of the chunk holding it. The open-time scan checked only its fixed
+ * part; its fields are checked here, by the decoding that has to happen
+ * anyway (a 10-million-event trace then decodes each record once, not
+ * twice). One that does not decode is skipped, with a warning the first
+ * time a pass reads its chunk. 0: decoded. */
+static int expand_packed(struct vt_log *log, uint32_t ci, const uint8_t *p, struct vt_event *ev)
 {
 	const struct vt_chunk_ref *c = &log->chunks[ci];
-	vt_packed_decode(p, VT_HDR_SIZE(load_word(p)), log->size - (uint64_t)(p - log->map),
-	                 c->first_seq, c->first_t_ns, ev);
+	uint64_t off = (uint64_t)(p - log->map);
+	const char *problem = vt_packed_decode(p, VT_HDR_SIZE(load_word(p)), log->size - off,
+	                                       c->first_seq, c->first_t_ns, ev);
+	if (!problem)
+		return 0;
+	if (!c->read_through)
+		warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
+		            vt_record_check_name(VT_REC_PACKED), (unsigned long long)off, problem);
+	return -1;
 }
 
-/* The seq of a record that has one (vt_record_has_seq). A packed record is
- * expanded into ev here, once, and delivered from it. */
-static uint64_t record_seq(const struct vt_log *log, uint32_t ci, const uint8_t *p,
-                           struct vt_event *ev)
-{
-	uint64_t seq;
-	if (VT_HDR_TYPE(load_word(p)) == VT_REC_PACKED) {
-		expand_packed(log, ci, p, ev);
-		return ev->seq;
-	}
-	memcpy(&seq, p + 8, sizeof seq);
-	return seq;
-}
-
-static void find_key(const struct vt_log *log, struct cursor *c)
+/* Move the cursor's key onto the next record that carries a seq
+ * (vt_record_has_seq) and decodes. A packed record is expanded into kev
+ * here, once, and delivered from it. */
+static void find_key(struct vt_log *log, struct cursor *c)
 {
 	uint32_t ci = c->ci;
 	uint64_t pos = c->pos;
 	const uint8_t *p;
 	while ((p = stream_peek(log, &ci, c->cend, &pos)) != NULL) {
 		uint32_t type = VT_HDR_TYPE(load_word(p));
-		if (vt_record_has_seq(type)) {
+		int keyed = type == VT_REC_PACKED ? expand_packed(log, ci, p, &c->kev) == 0
+		                                  : vt_record_has_seq(type);
+		if (keyed) {
 			c->kci = ci;
 			c->kpos = pos;
-			c->key = record_seq(log, ci, p, &c->kev);
+			if (type == VT_REC_PACKED)
+				c->key = c->kev.seq;
+			else
+				memcpy(&c->key, p + 8, sizeof c->key);
 			return;
 		}
 		pos += VT_HDR_SIZE(load_word(p));
@@ -482,6 +486,14 @@ static void find_key(const struct vt_log *log, struct cursor *c)
 	c->kci = c->cend;
 	c->kpos = 0;
 	c->key = UINT64_MAX;
+}
+
+/* Has find_key been over the cursor's record (one before the key, or any
+ * when no key is left)? A packed one there did not decode: it was warned
+ * about and is skipped without decoding it again. */
+static int before_key(const struct cursor *c)
+{
+	return c->ci < c->kci || (c->ci == c->kci && c->pos < c->kpos);
 }
 
 /* The one place that knows the compact free: rebuild the VT_REC_FREE event
@@ -505,8 +517,8 @@ static void expand_free_short(const uint8_t *p, struct vt_event *ev)
 }
 
 /* decoded: the record already expanded (a packed keyed record), or NULL. */
-static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos,
-                   const struct vt_event *decoded, vt_record_fn fn, void *ctx)
+static int deliver(struct vt_log *log, uint32_t ci, uint64_t pos, const struct vt_event *decoded,
+                   vt_record_fn fn, void *ctx)
 {
 	const uint8_t *p = log->map + pos;
 	uint32_t word = load_word(p);
@@ -525,7 +537,8 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos,
 		v.data = &expanded;
 	} else if (v.type == VT_REC_PACKED) {
 		if (!decoded) {
-			expand_packed(log, ci, p, &expanded);
+			if (expand_packed(log, ci, p, &expanded) != 0)
+				return 0; /* skipped */
 			decoded = &expanded;
 		}
 		v.type = VT_HDR_TYPE(decoded->hdr);
@@ -537,15 +550,18 @@ static int deliver(const struct vt_log *log, uint32_t ci, uint64_t pos,
 
 /* Chunks [from, to) were delivered: drop their pages from this process
  * (see release_span). */
-static void release_chunks(const struct vt_log *log, uint32_t from, uint32_t to)
+static void release_chunks(struct vt_log *log, uint32_t from, uint32_t to)
 {
-	for (uint32_t i = from; i < to; i++)
+	for (uint32_t i = from; i < to; i++) {
 		release_span(log, log->chunks[i].off, log->chunks[i].data_end);
+		log->chunks[i].read_through = 1;
+	}
 }
 
-/* Deliver the stream's records up to and including its keyed record (or to
- * its end when it has none); advance past them. */
-static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn fn, void *ctx)
+/* Deliver the stream's records, advancing past them: up to and including
+ * its keyed record when to_key (another stream may come next), else to its
+ * end (the last stream needs no keys). */
+static int drain(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn fn, void *ctx)
 {
 	const uint8_t *p;
 	uint32_t done = c->ci;
@@ -554,31 +570,18 @@ static int drain_to_key(const struct vt_log *log, struct cursor *c, vt_record_fn
 			release_chunks(log, done, c->ci);
 			done = c->ci;
 		}
-		int last = c->ci == c->kci && c->pos == c->kpos;
-		int rc = deliver(log, c->ci, c->pos, last ? &c->kev : NULL, fn, ctx);
-		c->pos += VT_HDR_SIZE(load_word(p));
-		if (rc)
-			return rc;
-		if (last)
-			break;
-	}
-	return 0;
-}
-
-/* Deliver the rest of the stream: the last one needs no keys. */
-static int drain_all(const struct vt_log *log, struct cursor *c, vt_record_fn fn, void *ctx)
-{
-	const uint8_t *p;
-	uint32_t done = c->ci;
-	while ((p = stream_peek(log, &c->ci, c->cend, &c->pos)) != NULL) {
-		if (c->ci != done) {
-			release_chunks(log, done, c->ci);
-			done = c->ci;
+		uint32_t size = VT_HDR_SIZE(load_word(p));
+		int at_key = c->ci == c->kci && c->pos == c->kpos;
+		if (VT_HDR_TYPE(load_word(p)) == VT_REC_PACKED && before_key(c)) {
+			c->pos += size; /* did not decode (find_key) */
+			continue;
 		}
-		int rc = deliver(log, c->ci, c->pos, NULL, fn, ctx);
-		c->pos += VT_HDR_SIZE(load_word(p));
+		int rc = deliver(log, c->ci, c->pos, at_key ? &c->kev : NULL, fn, ctx);
+		c->pos += size;
 		if (rc)
 			return rc;
+		if (at_key && to_key)
+			return 0;
 	}
 	release_chunks(log, done, c->cend);
 	return 0;
@@ -606,8 +609,8 @@ static void sift_down(uint32_t *heap, uint32_t n, const struct cursor *cur, uint
 	}
 }
 
-static int merge_streams(const struct vt_log *log, struct cursor *cur, uint32_t *heap,
-                         vt_record_fn fn, void *ctx)
+static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap, vt_record_fn fn,
+                         void *ctx)
 {
 	uint32_t n = 0;
 	for (uint32_t s = 0; s < log->nstreams; s++) {
@@ -624,8 +627,8 @@ static int merge_streams(const struct vt_log *log, struct cursor *cur, uint32_t 
 	while (n > 0) {
 		struct cursor *c = &cur[heap[0]];
 		if (n == 1) /* one stream left (a single-threaded job: always): no merge */
-			return drain_all(log, c, fn, ctx);
-		int rc = drain_to_key(log, c, fn, ctx);
+			return drain(log, c, 0, fn, ctx);
+		int rc = drain(log, c, 1, fn, ctx);
 		if (rc)
 			return rc;
 		if (c->key == UINT64_MAX) {

@@ -69,7 +69,7 @@ static const char *stack_problem(const uint8_t *rec, uint32_t size)
 	return NULL;
 }
 
-const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size, uint64_t readable)
+const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size)
 {
 	if (type >= sizeof rules / sizeof rules[0] || rules[type].fixed == 0)
 		return ""; /* unknown kind: skipped quietly */
@@ -78,10 +78,8 @@ const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size, 
 		return "record shorter than its fixed part";
 	if (type == VT_REC_STACK)
 		return stack_problem(rec, size);
-	if (type == VT_REC_PACKED) {
-		struct vt_event ev; /* the chunk's bases only shift values */
-		return vt_packed_decode(rec, size, readable, 0, 0, &ev);
-	}
+	if (type == VT_REC_PACKED) /* the fields: checked where decoded (log_reader.c) */
+		return vt_packed_header_problem(rec, size);
 	if (type == VT_REC_MODULE && rec[offsetof(struct vt_module_rec, build_id_len)] > 32)
 		return "build_id_len over 32";
 	if (r->len_width && (uint64_t)r->fixed + (uint64_t)read_len(rec, r) * r->unit > size)

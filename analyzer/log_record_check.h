@@ -8,9 +8,10 @@
 
 /* NULL when the record may be exposed; otherwise a short reason. Unknown
  * types return "" (skip without a warning: newer writers add kinds).
- * `size` must already be >= 8, a multiple of 8 and inside the mapping;
- * readable (>= size): the bytes from rec that may be read. */
-const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size, uint64_t readable);
+ * `size` must already be >= 8, a multiple of 8 and inside the mapping.
+ * A packed event's fixed part only: its fields are checked by the decoding
+ * the reader does anyway (log_reader.c), not decoded twice. */
+const char *vt_record_problem(const uint8_t *rec, uint32_t type, uint32_t size);
 
 /* Records with a process-wide seq (events, compact free, packed event,
  * module, meminfo, mark, exit, note): the reader merges threads by it. It is

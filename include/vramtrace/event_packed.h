@@ -174,6 +174,19 @@ static inline int vt_packed_zero(const uint8_t *from, const uint8_t *to)
 	return 1;
 }
 
+/* What the fixed part of a packed record says wrong (size, event type,
+ * field bits), or NULL: the check a reader can make without decoding. */
+static inline const char *vt_packed_header_problem(const uint8_t *rec, uint32_t size)
+{
+	if (size < 16 || size > VT_PACKED_MAX_SIZE || (size & 7u))
+		return "bad size";
+	if (!vt_packed_type_ok(rec[4]))
+		return "not an event type";
+	if (rec[6] & 0x80)
+		return "unknown field bit";
+	return NULL;
+}
+
 /* Decode the packed record rec[0..size) into the vt_event it stands for
  * (its header word says the event's own type and 64 bytes). readable: how
  * many bytes from rec may be read (>= size); with 8 to spare the record is
@@ -186,7 +199,10 @@ static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, ui
                                            uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
                                            struct vt_event *ev)
 {
-	if (size < 16 || size > VT_PACKED_MAX_SIZE || (size & 7u) || readable < size)
+	const char *problem = vt_packed_header_problem(rec, size);
+	if (problem)
+		return problem;
+	if (readable < size)
 		return "bad size";
 	uint8_t copy[VT_PACKED_MAX_SIZE + 8];
 	const uint8_t *buf = rec;
@@ -197,10 +213,6 @@ static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, ui
 	}
 	uint32_t type = buf[4];
 	uint8_t present = buf[6];
-	if (!vt_packed_type_ok(type))
-		return "not an event type";
-	if (present & 0x80)
-		return "unknown field bit";
 	const uint8_t *p = buf + VT_PACKED_FIXED, *end = buf + size;
 	uint64_t stack, dseq, dt, addr, v;
 	if (!(p = vt_packed_varint(p, end, &stack)) || !(p = vt_packed_varint(p, end, &dseq)) ||
