@@ -283,11 +283,13 @@ static int index_chunks(struct vt_log *log, int fd)
 		if (!c)
 			return -1;
 		uint64_t file_end = off + cs < log->size ? off + cs : log->size;
-		c->off = off;
-		c->tid = ch->tid;
-		c->thread_seq = ch->thread_seq;
-		c->first_seq = ch->first_seq;
-		c->first_t_ns = ch->first_t_ns;
+		*c = (struct vt_chunk_ref){
+		    .off = off,
+		    .tid = ch->tid,
+		    .thread_seq = ch->thread_seq,
+		    .first_seq = ch->first_seq,
+		    .first_t_ns = ch->first_t_ns,
+		};
 		c->data_end = scan_chunk(log, off, file_end, &c->clean);
 		/* the index is made before any record is delivered: without this
 		 * the whole file would be resident at once (RSS = the log size) */
