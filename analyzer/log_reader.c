@@ -572,9 +572,9 @@ static int drain(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn 
 			release_chunks(log, done, c->ci);
 			done = c->ci;
 		}
-		uint32_t size = VT_HDR_SIZE(load_word(p));
+		uint32_t word = load_word(p), size = VT_HDR_SIZE(word);
 		int at_key = c->ci == c->kci && c->pos == c->kpos;
-		if (VT_HDR_TYPE(load_word(p)) == VT_REC_PACKED && before_key(c)) {
+		if (VT_HDR_TYPE(word) == VT_REC_PACKED && before_key(c)) {
 			c->pos += size; /* did not decode (find_key) */
 			continue;
 		}

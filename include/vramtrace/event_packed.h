@@ -138,9 +138,9 @@ static inline uint64_t vt_packed_le64(const uint8_t *p)
 	       (uint64_t)p[7] << 56;
 }
 
-/* One varint at p (8 bytes from p are readable). Why not the byte loop: a record holds 5-8
- * varints of 1-7 bytes, and a branch per byte mispredicts on every length
- * change; here a varint of up to 8 bytes is one load, a mask and three
+/* One varint at p (8 bytes from p are readable). Why not the byte loop: a
+ * record holds 5-8 varints of 1-7 bytes, and a branch per byte mispredicts
+ * on every length change; here a varint of up to 8 bytes is one load, a mask and three
  * shift steps that squeeze the 7-bit groups together. NULL: the varint does
  * not end before end (the bytes after end may be anything). */
 static inline const uint8_t *vt_packed_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
