@@ -15,6 +15,7 @@ if(TARGET vtsim_cuda)
     VT_BENCH_LOCKCOUNT="$<TARGET_FILE:bench_lockcount>"
     VT_BENCH_SIMDRIVER_DIR="${VT_SIMDRIVER_DIR}")
   target_link_libraries(bench_record PRIVATE vtanalysis PkgConfig::LIBUNWIND ${CMAKE_DL_LIBS} Threads::Threads)
+  target_include_directories(bench_record PRIVATE ${CMAKE_SOURCE_DIR}/interpose) # event_clock.h
   add_dependencies(bench_record vramtrace vtsim_cuda bench_lockcount)
   vt_add_bench(bench_record)
 

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "env_flag.h"
+#include "event_clock.h"
 #include "log_file.h"
 #include "vramtrace/event_packed.h"
 #include "vramtrace/size_text.h"
@@ -200,7 +201,7 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 	h->stack_depth = g_cfg.stack_depth;
 	/* A fork child keeps its parent's base: a hook may have taken an event's
 	 * time (vt_log_now_ns) just before the record that opened this log. */
-	uint64_t realtime = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
+	uint64_t realtime = clock_ns(CLOCK_REALTIME), mono = vt_clock_ns();
 	uint64_t base = g_log.clock_base ? g_log.clock_base : mono;
 	h->clock_base_ns = base;
 	h->realtime_base_ns = realtime - (mono - base);
@@ -554,7 +555,10 @@ uint64_t vt_log_next_seq(void)
 
 uint64_t vt_log_now_ns(void)
 {
-	return clock_ns(CLOCK_MONOTONIC) - g_log.clock_base;
+	/* the TSC-read clock of another thread may sit a few ns behind the
+	 * base this thread read: never a time before the log began */
+	uint64_t now = vt_clock_ns();
+	return now > g_log.clock_base ? now - g_log.clock_base : 0;
 }
 
 int vt_log_write_event(uint32_t type, const struct vt_event *ev)
