@@ -71,6 +71,14 @@ struct ctx {
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
 	uint64_t span_ns; /* first to last event of the process */
+	/* key_index's direct-mapped cache: a job repeats a handful of sizes
+	 * millions of times, and the hash table's probe (hash the key, walk
+	 * the bucket, compare) was a third of the classifier */
+	struct {
+		uint64_t bytes;
+		uint32_t index_plus_1; /* 0: empty */
+		uint32_t device;
+	} key_cache[256];
 };
 
 enum reason {
@@ -175,10 +183,10 @@ static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct 
 /* ---- recurrence ---------------------------------------------------------- */
 
 /* The index of the (size, device) counter, made on first sight. */
-static uint32_t key_index(struct ctx *c, uint64_t bytes, uint8_t device)
+static uint32_t key_index_slow(struct ctx *c, uint64_t bytes, uint8_t device)
 {
 	struct key_count probe, *k;
-	memset(&probe, 0, sizeof probe);
+	memset(&probe.key, 0, sizeof probe.key);
 	probe.key.bytes = bytes;
 	probe.key.device = device;
 	HASH_FIND(hh, c->key_hash, &probe.key, sizeof probe.key, k);
@@ -201,6 +209,20 @@ static uint32_t key_index(struct ctx *c, uint64_t bytes, uint8_t device)
 	c->keys[c->nkeys++] = k;
 	HASH_ADD(hh, c->key_hash, key, sizeof k->key, k);
 	return k->index;
+}
+
+static uint32_t key_index(struct ctx *c, uint64_t bytes, uint8_t device)
+{
+	uint64_t h = (bytes ^ ((uint64_t)device << 56)) * 0x9e3779b97f4a7c15ull;
+	uint32_t slot = (uint32_t)(h >> 56); /* 256 slots */
+	if (c->key_cache[slot].index_plus_1 && c->key_cache[slot].bytes == bytes &&
+	    c->key_cache[slot].device == device)
+		return c->key_cache[slot].index_plus_1 - 1;
+	uint32_t index = key_index_slow(c, bytes, device);
+	c->key_cache[slot].bytes = bytes;
+	c->key_cache[slot].device = device;
+	c->key_cache[slot].index_plus_1 = index + 1;
+	return index;
 }
 
 static uint64_t fact_bytes(const struct ctx *c, const struct facts *f)

@@ -1,21 +1,23 @@
 /* The replay's address map (model_intervals.c) against a plain array:
- * random inserts, erases and lookups over a small address space, so starts
- * collide, intervals nest and nodes are reused from the free list. */
+ * random inserts, erases and lookups, over a small address space (starts
+ * collide, intervals nest, nodes are reused from the free list) and over a
+ * larger one that the map fills and drains several times. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "model_intervals.h"
 
-#define SLOTS 512
-
+/* The reference: a plain array indexed by start (starts are small here). */
 struct naive {
-	int used[SLOTS];
-	struct vt_ival iv[SLOTS]; /* by start: starts are small numbers here */
+	uint64_t slots;
+	int *used;
+	struct vt_ival *iv;
 };
 
 static uint64_t rnd(uint64_t *s)
@@ -29,27 +31,39 @@ static uint64_t rnd(uint64_t *s)
 /* The greatest start <= addr, if it contains addr. */
 static const struct vt_ival *naive_find(const struct naive *n, uint64_t addr)
 {
-	for (uint64_t s = addr < SLOTS ? addr + 1 : SLOTS; s-- > 0;)
+	for (uint64_t s = addr < n->slots ? addr + 1 : n->slots; s-- > 0;)
 		if (n->used[s])
 			return addr - s < n->iv[s].len ? &n->iv[s] : NULL;
 	return NULL;
 }
 
-static void test_against_array(void **state)
+/* Random inserts, erases and lookups over `slots` starts, checked against
+ * the array after every step. The mix swings between filling (3 inserts to
+ * 1 erase) up to 60 % and draining down to 10 %, so the tree grows and
+ * shrinks by whole levels: splits, borrows and merges on every level. */
+static void run_against_array(uint64_t slots, uint32_t steps, uint64_t seed)
 {
-	(void)state;
-	static struct naive n;
-	memset(&n, 0, sizeof n);
+	struct naive n = {slots, calloc(slots, sizeof *n.used), calloc(slots, sizeof *n.iv)};
+	assert_non_null(n.used);
+	assert_non_null(n.iv);
 	struct vt_ival_map m;
 	vt_ival_init(&m);
-	uint64_t seed = 0x1234567;
 	uint32_t count = 0;
-	for (uint32_t step = 0; step < 200000; step++) {
+	int filling = 1;
+	for (uint32_t step = 0; step < steps; step++) {
+		if (filling && count * 10 >= slots * 6)
+			filling = 0;
+		else if (!filling && count * 10 <= slots)
+			filling = 1;
 		uint64_t r = rnd(&seed);
-		uint64_t start = r % SLOTS, len = 1 + (r >> 16) % 24;
-		switch ((r >> 32) % 4) {
+		uint64_t start = r % slots, len = 1 + (r >> 16) % 24;
+		unsigned op = (r >> 32) % 8; /* 0-2 insert, 3-5 erase, 6-7 lookups */
+		if (op < 6 && (op < 3) != filling && (r >> 40) % 3 != 0)
+			op = 6 - 1 - op; /* tilt the mix towards the phase's operation */
+		switch (op) {
 		case 0:
-		case 1: { /* insert (replace when the start exists) */
+		case 1:
+		case 2: { /* insert (replace when the start exists) */
 			struct vt_ival iv = {.start = start, .len = len, .alloc = step};
 			if (n.used[start])
 				assert_int_equal(vt_ival_insert(&m, &iv), 0);
@@ -61,7 +75,9 @@ static void test_against_array(void **state)
 			n.iv[start] = iv;
 			break;
 		}
-		case 2: { /* erase */
+		case 3:
+		case 4:
+		case 5: { /* erase */
 			struct vt_ival out;
 			int found = vt_ival_erase(&m, start, &out);
 			assert_int_equal(found, n.used[start]);
@@ -86,13 +102,35 @@ static void test_against_array(void **state)
 		}
 		assert_int_equal(vt_ival_count(&m), count);
 	}
+	/* drain it all: every start comes out once, the map ends empty */
+	for (uint64_t s = 0; s < slots; s++)
+		assert_int_equal(vt_ival_erase(&m, s, NULL), n.used[s]);
+	assert_int_equal(vt_ival_count(&m), 0);
+	assert_null(vt_ival_find(&m, slots / 2));
 	vt_ival_destroy(&m);
+	free(n.used);
+	free(n.iv);
+}
+
+/* Few starts: they collide, intervals nest, nodes come off the free list. */
+static void test_small_space(void **state)
+{
+	(void)state;
+	run_against_array(512, 200000, 0x1234567);
+}
+
+/* Enough starts for a tree four levels deep. */
+static void test_deep_tree(void **state)
+{
+	(void)state;
+	run_against_array(20000, 600000, 0x89abcdef);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_against_array),
+	    cmocka_unit_test(test_small_space),
+	    cmocka_unit_test(test_deep_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
