@@ -221,6 +221,12 @@ uint64_t vt_clock_ns(void)
 
 #endif
 
+int vt_clock_uses_tsc(void)
+{
+	int st = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+	return st == ST_CALIBRATING || st == ST_TSC;
+}
+
 const char *vt_clock_source(void)
 {
 	switch (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE)) {

@@ -28,6 +28,9 @@ uint64_t vt_clock_ns(void);
  * "clock_gettime", or "undecided" before the first call. */
 const char *vt_clock_source(void);
 
+/* 1 when this process reads the TSC (or calibrates to), 0 otherwise. */
+int vt_clock_uses_tsc(void);
+
 /* CLOCK_MONOTONIC through clock_gettime (the reference). */
 uint64_t vt_clock_syscall_ns(void);
 

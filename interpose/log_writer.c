@@ -211,6 +211,8 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 		h->flags = VT_FLAG_STACKS_OFF;
 	else if (g_cfg.free_stacks)
 		h->flags = VT_FLAG_FREE_STACKS;
+	if (vt_clock_uses_tsc()) /* decided by the vt_clock_ns above */
+		h->flags |= VT_FLAG_TSC_CLOCK;
 	vt_log_file_describe(h);
 	/* magic last: a reader never trusts a half-written header */
 	uint64_t magic;

@@ -77,6 +77,9 @@ enum vt_header_flag {
 	VT_FLAG_STACKS_OFF = 1u << 1, /* recorded with --stack-depth 0 */
 	VT_FLAG_FREE_STACKS = 1u << 2,/* frees carry their stacks too (--free-stacks);
 	                                 without it a free's stack_id is 0 */
+	VT_FLAG_TSC_CLOCK = 1u << 3,  /* event times read from the TSC, scaled to
+	                                 CLOCK_MONOTONIC (interpose/event_clock.c);
+	                                 without it each from clock_gettime */
 };
 
 /* state word: low 32 bits enum vt_state, high 32 bits exit code (int32). */

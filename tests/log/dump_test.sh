@@ -7,6 +7,12 @@ vt=$1 helper=$2 work=$3
 rm -rf "$work"
 mkdir -p "$work/empty"
 fail() { echo "FAIL: $*"; exit 1; }
+# the writer reads the TSC where the kernel keeps time with an invariant one
+want_clock=clock_gettime
+if [[ $(uname -m) == x86_64 && $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null) == tsc ]] &&
+	grep -q '^flags.* nonstop_tsc' /proc/cpuinfo; then
+	want_clock=tsc
+fi
 
 "$helper" write "$work/trace" 1000 >/dev/null || fail "writer"
 "$vt" dump "$work/trace" >"$work/out.txt" 2>"$work/err.txt" || fail "dump exit $?"
@@ -23,10 +29,11 @@ grep -q ' api=cuMemAlloc_v2 ' "$work/out.txt" || fail "api names"
 [[ $(grep -c '^{"record":"[a-z_]*",.*}$' "$work/out.json") == 1002 ]] || fail "JSON line shape"
 if ! command -v python3 >/dev/null; then
 	echo "python3 not found: JSON lines checked for shape only"
-else python3 - "$work/out.json" <<'PY' || fail "JSON lines"
+else python3 - "$work/out.json" "$want_clock" <<'PY' || fail "JSON lines"
 import json, sys
 recs = [json.loads(line) for line in open(sys.argv[1])]
 assert recs[0]["record"] == "log" and recs[0]["state"] == "exited" and recs[0]["truncated"] is False
+assert recs[0]["clock"] == sys.argv[2], recs[0]["clock"]
 assert isinstance(recs[0]["cmdline"], list) and recs[0]["cmdline"][1] == "write"
 allocs = [r for r in recs if r["record"] == "alloc"]
 assert len(allocs) == 1000 and all(r["api"] == "cuMemAlloc_v2" for r in allocs)
@@ -36,6 +43,11 @@ assert seqs == sorted(seqs), "records in seq order"
 print("json ok:", len(recs), "lines")
 PY
 fi
+
+# the clock the writer read, said in the header: VRAMTRACE_TSC=0 forces clock_gettime
+VRAMTRACE_TSC=0 "$helper" write "$work/trace_syscall" 10 >/dev/null || fail "writer (VRAMTRACE_TSC=0)"
+"$vt" dump "$work/trace_syscall" | head -1 | grep -q ' clock="clock_gettime"' ||
+	fail "VRAMTRACE_TSC=0 header: $("$vt" dump "$work/trace_syscall" | head -1)"
 
 # exit codes: unreadable input 1 with one line; bad usage 2
 "$vt" dump "$work/nonexistent" 2>"$work/e1"; rc=$?
