@@ -24,6 +24,10 @@
  *     rt_api, device, kind          present bits 0, 1, 2 (one byte each)
  *     bytes, aux, stream            present bits 3, 4, 5
  *     zigzag(result)                present bit 6
+ * A field left out is 0, except the device of a release (VT_REC_FREE,
+ * VT_REC_UNMAP, VT_REC_UNRESERVE), which is VT_DEVICE_UNKNOWN: the shim does
+ * not ask the driver which device a free runs on (the allocation's record
+ * says where the bytes were), and that costs no byte.
  * Bit 7 of present must be 0; the padding up to the 8-byte size must be 0.
  * A varint is at most 10 bytes. Everything relative is relative to the
  * header of the chunk holding the record, so a record decodes on its own
@@ -51,6 +55,13 @@ enum vt_packed_present {
 	VT_PK_RESULT = 1u << 6,
 };
 
+/* The device of an event of `type` whose device byte is left out. */
+static inline uint8_t vt_packed_default_device(uint32_t type)
+{
+	return type == VT_REC_FREE || type == VT_REC_UNMAP || type == VT_REC_UNRESERVE
+	           ? VT_DEVICE_UNKNOWN
+	           : 0;
+}
 static inline uint64_t vt_zigzag(int64_t v)
 {
 	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
@@ -78,7 +89,8 @@ static inline uint32_t vt_packed_encode(uint8_t *out, uint32_t type, const struc
                                         uint64_t chunk_first_seq, uint64_t chunk_first_t_ns)
 {
 	uint8_t present =
-	    (uint8_t)((ev->rt_api ? VT_PK_RT_API : 0) | (ev->device ? VT_PK_DEVICE : 0) |
+	    (uint8_t)((ev->rt_api ? VT_PK_RT_API : 0) |
+	              (ev->device != vt_packed_default_device(type) ? VT_PK_DEVICE : 0) |
 	              (ev->kind ? VT_PK_KIND : 0) | (ev->bytes ? VT_PK_BYTES : 0) |
 	              (ev->aux ? VT_PK_AUX : 0) | (ev->stream ? VT_PK_STREAM : 0) |
 	              (ev->result ? VT_PK_RESULT : 0));
@@ -228,8 +240,7 @@ static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, ui
 	};
 	if (present & VT_PK_RT_API)
 		ev->rt_api = *p++;
-	if (present & VT_PK_DEVICE)
-		ev->device = *p++;
+	ev->device = present & VT_PK_DEVICE ? *p++ : vt_packed_default_device(type);
 	if (present & VT_PK_KIND)
 		ev->kind = *p++;
 	if (p > end) /* keeps every later load within 8 bytes of end */

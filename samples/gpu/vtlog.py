@@ -25,6 +25,8 @@ NOTE = struct.Struct("<IIQ")
 
 # enum vt_rec
 REC_ALLOC, REC_FREE, REC_COPY, REC_MAP, REC_UNMAP, REC_RESERVE = 1, 2, 3, 4, 5, 6
+REC_UNRESERVE = 7
+RELEASE_TYPES = (REC_FREE, REC_UNMAP, REC_UNRESERVE)  # a packed one without a device byte: 255
 EVENT_TYPES = range(1, 10)
 REC_FREE_SHORT = 10
 REC_PACKED = 11  # any event in 16-80 bytes: include/vramtrace/event_packed.h
@@ -155,10 +157,12 @@ def unpack_event(raw, first_seq, first_t_ns):
         dseq, pos = _varint(raw, pos)
         dt, pos = _varint(raw, pos)
         addr, pos = _varint(raw, pos)
-        small = []
-        for bit in range(3):  # rt_api, device, kind: one byte each
-            small.append(raw[pos] if present & (1 << bit) else 0)
-            pos += 1 if present & (1 << bit) else 0
+        # rt_api, device, kind: one byte each; a release left out says "device unknown"
+        small = [0, 255 if etype in RELEASE_TYPES else 0, 0]
+        for bit in range(3):
+            if present & (1 << bit):
+                small[bit] = raw[pos]
+                pos += 1
         wide = []
         for bit in range(3, 7):  # bytes, aux, stream, zigzag(result)
             value = 0

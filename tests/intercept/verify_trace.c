@@ -147,6 +147,10 @@ static int parse_truth(const char *line, struct ev *want, unsigned *want_oom)
 	} else {
 		return -1;
 	}
+	/* a release names no device: the shim does not ask the driver on a free
+	 * (the allocation's record says where the bytes were) */
+	if (type == VT_REC_FREE || type == VT_REC_UNMAP || type == VT_REC_UNRESERVE)
+		dev = VT_DEVICE_UNKNOWN;
 	*want = (struct ev){.pid = pid,
 	                    .type = type,
 	                    .api = (uint8_t)name_id(api_names, api),

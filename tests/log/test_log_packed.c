@@ -89,6 +89,7 @@ static int ref_decode(const uint8_t *rec, uint32_t size, uint64_t base_seq, uint
 	memset(ev, 0, sizeof *ev);
 	ev->hdr = VT_HDR(rec[4], sizeof *ev);
 	ev->api = rec[5];
+	ev->device = vt_packed_default_device(rec[4]);
 	uint64_t stack, dseq, dt, v;
 	if (vt_get_varint(&p, end, &stack) || stack > UINT32_MAX || vt_get_varint(&p, end, &dseq) ||
 	    vt_get_varint(&p, end, &dt) || vt_get_varint(&p, end, &ev->addr))
