@@ -55,8 +55,8 @@ static inline uint64_t monotone(uint64_t ns)
 }
 
 #if VT_HAVE_TSC
-static uint64_t g_tsc0; /* the first pair, set before CALIBRATING is published */
-static uint64_t g_ns0;
+static uint64_t g_tsc0; /* atomic: the baseline pair (the first, or after the */
+static uint64_t g_ns0;  /* clocks parted), set before CALIBRATING is published */
 static uint64_t g_mult; /* atomic: ns per tick << 32 */
 
 /* This thread's anchor: t_anchor_ns == 0 means none (use the slow path). */
@@ -65,9 +65,17 @@ static __thread uint64_t t_anchor_ns __attribute__((tls_model("initial-exec")));
 static __thread uint64_t t_mult __attribute__((tls_model("initial-exec")));
 static __thread uint64_t t_limit __attribute__((tls_model("initial-exec"))); /* ticks */
 
+#ifdef VT_CLOCK_TEST_HOOKS
+/* tests/log/test_log_clock.c moves the TSC, as a suspend or a VM move would */
+int64_t vt_clock_test_tsc_jump;
+#define TSC_JUMP ((uint64_t)vt_clock_test_tsc_jump)
+#else
+#define TSC_JUMP 0
+#endif
+
 static inline uint64_t ticks(void)
 {
-	return __rdtsc();
+	return __rdtsc() + TSC_JUMP;
 }
 
 /* Does the kernel keep CLOCK_MONOTONIC with the TSC? Then it has checked
@@ -134,23 +142,41 @@ static int choose(void)
 		__atomic_store_n(&g_state, ST_SYSCALL, __ATOMIC_RELEASE);
 		return ST_SYSCALL;
 	}
-	uint64_t gap;
-	g_ns0 = read_pair(&g_tsc0, &gap);
+	uint64_t gap, tsc0, ns0 = read_pair(&tsc0, &gap);
+	__atomic_store_n(&g_tsc0, tsc0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_ns0, ns0, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_state, ST_CALIBRATING, __ATOMIC_RELEASE);
 	return ST_CALIBRATING;
 }
 
-/* The rate from the first pair to (ns, tsc), stored; 0 if that pair says
- * nothing sensible (the TSC did not advance, or the rate is absurd). */
-static uint64_t measure_rate(uint64_t ns, uint64_t tsc)
+/* The rate from the baseline pair to (ns, tsc), ns per tick << 32; 0 if
+ * that says nothing sensible (the TSC did not advance, an absurd rate). */
+static uint64_t rate_since_baseline(uint64_t ns, uint64_t tsc)
 {
-	if (tsc <= g_tsc0 || ns <= g_ns0)
+	uint64_t tsc0 = __atomic_load_n(&g_tsc0, __ATOMIC_RELAXED);
+	uint64_t ns0 = __atomic_load_n(&g_ns0, __ATOMIC_RELAXED);
+	if (tsc <= tsc0 || ns <= ns0)
 		return 0;
-	double ns_per_tick = (double)(ns - g_ns0) / (double)(tsc - g_tsc0);
+	double ns_per_tick = (double)(ns - ns0) / (double)(tsc - tsc0);
 	if (!(ns_per_tick > 0.01 && ns_per_tick < 100.0)) /* 10 MHz .. 100 GHz */
 		return 0;
-	uint64_t mult = (uint64_t)(ns_per_tick * 4294967296.0);
-	__atomic_store_n(&g_mult, mult, __ATOMIC_RELAXED);
+	return (uint64_t)(ns_per_tick * 4294967296.0);
+}
+
+/* A later, longer measurement of the rate. One more than 0.1 % off the
+ * current rate is not a better estimate (the calibration is good to ~1e-6)
+ * but the two clocks parting: a suspend (the TSC may run on or restart while
+ * CLOCK_MONOTONIC stops), a VM moved to another host. The baseline then
+ * starts again here and the rate stays until the next anchors measure it. */
+static uint64_t refine_rate(uint64_t ns, uint64_t tsc, uint64_t mult)
+{
+	uint64_t better = rate_since_baseline(ns, tsc);
+	if (better && better <= mult + mult / 1000 && better + mult / 1000 >= mult) {
+		__atomic_store_n(&g_mult, better, __ATOMIC_RELAXED);
+		return better;
+	}
+	__atomic_store_n(&g_tsc0, tsc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_ns0, ns, __ATOMIC_RELAXED);
 	return mult;
 }
 
@@ -158,12 +184,15 @@ static uint64_t measure_rate(uint64_t ns, uint64_t tsc)
  * CALIBRATION_NS measures the rate and switches the process to the TSC. */
 static int calibrate_step(void)
 {
-	if (vt_clock_syscall_ns() - g_ns0 < CALIBRATION_NS)
+	if (vt_clock_syscall_ns() - __atomic_load_n(&g_ns0, __ATOMIC_RELAXED) < CALIBRATION_NS)
 		return ST_CALIBRATING;
 	uint64_t tsc, gap;
 	uint64_t ns = read_pair(&tsc, &gap);
+	uint64_t mult = rate_since_baseline(ns, tsc);
+	if (mult)
+		__atomic_store_n(&g_mult, mult, __ATOMIC_RELAXED);
 	int expected = ST_CALIBRATING;
-	int next = measure_rate(ns, tsc) ? ST_TSC : ST_SYSCALL;
+	int next = mult ? ST_TSC : ST_SYSCALL;
 	__atomic_compare_exchange_n(&g_state, &expected, next, 0, __ATOMIC_ACQ_REL,
 	                            __ATOMIC_ACQUIRE);
 	return expected == ST_CALIBRATING ? next : expected;
@@ -175,10 +204,8 @@ static uint64_t reanchor(void)
 	uint64_t tsc, gap;
 	uint64_t ns = read_pair(&tsc, &gap);
 	uint64_t mult = __atomic_load_n(&g_mult, __ATOMIC_RELAXED);
-	if (((unsigned __int128)gap * mult >> 32) <= GOOD_PAIR_NS) {
-		uint64_t better = measure_rate(ns, tsc);
-		mult = better ? better : mult;
-	}
+	if (((unsigned __int128)gap * mult >> 32) <= GOOD_PAIR_NS)
+		mult = refine_rate(ns, tsc, mult);
 	t_anchor_ns = 0; /* a signal handler in between takes the slow path */
 	t_anchor_tsc = tsc;
 	t_mult = mult;

@@ -4,7 +4,8 @@
  * thread idle for over a second) and many threads at once; VRAMTRACE_TSC=0
  * must give clock_gettime itself. Where the kernel keeps time with an
  * invariant TSC (read here from sysfs and /proc/cpuinfo, not through the
- * code under test) the TSC must be in use after calibration. */
+ * code under test) the TSC must be in use after calibration, and a TSC that
+ * jumps (a suspend, a VM moved) must not bend the clock. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -122,6 +123,30 @@ static void test_idle_thread_reanchors(void **state)
 		assert_true(bracketed(&last));
 }
 
+extern int64_t vt_clock_test_tsc_jump; /* event_clock.c, VT_CLOCK_TEST_HOOKS */
+
+/* The TSC jumps forward and back by tens of seconds' worth of ticks while
+ * CLOCK_MONOTONIC does not: the clock must keep following clock_gettime
+ * (a rate measured across the jump would be off by a factor of several). */
+static void test_tsc_jump_keeps_time(void **state)
+{
+	(void)state;
+	uint64_t last = 0;
+	const int64_t jumps[] = {40000000000ll, -90000000000ll, 30000000000ll};
+	for (unsigned j = 0; j < sizeof jumps / sizeof jumps[0]; j++) {
+		vt_clock_test_tsc_jump += jumps[j];
+		uint64_t start = vt_clock_syscall_ns();
+		unsigned bad = 0;
+		while (vt_clock_syscall_ns() - start < 300000000ull) {
+			for (int i = 0; i < 50; i++)
+				bad += !bracketed(&last);
+			sleep_ns(1000000);
+		}
+		assert_int_equal(bad, 0);
+	}
+	vt_clock_test_tsc_jump = 0;
+}
+
 #define THREADS 4
 #define READS 200000
 
@@ -165,6 +190,7 @@ int main(void)
 	    cmocka_unit_test(test_follows_clock_gettime),
 	    cmocka_unit_test(test_idle_thread_reanchors),
 	    cmocka_unit_test(test_threads_monotone),
+	    cmocka_unit_test(test_tsc_jump_keeps_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
