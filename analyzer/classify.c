@@ -73,7 +73,7 @@ struct ctx {
 	uint64_t span_ns; /* first to last event of the process */
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
 	 * millions of times, and the hash table's probe (hash the key, walk
-	 * the bucket, compare) was a third of the classifier */
+	 * the bucket, compare) was a quarter of classify_proc's samples */
 	struct {
 		uint64_t bytes;
 		uint32_t index_plus_1; /* 0: empty */
