@@ -167,8 +167,8 @@ struct dump_ctx {
 	uint32_t log_index;     /* this log's index in the trace */
 };
 
-#define REC(type, rec, view) \
-	type rec;            \
+#define REC(type, rec, view)                                                                       \
+	type rec;                                                                                  \
 	memcpy(&rec, (view)->data, sizeof rec)
 
 static void print_event(struct dump_ctx *c, const struct vt_record_view *v)
@@ -326,16 +326,16 @@ static void print_note(struct dump_ctx *c, const struct vt_record_view *v)
 typedef void (*printer_fn)(struct dump_ctx *, const struct vt_record_view *);
 
 static const printer_fn printers[] = {
-	[VT_REC_ALLOC] = print_event,     [VT_REC_FREE] = print_event,
-	[VT_REC_COPY] = print_event,      [VT_REC_MAP] = print_event,
-	[VT_REC_UNMAP] = print_event,     [VT_REC_RESERVE] = print_event,
-	[VT_REC_UNRESERVE] = print_event, [VT_REC_MEMSET] = print_event,
-	[VT_REC_POOL_TRIM] = print_event, [VT_REC_STACK] = print_stack,
-	[VT_REC_MODULE] = print_module,   [VT_REC_MEMINFO] = print_meminfo,
-	[VT_REC_MARK] = print_mark,       [VT_REC_THREAD] = print_thread,
-	[VT_REC_EXIT] = print_exit,       [VT_REC_DEVICE] = print_device,
-	[VT_REC_LOOKUP] = print_lookup,   [VT_REC_PYSTR] = print_pystr,
-	[VT_REC_NOTE] = print_note,
+    [VT_REC_ALLOC] = print_event,     [VT_REC_FREE] = print_event,
+    [VT_REC_COPY] = print_event,      [VT_REC_MAP] = print_event,
+    [VT_REC_UNMAP] = print_event,     [VT_REC_RESERVE] = print_event,
+    [VT_REC_UNRESERVE] = print_event, [VT_REC_MEMSET] = print_event,
+    [VT_REC_POOL_TRIM] = print_event, [VT_REC_STACK] = print_stack,
+    [VT_REC_MODULE] = print_module,   [VT_REC_MEMINFO] = print_meminfo,
+    [VT_REC_MARK] = print_mark,       [VT_REC_THREAD] = print_thread,
+    [VT_REC_EXIT] = print_exit,       [VT_REC_DEVICE] = print_device,
+    [VT_REC_LOOKUP] = print_lookup,   [VT_REC_PYSTR] = print_pystr,
+    [VT_REC_NOTE] = print_note,
 };
 
 static int print_record(const struct vt_record_view *v, void *ctx)
@@ -455,9 +455,11 @@ int cmd_dump(int argc, char **argv)
 	uint64_t start = vt_trace_start_ns(&trace);
 	for (size_t i = 0; i < trace.nlogs; i++) {
 		const struct vt_log *log = trace.logs[i];
-		struct dump_ctx c = {.e = &e, .log = log,
+		struct dump_ctx c = {.e = &e,
+		                     .log = log,
 		                     .t_offset = vt_log_header(log)->clock_base_ns - start,
-		                     .sites = &sites, .log_index = (uint32_t)i};
+		                     .sites = &sites,
+		                     .log_index = (uint32_t)i};
 		print_header(&e, log, start);
 		vt_log_for_each(trace.logs[i], print_record, &c);
 	}

@@ -95,7 +95,7 @@ static struct {
 	uint64_t next;
 	char pad[64 - sizeof(uint64_t)];
 } g_seq __attribute__((aligned(64))) = {.next = 1};
-static int g_opener_tid;   /* the thread creating this process's log */
+static int g_opener_tid; /* the thread creating this process's log */
 static __thread struct vt_thread_log t_log __attribute__((tls_model("initial-exec")));
 
 /* ---- small helpers ------------------------------------------------------ */
