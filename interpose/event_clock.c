@@ -242,7 +242,10 @@ uint64_t vt_clock_ns(void)
 
 uint64_t vt_clock_ns(void)
 {
-	__atomic_store_n(&g_state, ST_SYSCALL, __ATOMIC_RELAXED);
+	/* said once: a store to the shared word on every event would bounce its
+	 * cache line between the job's threads */
+	if (__atomic_load_n(&g_state, __ATOMIC_RELAXED) != ST_SYSCALL)
+		__atomic_store_n(&g_state, ST_SYSCALL, __ATOMIC_RELAXED);
 	return monotone(vt_clock_syscall_ns());
 }
 
