@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log_writer.h"
+#include "vramtrace/env_flag.h"
 
 #define RELAY_BUF (64 * 1024)
 #define DRAIN_QUIET_MS 200    /* after the job exited: stop after this much silence */
@@ -234,8 +235,7 @@ static void *relay_thread(void *arg)
 
 static int relay_wanted(void)
 {
-	const char *env = getenv("VRAMTRACE_RELAY");
-	if (env && (!strcmp(env, "0") || !strcmp(env, "off") || !strcmp(env, "no")))
+	if (vt_env_off("VRAMTRACE_RELAY"))
 		return 0;
 	return fcntl(STDERR_FILENO, F_GETFL) >= 0; /* a closed stderr stays closed */
 }

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vramtrace/env_flag.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <x86intrin.h>
@@ -102,8 +104,7 @@ static int invariant_tsc(void)
 
 static int tsc_trusted(void)
 {
-	const char *want = getenv("VRAMTRACE_TSC");
-	if (want && !strcmp(want, "0"))
+	if (vt_env_off("VRAMTRACE_TSC"))
 		return 0;
 	return invariant_tsc() && kernel_uses_tsc();
 }

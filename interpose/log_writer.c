@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "env_flag.h"
+#include "vramtrace/env_flag.h"
 #include "event_clock.h"
 #include "log_file.h"
 #include "vramtrace/event_packed.h"

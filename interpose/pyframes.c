@@ -26,6 +26,7 @@
 #include "pyframes_intern.h"
 #include "pyframes_layout.h"
 #include "pyframes_linetable.h"
+#include "vramtrace/env_flag.h"
 
 #define MAX_WALK 4096u     /* frames visited per capture: guards a cycle */
 #define NAME_BUF 1024u     /* longest name read from a str object */
@@ -149,8 +150,7 @@ static void forget_after_fork(void)
 /* Returns the new state and sets description. */
 static int discover(void)
 {
-	const char *env = getenv("VRAMTRACE_PYTHON");
-	if (env && env[0] == '0') {
+	if (vt_env_off("VRAMTRACE_PYTHON")) {
 		description = "off (VRAMTRACE_PYTHON=0)";
 		return PY_OFF;
 	}

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "driver_facts.h"
-#include "env_flag.h"
+#include "vramtrace/env_flag.h"
 #include "log_writer.h"
 #include "record_event.h"
 #include "shim.h"

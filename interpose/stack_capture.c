@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env_flag.h"
+#include "vramtrace/env_flag.h"
 #include "log_writer.h"
 #include "modules.h"
 #include "pyframes.h"
