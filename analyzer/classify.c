@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include "model_hash.h"
 #include <uthash.h>
 
@@ -196,13 +197,13 @@ static uint32_t key_index_slow(struct ctx *c, uint64_t bytes, uint8_t device)
 		uint32_t cap = c->cap_keys ? 2 * c->cap_keys : 64;
 		struct key_count **v = realloc(c->keys, cap * sizeof *v);
 		if (!v)
-			exit(3);
+			vt_nomem();
 		c->keys = v;
 		c->cap_keys = cap;
 	}
 	k = calloc(1, sizeof *k);
 	if (!k)
-		exit(3);
+		vt_nomem();
 	k->key = probe.key;
 	k->last_step = -2;
 	k->index = c->nkeys;
@@ -295,7 +296,7 @@ static struct size_count *size_entry(struct size_count **sizes, uint64_t bytes)
 	if (!s) {
 		s = calloc(1, sizeof *s);
 		if (!s)
-			exit(3);
+			vt_nomem();
 		s->bytes = bytes;
 		s->last_step = -2;
 		s->cur_step = -2;
@@ -526,7 +527,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	struct size_count *sizes = NULL;
 	c->size_by_key = calloc(c->nkeys ? c->nkeys : 1, sizeof *c->size_by_key);
 	if (!c->size_by_key)
-		exit(3);
+		vt_nomem();
 	count_sizes(c, dev, &sizes, ll_buf, n);
 	find_flat_bucket(c, sizes, ll_buf, n);
 	weights_by_twin(c, sizes, ll_buf, n);
@@ -632,7 +633,7 @@ static struct twin_key *twin_of(struct twin_key **twins, const struct vt_alloc *
 	if (!k && add) {
 		k = calloc(1, sizeof *k);
 		if (!k)
-			exit(3);
+			vt_nomem();
 		k->key = probe.key;
 		HASH_ADD(hh, *twins, key, sizeof k->key, k);
 	}
@@ -703,7 +704,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	c.f = calloc(n, sizeof *c.f);
 	uint32_t *ll = malloc(n * sizeof *ll);
 	if (!c.f || !ll)
-		exit(3);
+		vt_nomem();
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};

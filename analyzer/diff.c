@@ -9,13 +9,13 @@
 #include <string.h>
 
 #include "report_site.h"
+#include "nomem.h"
 
 static void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size);
 	if (!p) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(3);
+		vt_nomem();
 	}
 	return p;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 #include "report_site.h"
@@ -42,7 +43,7 @@ static uint32_t site_of(struct vt_export *x, struct name_site **by_name,
 	HASH_FIND_STR(*by_name, name, ns);
 	e = calloc(1, sizeof *e);
 	if (!e)
-		exit(3);
+		vt_nomem();
 	e->key = probe.key;
 	e->site = ns ? ns->site : VT_NO_INDEX;
 	HASH_ADD(hh, *by_stack, key, sizeof e->key, e);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 #include "export_stack.h"
@@ -32,11 +33,11 @@ static void keep_frame(const char *text, void *ctx)
 		l->cap = l->cap ? l->cap * 2 : 32;
 		char **t = realloc(l->text, l->cap * sizeof *t);
 		if (!t)
-			exit(3);
+			vt_nomem();
 		l->text = t;
 	}
 	if (!(l->text[l->n++] = strdup(text)))
-		exit(3);
+		vt_nomem();
 }
 
 /* ';' separates frames and the last space the count: neither may appear
@@ -86,7 +87,7 @@ int vt_export_folded(const struct vt_export *x, FILE *out)
 		HASH_FIND(hh, all, &k, sizeof k, e);
 		if (!e) {
 			if (!(e = calloc(1, sizeof *e)))
-				exit(3);
+				vt_nomem();
 			e->key = k;
 			HASH_ADD(hh, all, key, sizeof e->key, e);
 		}
@@ -95,7 +96,7 @@ int vt_export_folded(const struct vt_export *x, FILE *out)
 	size_t n = HASH_COUNT(all), k = 0;
 	struct folded_entry **sorted = malloc((n ? n : 1) * sizeof *sorted);
 	if (!sorted)
-		exit(3);
+		vt_nomem();
 	HASH_ITER(hh, all, e, tmp) sorted[k++] = e;
 	qsort(sorted, n, sizeof *sorted, entry_cmp);
 	for (k = 0; k < n; k++)

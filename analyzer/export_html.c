@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 #include "export_stack.h"
@@ -62,7 +63,7 @@ static struct site_stack **collect_stacks(const struct vt_export *x, size_t *n)
 		HASH_FIND(hh, all, &probe.key, sizeof probe.key, e);
 		if (!e) {
 			if (!(e = calloc(1, sizeof *e)))
-				exit(3);
+				vt_nomem();
 			e->key = probe.key;
 			HASH_ADD(hh, all, key, sizeof e->key, e);
 		}
@@ -72,7 +73,7 @@ static struct site_stack **collect_stacks(const struct vt_export *x, size_t *n)
 	*n = HASH_COUNT(all);
 	struct site_stack **v = malloc((*n ? *n : 1) * sizeof *v);
 	if (!v)
-		exit(3);
+		vt_nomem();
 	size_t k = 0;
 	HASH_ITER(hh, all, e, tmp) {
 		HASH_DEL(all, e);
@@ -126,7 +127,7 @@ static void write_sites(const struct vt_export *x, struct vt_json *j)
 	uint64_t(*cat_allocs)[VT_CAT_COUNT] = calloc(ns ? ns : 1, sizeof *cat_allocs);
 	uint64_t(*cat_peak)[VT_CAT_COUNT] = calloc(ns ? ns : 1, sizeof *cat_peak);
 	if (!cat_allocs || !cat_peak)
-		exit(3);
+		vt_nomem();
 	for (uint32_t i = 0; i < x->m->nallocs; i++) {
 		const struct vt_alloc *a = &x->m->allocs[i];
 		uint32_t s = x->alloc_site[i];

@@ -4,6 +4,7 @@
  * (and the step of the device's peak); the second replays again and keeps
  * the exact state at each picked step, with the sites holding most bytes. */
 #include "export_html.h"
+#include "nomem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static void pick_steps(const struct vt_export *x, const struct vt_step *steps, u
 {
 	struct bucket_scan *scan = calloc((size_t)ndev, sizeof *scan);
 	if (!scan)
-		exit(3);
+		vt_nomem();
 	struct vt_moment peak[VT_MAX_DEVICES];
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		peak[d] = vt_moment_peak(x->m, d);
@@ -87,7 +88,7 @@ static struct vt_html_point *append_point(struct vt_html_series *s)
 		s->cap = s->cap ? s->cap * 2 : 256;
 		struct vt_html_point *p = realloc(s->p, s->cap * sizeof *p);
 		if (!p)
-			exit(3);
+			vt_nomem();
 		s->p = p;
 	}
 	return &s->p[s->n++];
@@ -102,7 +103,7 @@ static void keep_points(const struct vt_export *x, const struct vt_step *steps, 
 	uint64_t(*cats)[VT_CAT_COUNT] = calloc((size_t)ndev, sizeof *cats);
 	uint64_t *site_bytes = calloc((size_t)ndev * (nsites ? nsites : 1), sizeof *site_bytes);
 	if (!cats || !site_bytes)
-		exit(3);
+		vt_nomem();
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vt_alloc *a = &x->m->allocs[steps[i].alloc];
 		int k = di[a->device];

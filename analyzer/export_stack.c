@@ -8,6 +8,7 @@
 
 #include "pystack.h"
 #include "sites.h"
+#include "nomem.h"
 
 static const char *basename_of(const char *path)
 {
@@ -77,7 +78,7 @@ static int merged_entries(struct vt_sites *sites, const struct vt_stack *s,
 	unsigned max = s->depth + s->py_depth;
 	struct vt_merged_frame *order = calloc(max, sizeof *order);
 	if (!py || !roles || !order)
-		exit(3);
+		vt_nomem();
 	vt_pystack_decode(vt_stack_store_pystrs(sites->store), s->py_words, s->py_depth, py);
 	for (uint16_t i = 0; i < s->depth; i++) {
 		const struct vt_module_info *mod = vt_stack_store_module(sites->store, s->frames[i].module);

@@ -10,6 +10,7 @@
 #include "report_site.h"
 #include "steps.h"
 #include "units.h"
+#include "nomem.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -79,7 +80,7 @@ static struct vt_flag *new_flag(struct vt_flags *out, int kind, uint32_t proc)
 		uint32_t cap = out->cap ? out->cap * 2 : 8;
 		struct vt_flag *v = realloc(out->v, cap * sizeof *v);
 		if (!v)
-			exit(3);
+			vt_nomem();
 		out->v = v;
 		out->cap = cap;
 	}
@@ -128,7 +129,7 @@ static void scan_allocs(const struct vt_model *m, struct scan *ds)
 				cap = cap ? cap * 2 : 64;
 				uint32_t *v = realloc(ds->idx, cap * sizeof *v);
 				if (!v)
-					exit(3);
+					vt_nomem();
 				ds->idx = v;
 			}
 			ds->idx[ds->n++] = i;
@@ -379,7 +380,7 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 		return;
 	struct edge *e = malloc(2 * n * sizeof *e);
 	if (!e)
-		exit(3);
+		vt_nomem();
 	struct edge *deaths = e + n;
 	uint32_t k = 0, nd = 0;
 	uint64_t copies = 0, batch = 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include "model_hash.h"
 #include <uthash.h>
 
@@ -39,8 +40,7 @@ static void *grow(void *arr, uint32_t *cap, uint32_t n, size_t elem)
 		c = c > UINT32_MAX / 2 ? UINT32_MAX : c * 2;
 	void *p = realloc(arr, (size_t)c * elem);
 	if (!p) {
-		fprintf(stderr, "vramtrace: out of memory while building the model\n");
-		exit(3);
+		vt_nomem();
 	}
 	*cap = c;
 	return p;
@@ -53,8 +53,7 @@ static char *dup_n(const char *s, size_t n)
 {
 	char *d = malloc(n + 1);
 	if (!d) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(3);
+		vt_nomem();
 	}
 	memcpy(d, s, n);
 	d[n] = 0;
@@ -191,8 +190,7 @@ uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header 
 	p->free_begin = p->free_end = m->nfree_order;
 	p->live = calloc(1, sizeof *p->live);
 	if (!p->live) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(3);
+		vt_nomem();
 	}
 	vt_ival_init(p->live);
 	return idx;
@@ -228,8 +226,7 @@ static void copy_index_grow(struct vt_model *m)
 	uint32_t slots = m->copy_slots ? m->copy_slots * 2 : 1024;
 	uint32_t *idx = malloc((size_t)slots * sizeof *idx);
 	if (!idx || slots < m->copy_slots) {
-		fprintf(stderr, "vramtrace: out of memory while building the model\n");
-		exit(3);
+		vt_nomem();
 	}
 	memset(idx, 0xff, (size_t)slots * sizeof *idx); /* VT_NO_INDEX everywhere */
 	for (uint32_t e = 0; e < m->ncopies; e++) {
@@ -312,8 +309,7 @@ static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_f
 		return;
 	if (!m->replay_peaks &&
 	    !(m->replay_peaks = calloc(VT_MAX_DEVICES, sizeof *m->replay_peaks))) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(3);
+		vt_nomem();
 	}
 	struct vt_replay_peak *r = &m->replay_peaks[a->device];
 	if (is_free) {
@@ -421,7 +417,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 		if (!h) {
 			h = calloc(1, sizeof *h);
 			if (!h)
-				exit(3);
+				vt_nomem();
 			h->handle = ev->addr;
 			HASH_ADD(hh, p->handles, handle, sizeof h->handle, h);
 		} else {
@@ -434,7 +430,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
 	/* nothing contained the address: nothing starts there either */
 	if ((contained ? vt_ival_insert(p->live, &iv) : vt_ival_insert_new(p->live, &iv)) != 0)
-		exit(3);
+		vt_nomem();
 	replay_charge(m, a, 0, t, ev->seq);
 }
 
@@ -474,7 +470,7 @@ static int free_address(struct vt_model *m, struct vt_proc *p, const struct vt_e
 		return 0;
 	if (gone.is_mapping) {
 		if (vt_ival_insert(p->live, &gone) != 0)
-			exit(3);
+			vt_nomem();
 		return 0;
 	}
 	record_free(m, p, gone.alloc, t, ev->seq);
@@ -515,7 +511,7 @@ static void on_map(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 		copies_of(m, old->alloc)->maps--;
 	}
 	if (vt_ival_insert(p->live, &iv) != 0)
-		exit(3);
+		vt_nomem();
 	copies_of(m, h->alloc)->maps++;
 }
 
@@ -557,7 +553,7 @@ static void note_partial_copy(struct vt_model *m, uint32_t idx, uint64_t off,
 	if (!e) {
 		e = calloc(1, sizeof *e);
 		if (!e)
-			exit(3);
+			vt_nomem();
 		e->key = key;
 		GROW(m->ranges, m->cap_ranges, m->nranges);
 		e->range = m->nranges++;
@@ -665,13 +661,13 @@ static void on_stack(struct vt_proc *p, const struct vt_stack_rec *r, uint32_t s
 		return;
 	e = calloc(1, sizeof *e);
 	if (!e)
-		exit(3);
+		vt_nomem();
 	e->s.id = r->stack_id;
 	e->s.depth = r->depth;
 	e->s.py_depth = r->py_depth;
 	e->s.frames = malloc((want ? want : 1) * sizeof(uint64_t));
 	if (!e->s.frames)
-		exit(3);
+		vt_nomem();
 	memcpy(e->s.frames, r->frames, want * sizeof(uint64_t));
 	HASH_ADD(hh, p->stacks, s.id, sizeof e->s.id, e);
 }

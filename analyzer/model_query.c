@@ -10,6 +10,7 @@
 
 #include "model_hash.h"
 #include "model_internal.h"
+#include "nomem.h"
 
 int vt_moment_cmp(const struct vt_moment *a, const struct vt_moment *b)
 {
@@ -264,7 +265,7 @@ static void sweep_many(struct vt_model *m)
 	uint64_t live[VT_MAX_DEVICES] = {0};
 	struct proc_cursor *cur = calloc(m->nprocs ? m->nprocs : 1, sizeof *cur);
 	if (!cur)
-		exit(3);
+		vt_nomem();
 	for (uint32_t i = 0; i < m->nprocs; i++)
 		cur[i] = (struct proc_cursor){m->procs[i].alloc_begin, m->procs[i].free_begin};
 	for (;;) {
@@ -396,7 +397,7 @@ static void frame_fanin(struct vt_model *m)
 				if (!f) {
 					f = calloc(1, sizeof *f);
 					if (!f)
-						exit(3);
+						vt_nomem();
 					f->ip = ip;
 					HASH_ADD(hh, p->fanin, ip, sizeof f->ip, f);
 				}

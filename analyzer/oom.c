@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 #include "classify.h"
@@ -18,8 +19,7 @@ static void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size);
 	if (!p) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(3);
+		vt_nomem();
 	}
 	return p;
 }
@@ -197,7 +197,7 @@ static struct vt_oom_site *site_slot(struct live_scan *s, const char *name)
 		s->cap_sites = s->cap_sites ? 2 * s->cap_sites : 32;
 		r->sites = realloc(r->sites, s->cap_sites * sizeof *r->sites);
 		if (!r->sites)
-			exit(3);
+			vt_nomem();
 	}
 	struct vt_oom_site *site = &r->sites[r->nsites];
 	memset(site, 0, sizeof *site);
@@ -205,7 +205,7 @@ static struct vt_oom_site *site_slot(struct live_scan *s, const char *name)
 	e = xcalloc(1, sizeof *e);
 	e->name = strdup(name);
 	if (!e->name)
-		exit(3);
+		vt_nomem();
 	e->site = r->nsites++;
 	HASH_ADD_KEYPTR(hh, s->by_name, e->name, strlen(e->name), e);
 	return site;

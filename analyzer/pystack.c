@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 /* text -> global id */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include "model_hash.h"
 #include <uthash.h>
 
@@ -55,7 +56,7 @@ static uint32_t site_index(struct vt_report *r, struct site_entry **by_stack,
 			*cap = *cap ? *cap * 2 : 64;
 			struct vt_site_stat *s = realloc(r->sites, *cap * sizeof *s);
 			if (!s)
-				exit(3);
+				vt_nomem();
 			r->sites = s;
 			/* names moved: rebuild the name index */
 			struct name_entry *x, *tmp;
@@ -66,14 +67,14 @@ static uint32_t site_index(struct vt_report *r, struct site_entry **by_stack,
 		snprintf(r->sites[idx].name, sizeof r->sites[idx].name, "%s", name);
 		ne = calloc(1, sizeof *ne);
 		if (!ne)
-			exit(3);
+			vt_nomem();
 		ne->name = r->sites[idx].name;
 		ne->site = idx;
 		HASH_ADD_KEYPTR(hh, *by_name, ne->name, strlen(ne->name), ne);
 	}
 	e = calloc(1, sizeof *e);
 	if (!e)
-		exit(3);
+		vt_nomem();
 	e->key = probe.key;
 	e->site = idx;
 	HASH_ADD(hh, *by_stack, key, sizeof e->key, e);

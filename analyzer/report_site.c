@@ -9,6 +9,7 @@
 #include "model_internal.h"
 
 #include "sites.h"
+#include "nomem.h"
 
 /* Frames inside these are the driver's, the runtime's or ours: skip them to
  * reach the caller (raw naming only; the sites part has its own rules). */
@@ -108,7 +109,7 @@ static struct vt_site_funnel *funnel_entry(struct vt_model *m, int pop, const ch
 	if (!f && add) {
 		f = calloc(1, sizeof *f);
 		if (!f || !(f->function = strdup(function)))
-			exit(3);
+			vt_nomem();
 		HASH_ADD_KEYPTR(hh, m->site_funnels[pop], f->function, strlen(f->function), f);
 	}
 	return f;
@@ -128,7 +129,7 @@ static void count_stack(struct vt_model *m, int pop, const struct vt_stack *s, u
 			f->stacks++;
 		}
 		if (below && !f->inner && !(f->inner = strdup(below)))
-			exit(3);
+			vt_nomem();
 		else if (below && strcmp(f->inner, below))
 			f->many_inner = 1;
 		below = f->function;
@@ -252,7 +253,7 @@ void vt_report_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, 
 		name_site(m, proc, stack_id, name, sizeof name);
 		e = calloc(1, sizeof *e);
 		if (!e || !(e->name = strdup(name)))
-			exit(3);
+			vt_nomem();
 		e->key = probe.key;
 		HASH_ADD(hh, mm->site_names, key, sizeof e->key, e);
 	}

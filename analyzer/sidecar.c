@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 #define MAX_LINE (64u << 10)
@@ -43,8 +44,7 @@ static void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	return p;
 }

@@ -4,6 +4,7 @@
 #include "sites.h"
 
 #include "pystack.h"
+#include "nomem.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -64,8 +65,7 @@ struct vt_site_rules *vt_site_rules_new(void)
 {
 	struct vt_site_rules *r = calloc(1, sizeof *r);
 	if (!r) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	return r;
 }
@@ -104,8 +104,7 @@ int vt_site_rules_add(struct vt_site_rules *r, const char *rule, char *err, size
 			size_t cap = r->cap ? r->cap * 2 : 32;
 			struct rule *nr = realloc(r->rules, cap * sizeof *nr);
 			if (!nr) {
-				fprintf(stderr, "vramtrace: out of memory\n");
-				exit(1);
+				vt_nomem();
 			}
 			r->rules = nr;
 			r->cap = cap;
@@ -113,8 +112,7 @@ int vt_site_rules_add(struct vt_site_rules *r, const char *rule, char *err, size
 		r->rules[r->n].kind = kinds[k].kind;
 		r->rules[r->n].glob = strdup(rule + plen);
 		if (!r->rules[r->n].glob) {
-			fprintf(stderr, "vramtrace: out of memory\n");
-			exit(1);
+			vt_nomem();
 		}
 		r->n++;
 		return 0;
@@ -325,8 +323,7 @@ const char *vt_sites_of_stack(struct vt_sites *s, uint32_t canonical)
 		size_t n = vt_stack_store_count(s->store);
 		char **c = realloc(s->cache, n * sizeof *c);
 		if (!c) {
-			fprintf(stderr, "vramtrace: out of memory\n");
-			exit(1);
+			vt_nomem();
 		}
 		memset(c + s->ncache, 0, (n - s->ncache) * sizeof *c);
 		s->cache = c;
@@ -338,8 +335,7 @@ const char *vt_sites_of_stack(struct vt_sites *s, uint32_t canonical)
 		vt_site_of_stack(s->rules, s->sym, s->store, stack, buf, sizeof buf);
 		*slot = strdup(buf);
 		if (!*slot) {
-			fprintf(stderr, "vramtrace: out of memory\n");
-			exit(1);
+			vt_nomem();
 		}
 	}
 	return *slot;
@@ -387,8 +383,7 @@ static void print_merged_stack(struct vt_sites *s, const struct vt_stack *stack,
 	unsigned max = stack->depth + stack->py_depth;
 	struct vt_merged_frame *m = calloc(max, sizeof *m);
 	if (!py || !roles || !m) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	vt_pystack_decode(ps, stack->py_words, stack->py_depth, py);
 	for (unsigned i = 0; i < stack->depth; i++) {

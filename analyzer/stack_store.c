@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 #include "vramtrace/format.h"
@@ -65,8 +66,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 		c *= 2;
 	void *q = realloc(p, c * elem);
 	if (!q) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	*cap = c;
 	return q;
@@ -76,8 +76,7 @@ static void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	return p;
 }
@@ -87,8 +86,7 @@ struct vt_stack_store *vt_stack_store_new(void)
 	struct vt_stack_store *st = xcalloc(1, sizeof(struct vt_stack_store));
 	st->pystrs = vt_pystrs_new();
 	if (!st->pystrs) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	return st;
 }
@@ -132,8 +130,7 @@ static struct log_state *log_state(struct vt_stack_store *st, uint32_t log_index
 		size_t n = (size_t)log_index + 1;
 		struct log_state *l = realloc(st->logs, n * sizeof *l);
 		if (!l) {
-			fprintf(stderr, "vramtrace: out of memory\n");
-			exit(1);
+			vt_nomem();
 		}
 		memset(l + st->nlogs, 0, (n - st->nlogs) * sizeof *l);
 		st->logs = l;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
 #include "sidecar.h"
@@ -58,8 +59,7 @@ static void *xmalloc0(size_t n)
 {
 	void *p = calloc(1, n ? n : 1);
 	if (!p) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	return p;
 }
@@ -70,8 +70,7 @@ static char *xstrdup(const char *s)
 		return NULL;
 	char *d = strdup(s);
 	if (!d) {
-		fprintf(stderr, "vramtrace: out of memory\n");
-		exit(1);
+		vt_nomem();
 	}
 	return d;
 }
@@ -254,8 +253,7 @@ static void build_cu_ranges(struct mod_cache *mc)
 				cap = cap ? cap * 2 : 64;
 				struct cu_range *r = realloc(mc->cu_ranges, cap * sizeof *r);
 				if (!r) {
-					fprintf(stderr, "vramtrace: out of memory\n");
-					exit(1);
+					vt_nomem();
 				}
 				mc->cu_ranges = r;
 			}

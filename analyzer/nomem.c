@@ -1,0 +1,25 @@
+/* Out of memory: say so in one line (see nomem.h). */
+#include "nomem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+_Noreturn void vt_nomem(void)
+{
+	/* the line needs no memory: snprintf into the stack, write(2) */
+	struct rusage ru;
+	long mib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024 : -1;
+	char line[256];
+	int n = snprintf(line, sizeof line,
+	                 "vramtrace: out of memory after %ld MiB: the trace needs more memory than "
+	                 "this machine (or its limit) gives the analyzer\n",
+	                 mib);
+	if (n > 0) {
+		ssize_t w = write(STDERR_FILENO, line,
+		                  (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+		(void)w; /* nothing more to do if stderr is gone */
+	}
+	exit(3); /* stdio flushed: what was printed before stays whole */
+}
