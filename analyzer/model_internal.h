@@ -2,7 +2,7 @@
 #ifndef VT_MODEL_INTERNAL_H
 #define VT_MODEL_INTERNAL_H
 
-#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
+#include "nomem.h"      /* before <uthash.h>: its out-of-memory exit */
 #include "model_hash.h" /* every table below hashed the same way in every file */
 #include <uthash.h>
 
