@@ -183,8 +183,11 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, 
 		}
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
+		/* nearly every record is a packed event: its check inline */
 		const char *problem =
-		    plain_event(type, size) ? NULL : vt_record_problem(log->map + pos, type, size);
+		    type == VT_REC_PACKED     ? vt_packed_header_problem(log->map + pos, size)
+		    : plain_event(type, size) ? NULL
+		                              : vt_record_problem(log->map + pos, type, size);
 		if (problem)
 			*clean = 0;
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */

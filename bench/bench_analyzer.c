@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gen_trace.h"
+#include "log_reader.h"
 #include "model.h"
 #include "report.h"
 
@@ -97,6 +98,34 @@ static void remove_trace(const char *dir)
 	rmdir(dir);
 }
 
+static int count_record(const struct vt_record_view *rec, void *ctx)
+{
+	(void)rec;
+	++*(uint64_t *)ctx;
+	return 0;
+}
+
+/* The floor under the analyzer: the trace's logs opened and every record
+ * decoded and delivered, in order, to a callback that only counts them (what
+ * any analysis of the log must pay before it models anything). CPU seconds,
+ * or -1. */
+static double read_floor(const char *dir, uint64_t *records)
+{
+	struct vt_trace trace;
+	char err[512];
+	*records = 0;
+	if (vt_trace_open(dir, &trace, err, sizeof err) != 0) {
+		fprintf(stderr, "bench_analyzer: %s\n", err);
+		return -1;
+	}
+	double c0 = cpu_seconds();
+	for (size_t i = 0; i < trace.nlogs; i++)
+		vt_log_for_each(trace.logs[i], count_record, records);
+	double c1 = cpu_seconds();
+	vt_trace_close(&trace);
+	return c1 - c0;
+}
+
 static void row(const char *name, double v, const char *fmt, const char *unit)
 {
 	printf("analyzer\t%s\t", name);
@@ -130,6 +159,8 @@ int main(int argc, char **argv)
 	}
 	uint64_t file_bytes = 0;
 	double t_cat = cat_time(dir, &file_bytes);
+	uint64_t floor_records = 0;
+	double c_floor = read_floor(dir, &floor_records);
 	char err[512];
 	double c0 = cpu_seconds(), t0 = now();
 	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);
@@ -154,6 +185,11 @@ int main(int argc, char **argv)
 	row("classify+report", t2 - t1, "%.3f", "s");
 	row("throughput (wall)", events / (t2 - t0) / 1e6, "%.2f", "M ev/s");
 	row("throughput (CPU)", events / (c2 - c0 > 0 ? c2 - c0 : 1e-9) / 1e6, "%.2f", "M ev/s");
+	if (c_floor > 0) {
+		row("floor: open + decode every record, nothing modelled (CPU)",
+		    (double)floor_records / c_floor / 1e6, "%.2f", "M rec/s");
+		row("full analysis vs that floor (CPU)", (c2 - c0) / c_floor, "%.1f", "x");
+	}
 	row("peak RSS", (double)ru.ru_maxrss / 1024.0, "%.0f", "MiB");
 	if (t_cat > 0) {
 		row("cat of the logs", t_cat, "%.3f", "s");
