@@ -281,9 +281,13 @@ static void remove_tree(const char *dir)
 		fprintf(stderr, "bench_record: could not remove %s\n", dir);
 }
 
+/* the libcuda.so.1 the children load: the simulated driver, or for one row
+ * a driver that does nothing (null_driver.c) */
+static const char *driver_dir = VT_BENCH_SIMDRIVER_DIR;
+
 static void set_env(enum tracer tr, const char *dir)
 {
-	setenv("LD_LIBRARY_PATH", VT_BENCH_SIMDRIVER_DIR, 1);
+	setenv("LD_LIBRARY_PATH", driver_dir, 1);
 	setenv("VRAMTRACE_DIR", dir, 1);
 	unsetenv("VRAMTRACE_STACK_DEPTH");
 	unsetenv("VRAMTRACE_FREE_STACKS");
@@ -386,29 +390,46 @@ struct slope {
 	double wall, cpu; /* ns per pair */
 };
 
-/* Fastest of RUNS at each length; slope between them. */
-static struct slope pair_slope(enum tracer tr, const char *kind)
+/* The slopes of n tracers over the same pairs: fastest of RUNS at each
+ * length, slope between them. The tracers take turns within each round
+ * (none, then each tracer, at both lengths, then the next round) instead of
+ * one tracer's RUNS after another's: this shared machine drifts by tens of
+ * percent within minutes, and a baseline timed minutes before the shim's
+ * runs put that drift into the difference, which is smaller than it. */
+static void pair_slopes(const enum tracer *tr, int n, const char *kind, struct slope *out)
 {
-	struct slope s = {0};
 	const long lens[2] = {N_SHORT, N_LONG};
-	double wall[2] = {1e30, 1e30}, cpu[2] = {1e30, 1e30};
+	double wall[8][2], cpu[8][2];
+	for (int t = 0; t < n; t++) {
+		out[t] = (struct slope){.ok = 1};
+		for (int l = 0; l < 2; l++)
+			wall[t][l] = cpu[t][l] = 1e30;
+	}
 	for (int run = 0; run < RUNS; run++) {
-		for (int l = 0; l < 2; l++) {
-			char n[32];
-			snprintf(n, sizeof n, "%ld", lens[l]);
-			char *args[] = {"pairs", (char *)kind, n, NULL};
-			struct outcome o = spawn(tr, args, NULL);
-			if (!o.ok)
-				return s;
-			if (o.wall_ns < wall[l])
-				wall[l] = o.wall_ns;
-			if (o.cpu_ns < cpu[l])
-				cpu[l] = o.cpu_ns;
+		for (int t = 0; t < n; t++) {
+			for (int l = 0; l < 2 && out[t].ok; l++) {
+				char len[32];
+				snprintf(len, sizeof len, "%ld", lens[l]);
+				char *args[] = {"pairs", (char *)kind, len, NULL};
+				struct outcome o = spawn(tr[t], args, NULL);
+				out[t].ok = o.ok;
+				if (o.wall_ns < wall[t][l])
+					wall[t][l] = o.wall_ns;
+				if (o.cpu_ns < cpu[t][l])
+					cpu[t][l] = o.cpu_ns;
+			}
 		}
 	}
-	s.ok = 1;
-	s.wall = (wall[1] - wall[0]) / (N_LONG - N_SHORT);
-	s.cpu = (cpu[1] - cpu[0]) / (N_LONG - N_SHORT);
+	for (int t = 0; t < n; t++) {
+		out[t].wall = (wall[t][1] - wall[t][0]) / (N_LONG - N_SHORT);
+		out[t].cpu = (cpu[t][1] - cpu[t][0]) / (N_LONG - N_SHORT);
+	}
+}
+
+static struct slope pair_slope(enum tracer tr, const char *kind)
+{
+	struct slope s;
+	pair_slopes(&tr, 1, kind, &s);
 	return s;
 }
 
@@ -491,7 +512,10 @@ static void row_pair(const char *name, double wall, double cpu, const char *unit
 
 static void bench_pairs(void)
 {
-	struct slope base = pair_slope(NONE, "cuda");
+	static const enum tracer cuda_tracers[] = {NONE, SHIM_NOSTACKS, SHIM, SHIM_FREESTACKS};
+	struct slope cuda[4];
+	pair_slopes(cuda_tracers, 4, "cuda", cuda);
+	struct slope base = cuda[0], off = cuda[1], on = cuda[2], both = cuda[3];
 	if (!base.ok) {
 		row_na("cuMemAlloc+cuMemFree pair, no shim", "no simulated driver");
 		return;
@@ -499,12 +523,19 @@ static void bench_pairs(void)
 	row_pair("cuMemAlloc+cuMemFree pair, no shim", base.wall, base.cpu, "ns/pair");
 	base_wall = base.wall;
 	base_cpu = base.cpu;
-	struct slope off = pair_slope(SHIM_NOSTACKS, "cuda");
-	struct slope on = pair_slope(SHIM, "cuda");
-	struct slope both = pair_slope(SHIM_FREESTACKS, "cuda");
 	if (off.ok)
 		row_pair("vramtrace stacks off: extra per call (goal <= 80)",
 		         (off.wall - base.wall) / 2, (off.cpu - base.cpu) / 2, "ns/call");
+	/* the same stacks-off pairs against a driver that does nothing: the
+	 * shim's own cost, without the simulated driver's run-to-run noise */
+	static const enum tracer null_tracers[] = {NONE, SHIM_NOSTACKS};
+	struct slope nul[2];
+	driver_dir = VT_BENCH_NULLDRIVER_DIR;
+	pair_slopes(null_tracers, 2, "cuda", nul);
+	driver_dir = VT_BENCH_SIMDRIVER_DIR;
+	if (nul[0].ok && nul[1].ok)
+		row_pair("  ... the same against a do-nothing driver (the shim alone)",
+		         (nul[1].wall - nul[0].wall) / 2, (nul[1].cpu - nul[0].cpu) / 2, "ns/call");
 	if (on.ok) {
 		/* the measure: a pair unwinds once (the allocation) */
 		double wall = on.wall - base.wall, cpu = on.cpu - base.cpu;
@@ -522,8 +553,10 @@ static void bench_pairs(void)
 		       "heaptrack not installed: apt-get install heaptrack");
 		return;
 	}
-	struct slope mbase = pair_slope(NONE, "malloc");
-	struct slope ht = pair_slope(HEAPTRACK, "malloc");
+	static const enum tracer malloc_tracers[] = {NONE, HEAPTRACK};
+	struct slope m[2];
+	pair_slopes(malloc_tracers, 2, "malloc", m);
+	struct slope mbase = m[0], ht = m[1];
 	if (!mbase.ok || !ht.ok) {
 		row_na("heaptrack: extra per malloc+free pair", "heaptrack run failed");
 		return;

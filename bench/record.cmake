@@ -8,15 +8,21 @@ if(TARGET vtsim_cuda)
   target_link_libraries(bench_lockcount PRIVATE ${CMAKE_DL_LIBS})
   set_target_properties(bench_lockcount PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/lib)
 
+  # a libcuda.so.1 that does nothing, in a directory of its own (null_driver.c)
+  add_library(bench_null_driver SHARED ${VT_BENCH_DIR}/null_driver.c)
+  set_target_properties(bench_null_driver PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/null_driver)
+
   add_executable(bench_record ${VT_BENCH_DIR}/bench_record.c)
   target_compile_options(bench_record PRIVATE -O2 -fno-optimize-sibling-calls)
   target_compile_definitions(bench_record PRIVATE
     VT_BENCH_SHIM="$<TARGET_FILE:vramtrace>"
     VT_BENCH_LOCKCOUNT="$<TARGET_FILE:bench_lockcount>"
-    VT_BENCH_SIMDRIVER_DIR="${VT_SIMDRIVER_DIR}")
+    VT_BENCH_SIMDRIVER_DIR="${VT_SIMDRIVER_DIR}"
+    VT_BENCH_NULLDRIVER_DIR="${CMAKE_CURRENT_BINARY_DIR}/null_driver")
   target_link_libraries(bench_record PRIVATE vtanalysis PkgConfig::LIBUNWIND ${CMAKE_DL_LIBS} Threads::Threads)
   target_include_directories(bench_record PRIVATE ${CMAKE_SOURCE_DIR}/interpose) # event_clock.h
-  add_dependencies(bench_record vramtrace vtsim_cuda bench_lockcount)
+  add_dependencies(bench_record vramtrace vtsim_cuda bench_lockcount bench_null_driver)
   vt_add_bench(bench_record)
 
   if(TARGET vt-trainer)
