@@ -377,11 +377,9 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	}
 	m->totals.alloc_calls++;
 	int handle = is_handle_kind(ev->kind);
-	int contained = 0; /* some interval contained the address */
 	if (!handle) {
 		/* an ALLOC over a live address: its FREE was lost; close it now */
 		const struct vt_ival *old = vt_ival_find(p->live, ev->addr);
-		contained = old != NULL;
 		if (old && !old->is_mapping) {
 			struct vt_ival gone;
 			vt_ival_erase(p->live, old->start, &gone);
@@ -428,8 +426,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
-	/* nothing contained the address: nothing starts there either */
-	if ((contained ? vt_ival_insert(p->live, &iv) : vt_ival_insert_new(p->live, &iv)) != 0)
+	if (vt_ival_insert(p->live, &iv) != 0)
 		vt_nomem();
 	replay_charge(m, a, 0, t, ev->seq);
 }

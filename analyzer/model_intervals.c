@@ -1,15 +1,23 @@
-/* Treap over a node array (see model_intervals.h). Index 0 is the null node
- * so children are plain uint32_t and the array can be realloc'd freely. */
+/* Treap over a node array, with a start -> node hash and dead nodes (see
+ * model_intervals.h). Index 0 is the null node so children are plain
+ * uint32_t and the array can be realloc'd freely. */
 #include "model_intervals.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+enum node_state { NODE_LIVE = 0, NODE_DEAD, NODE_FREE };
+
 struct vt_ival_node {
 	struct vt_ival iv;
 	uint32_t left, right;
 	uint32_t prio;
+	uint8_t state; /* enum node_state */
 };
+
+/* Sweep the dead nodes once there are more of them than this beyond the
+ * live ones: a bound on memory, paid once per that many erases. */
+#define DEAD_SLACK 1024u
 
 void vt_ival_init(struct vt_ival_map *m)
 {
@@ -20,6 +28,7 @@ void vt_ival_init(struct vt_ival_map *m)
 void vt_ival_destroy(struct vt_ival_map *m)
 {
 	free(m->nodes);
+	free(m->index);
 	memset(m, 0, sizeof *m);
 }
 
@@ -31,6 +40,65 @@ static uint32_t next_prio(struct vt_ival_map *m)
 	m->rng ^= m->rng >> 27;
 	return (uint32_t)((m->rng * 0x2545f4914f6cdd1dull) >> 32);
 }
+
+/* ---- the start -> node hash (linear probing) --------------------------- */
+
+static uint32_t home_slot(const struct vt_ival_map *m, uint64_t start)
+{
+	return (uint32_t)((start * 0x9e3779b97f4a7c15ull) >> 32) & (m->slots - 1);
+}
+
+/* The slot holding start's node, or the empty slot where it would go. */
+static uint32_t *index_slot(const struct vt_ival_map *m, uint64_t start)
+{
+	uint32_t i = home_slot(m, start);
+	while (m->index[i] && m->nodes[m->index[i]].iv.start != start)
+		i = (i + 1) & (m->slots - 1);
+	return &m->index[i];
+}
+
+static uint32_t index_find(const struct vt_ival_map *m, uint64_t start)
+{
+	return m->slots ? *index_slot(m, start) : 0;
+}
+
+/* Take the slot of start's node out, moving later entries of its probe run
+ * back so that every one stays reachable from its home slot. */
+static void index_remove(struct vt_ival_map *m, uint64_t start)
+{
+	uint32_t mask = m->slots - 1;
+	uint32_t hole = (uint32_t)(index_slot(m, start) - m->index);
+	for (uint32_t i = (hole + 1) & mask; m->index[i]; i = (i + 1) & mask) {
+		uint32_t home = home_slot(m, m->nodes[m->index[i]].iv.start);
+		/* may it move into the hole? only if the hole lies on its way from home */
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			m->index[hole] = m->index[i];
+			hole = i;
+		}
+	}
+	m->index[hole] = 0;
+	m->in_index--;
+}
+
+/* Room for one more node in the hash (at most half full). 0 or -1. */
+static int index_reserve(struct vt_ival_map *m)
+{
+	if ((m->in_index + 1) * 2 <= m->slots)
+		return 0;
+	uint32_t slots = m->slots ? m->slots * 2 : 64;
+	uint32_t *index = calloc(slots, sizeof *index);
+	if (!index)
+		return -1;
+	free(m->index);
+	m->index = index;
+	m->slots = slots;
+	for (uint32_t n = 1; n < m->used; n++)
+		if (m->nodes[n].state != NODE_FREE)
+			*index_slot(m, m->nodes[n].iv.start) = n;
+	return 0;
+}
+
+/* ---- the tree ---------------------------------------------------------- */
 
 static uint32_t new_node(struct vt_ival_map *m, const struct vt_ival *iv)
 {
@@ -54,6 +122,7 @@ static uint32_t new_node(struct vt_ival_map *m, const struct vt_ival *iv)
 	m->nodes[n].iv = *iv;
 	m->nodes[n].left = m->nodes[n].right = 0;
 	m->nodes[n].prio = next_prio(m);
+	m->nodes[n].state = NODE_LIVE;
 	return n;
 }
 
@@ -93,14 +162,11 @@ static uint32_t merge(struct vt_ival_node *nd, uint32_t a, uint32_t b)
 	return root;
 }
 
-int vt_ival_insert(struct vt_ival_map *m, const struct vt_ival *iv)
+/* A new node for iv, in the tree and the hash (no node has its start). */
+static int tree_insert(struct vt_ival_map *m, const struct vt_ival *iv)
 {
-	vt_ival_erase(m, iv->start, NULL);
-	return vt_ival_insert_new(m, iv);
-}
-
-int vt_ival_insert_new(struct vt_ival_map *m, const struct vt_ival *iv)
-{
+	if (index_reserve(m) != 0)
+		return -1;
 	uint32_t n = new_node(m, iv);
 	if (!n)
 		return -1;
@@ -114,29 +180,77 @@ int vt_ival_insert_new(struct vt_ival_map *m, const struct vt_ival *iv)
 		link = iv->start < nd[*link].iv.start ? &nd[*link].left : &nd[*link].right;
 	split(nd, *link, iv->start, &nd[n].left, &nd[n].right);
 	*link = n;
+	*index_slot(m, iv->start) = n;
+	m->in_index++;
+	return 0;
+}
+
+/* Take a dead node out of the tree and the hash for good. */
+static void tree_remove(struct vt_ival_map *m, uint32_t n)
+{
+	uint64_t start = m->nodes[n].iv.start;
+	uint32_t *link = &m->root;
+	while (*link != n)
+		link = start < m->nodes[*link].iv.start ? &m->nodes[*link].left
+		                                        : &m->nodes[*link].right;
+	*link = merge(m->nodes, m->nodes[n].left, m->nodes[n].right);
+	index_remove(m, start);
+	m->nodes[n].state = NODE_FREE;
+	m->nodes[n].left = m->free_head;
+	m->free_head = n;
+	m->dead--;
+}
+
+static void sweep_dead(struct vt_ival_map *m)
+{
+	for (uint32_t n = 1; n < m->used && m->dead; n++)
+		if (m->nodes[n].state == NODE_DEAD)
+			tree_remove(m, n);
+}
+
+/* ---- the map ----------------------------------------------------------- */
+
+/* Put iv at node n, which holds iv's start: revive it if it was dead. */
+static void revive(struct vt_ival_map *m, uint32_t n, const struct vt_ival *iv)
+{
+	if (m->nodes[n].state == NODE_DEAD) {
+		m->dead--;
+		m->count++;
+	}
+	m->nodes[n].iv = *iv;
+	m->nodes[n].state = NODE_LIVE;
+}
+
+int vt_ival_insert(struct vt_ival_map *m, const struct vt_ival *iv)
+{
+	uint32_t n = index_find(m, iv->start);
+	if (n) {
+		revive(m, n, iv);
+		return 0;
+	}
+	if (tree_insert(m, iv) != 0)
+		return -1;
 	m->count++;
 	return 0;
 }
 
 int vt_ival_erase(struct vt_ival_map *m, uint64_t start, struct vt_ival *out)
 {
-	uint32_t *link = &m->root;
-	while (*link && m->nodes[*link].iv.start != start)
-		link = start < m->nodes[*link].iv.start ? &m->nodes[*link].left
-		                                        : &m->nodes[*link].right;
-	uint32_t n = *link;
-	if (!n)
+	uint32_t n = index_find(m, start);
+	if (!n || m->nodes[n].state != NODE_LIVE)
 		return 0;
 	if (out)
 		*out = m->nodes[n].iv;
-	*link = merge(m->nodes, m->nodes[n].left, m->nodes[n].right);
-	m->nodes[n].left = m->free_head;
-	m->free_head = n;
+	m->nodes[n].state = NODE_DEAD;
 	m->count--;
+	m->dead++;
+	if (m->dead > m->count + DEAD_SLACK)
+		sweep_dead(m);
 	return 1;
 }
 
-const struct vt_ival *vt_ival_find(const struct vt_ival_map *m, uint64_t addr)
+/* The node with the greatest start <= addr, dead or alive; 0 if none. */
+static uint32_t floor_node(const struct vt_ival_map *m, uint64_t addr)
 {
 	uint32_t t = m->root, best = 0;
 	while (t) {
@@ -147,6 +261,24 @@ const struct vt_ival *vt_ival_find(const struct vt_ival_map *m, uint64_t addr)
 			t = m->nodes[t].left;
 		}
 	}
+	return best;
+}
+
+/* Dead nodes a lookup steps over before it takes them out of the tree: the
+ * node of a free whose address is about to be handed out again is better
+ * left for vt_ival_insert to bring back. */
+#define SKIP_DEAD 4
+
+const struct vt_ival *vt_ival_find(struct vt_ival_map *m, uint64_t addr)
+{
+	/* the greatest live start <= addr */
+	uint32_t best = floor_node(m, addr);
+	for (unsigned skipped = 0; best && m->nodes[best].state == NODE_DEAD; skipped++) {
+		uint64_t below = m->nodes[best].iv.start;
+		if (skipped >= SKIP_DEAD) /* a crowd of them: no later lookup meets these again */
+			tree_remove(m, best);
+		best = below ? floor_node(m, below - 1) : 0;
+	}
 	if (!best)
 		return NULL;
 	const struct vt_ival *iv = &m->nodes[best].iv;
@@ -155,8 +287,6 @@ const struct vt_ival *vt_ival_find(const struct vt_ival_map *m, uint64_t addr)
 
 const struct vt_ival *vt_ival_exact(const struct vt_ival_map *m, uint64_t start)
 {
-	uint32_t t = m->root;
-	while (t && m->nodes[t].iv.start != start)
-		t = start < m->nodes[t].iv.start ? m->nodes[t].left : m->nodes[t].right;
-	return t ? &m->nodes[t].iv : NULL;
+	uint32_t n = index_find(m, start);
+	return n && m->nodes[n].state == NODE_LIVE ? &m->nodes[n].iv : NULL;
 }
