@@ -1,7 +1,6 @@
 /* Replay of process logs into the memory model (see model.h). */
 #include "model.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

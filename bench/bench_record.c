@@ -396,10 +396,13 @@ struct slope {
  * one tracer's RUNS after another's: this shared machine drifts by tens of
  * percent within minutes, and a baseline timed minutes before the shim's
  * runs put that drift into the difference, which is smaller than it. */
+#define MAX_TRACERS 8
 static void pair_slopes(const enum tracer *tr, int n, const char *kind, struct slope *out)
 {
 	const long lens[2] = {N_SHORT, N_LONG};
-	double wall[8][2], cpu[8][2];
+	double wall[MAX_TRACERS][2], cpu[MAX_TRACERS][2];
+	if (n > MAX_TRACERS)
+		n = MAX_TRACERS; /* the callers pass at most 4 */
 	for (int t = 0; t < n; t++) {
 		out[t] = (struct slope){.ok = 1};
 		for (int l = 0; l < 2; l++)
