@@ -271,8 +271,12 @@ static uint32_t floor_node(const struct vt_ival_map *m, uint64_t addr)
 
 const struct vt_ival *vt_ival_find(struct vt_ival_map *m, uint64_t addr)
 {
-	/* the greatest live start <= addr */
-	uint32_t best = floor_node(m, addr);
+	/* the greatest live start <= addr: one that is addr itself is in the
+	 * hash; below it, the tree (an allocation asks at its own address,
+	 * where the node of the last free there usually lies dead) */
+	uint32_t best = index_find(m, addr);
+	if (!best || m->nodes[best].state != NODE_LIVE)
+		best = addr ? floor_node(m, addr - 1) : 0;
 	for (unsigned skipped = 0; best && m->nodes[best].state == NODE_DEAD; skipped++) {
 		uint64_t below = m->nodes[best].iv.start;
 		if (skipped >= SKIP_DEAD) /* a crowd of them: no later lookup meets these again */
