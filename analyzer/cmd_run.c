@@ -525,8 +525,7 @@ static void print_summary(const struct run_job *job)
 	size_t logs = 0;
 	if (vt_trace_open(job->dir, &trace, err, sizeof err) == 0) {
 		logs = trace.nlogs;
-		for (size_t i = 0; i < trace.nlogs; i++)
-			vt_log_for_each(trace.logs[i], count_event, &events);
+		vt_trace_for_each(&trace, count_event, &events);
 		vt_trace_close(&trace);
 	}
 	fprintf(stderr, "vramtrace: trace in %s: %zu process log%s, %llu events; job exit %s %d\n",

@@ -64,6 +64,9 @@ struct vt_trace {
 };
 int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen);
 void vt_trace_close(struct vt_trace *t);
+/* vt_log_for_each over every log in order; stops at the first non-zero
+ * return of fn and returns it. For passes that need nothing per log. */
+int vt_trace_for_each(const struct vt_trace *t, vt_record_fn fn, void *ctx);
 
 /* Trace start: the smallest clock_base_ns over its logs (same host clock). */
 uint64_t vt_trace_start_ns(const struct vt_trace *t);

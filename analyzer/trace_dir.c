@@ -153,6 +153,14 @@ void vt_trace_close(struct vt_trace *t)
 	memset(t, 0, sizeof *t);
 }
 
+int vt_trace_for_each(const struct vt_trace *t, vt_record_fn fn, void *ctx)
+{
+	int rc = 0;
+	for (size_t i = 0; i < t->nlogs && rc == 0; i++)
+		rc = vt_log_for_each(t->logs[i], fn, ctx);
+	return rc;
+}
+
 uint64_t vt_trace_start_ns(const struct vt_trace *t)
 {
 	uint64_t start = UINT64_MAX;

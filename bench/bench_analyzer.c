@@ -78,19 +78,18 @@ static double cat_time(const char *dir, uint64_t *bytes)
  * the kernel providing fresh zeroed pages for the model (on a VM, each one
  * first faulted in by the host too), so it shows what the model's size
  * costs. */
-static double sys_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
+/* This process's CPU seconds so far: user + kernel in all, and the kernel's part. */
+struct cpu_time {
+	double all, sys;
+};
 
-static double cpu_seconds(void)
+static struct cpu_time cpu_now(void)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	return (struct cpu_time){.all = user + sys, .sys = sys};
 }
 
 static void remove_trace(const char *dir)
@@ -129,10 +128,9 @@ static double read_floor(const char *dir, uint64_t *records)
 		fprintf(stderr, "bench_analyzer: %s\n", err);
 		return -1;
 	}
-	double c0 = cpu_seconds();
-	for (size_t i = 0; i < trace.nlogs; i++)
-		vt_log_for_each(trace.logs[i], count_record, records);
-	double c1 = cpu_seconds();
+	double c0 = cpu_now().all;
+	vt_trace_for_each(&trace, count_record, records);
+	double c1 = cpu_now().all;
 	vt_trace_close(&trace);
 	return c1 - c0;
 }
@@ -173,7 +171,8 @@ int main(int argc, char **argv)
 	uint64_t floor_records = 0;
 	double c_floor = read_floor(dir, &floor_records);
 	char err[512];
-	double c0 = cpu_seconds(), s0 = sys_seconds(), t0 = now();
+	struct cpu_time c0 = cpu_now();
+	double t0 = now();
 	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);
 	if (!m) {
 		fprintf(stderr, "bench_analyzer: %s\n", err);
@@ -186,7 +185,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_analyzer: %s\n", err);
 		return 1;
 	}
-	double t2 = now(), c2 = cpu_seconds(), s2 = sys_seconds();
+	double t2 = now();
+	struct cpu_time c2 = cpu_now();
+	double cpu = c2.all - c0.all;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	double events = (double)m->totals.events;
@@ -195,12 +196,12 @@ int main(int argc, char **argv)
 	row("load+replay", t1 - t0, "%.3f", "s");
 	row("classify+report", t2 - t1, "%.3f", "s");
 	row("throughput (wall)", events / (t2 - t0) / 1e6, "%.2f", "M ev/s");
-	row("throughput (CPU)", events / (c2 - c0 > 0 ? c2 - c0 : 1e-9) / 1e6, "%.2f", "M ev/s");
-	row("of that CPU, in the kernel (fresh pages for the model)", s2 - s0, "%.3f", "s");
+	row("throughput (CPU)", events / (cpu > 0 ? cpu : 1e-9) / 1e6, "%.2f", "M ev/s");
+	row("of that CPU, in the kernel (fresh pages for the model)", c2.sys - c0.sys, "%.3f", "s");
 	if (c_floor > 0) {
 		row("floor: open + decode every record, nothing modelled (CPU)",
 		    (double)floor_records / c_floor / 1e6, "%.2f", "M rec/s");
-		row("full analysis vs that floor (CPU)", (c2 - c0) / c_floor, "%.1f", "x");
+		row("full analysis vs that floor (CPU)", cpu / c_floor, "%.1f", "x");
 	}
 	row("peak RSS", (double)ru.ru_maxrss / 1024.0, "%.0f", "MiB");
 	if (t_cat > 0) {

@@ -464,8 +464,7 @@ static struct depth_scan scan_trace(const char *dir)
 	char err[256];
 	if (vt_trace_open(dir, &t, err, sizeof err) != 0)
 		return d;
-	for (size_t i = 0; i < t.nlogs; i++)
-		vt_log_for_each(t.logs[i], scan_record, &d);
+	vt_trace_for_each(&t, scan_record, &d);
 	vt_trace_close(&t);
 	return d;
 }

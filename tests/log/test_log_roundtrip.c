@@ -555,6 +555,39 @@ static void test_huge_sparse_file(void **state)
 
 /* ---- trace directories ----------------------------------------------------------- */
 
+static int count_all(const struct vt_record_view *rec, void *ctx)
+{
+	(void)rec;
+	++*(uint64_t *)ctx;
+	return 0;
+}
+
+/* Stops the pass at the record that makes the count reach its limit. */
+struct stop_at {
+	uint64_t seen, limit;
+};
+
+static int stop_at_limit(const struct vt_record_view *rec, void *ctx)
+{
+	(void)rec;
+	struct stop_at *s = ctx;
+	return ++s->seen == s->limit ? 42 : 0;
+}
+
+/* vt_trace_for_each: every log's records, and an early stop ends the whole pass. */
+static void check_trace_for_each(const struct vt_trace *t)
+{
+	uint64_t each = 0, all = 0;
+	for (size_t i = 0; i < t->nlogs; i++)
+		vt_log_for_each(t->logs[i], count_all, &each);
+	assert_int_equal(vt_trace_for_each(t, count_all, &all), 0);
+	assert_int_equal(all, each);
+	assert_true(all > 2);
+	struct stop_at s = {.limit = 2};
+	assert_int_equal(vt_trace_for_each(t, stop_at_limit, &s), 42);
+	assert_int_equal(s.seen, 2);
+}
+
 static void test_trace_dir(void **state)
 {
 	(void)state;
@@ -579,6 +612,7 @@ static void test_trace_dir(void **state)
 	pid_t lo = a < b ? a : b;
 	assert_int_equal(vt_log_header(t.logs[0])->pid, lo);
 	assert_true(vt_trace_start_ns(&t) <= vt_log_header(t.logs[1])->clock_base_ns);
+	check_trace_for_each(&t);
 	vt_trace_close(&t);
 	/* a single file works as a trace */
 	char *one = lt_log_path(dir, a, 0);
