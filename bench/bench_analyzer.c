@@ -5,7 +5,11 @@
  * and the ratio to the time `cat` needs to read the same files.
  *   bench_analyzer [--events N] [TRACE_DIR]
  * Without TRACE_DIR a trace of N events (default 10 million, or
- * VT_BENCH_ANALYZER_EVENTS) is generated into a temporary directory. */
+ * VT_BENCH_ANALYZER_EVENTS) is generated into a temporary directory.
+ * The peer in the same run: heaptrack_print reading heaptrack's log of a
+ * loop of malloc+free pairs with as many events (this program, run as
+ *   bench_analyzer --malloc-pairs N
+ * under heaptrack), when heaptrack is installed. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -140,6 +144,101 @@ static void row(const char *name, double v, const char *fmt, const char *unit)
 	printf("analyzer\t%s\t", name);
 	printf(fmt, v);
 	printf("\t%s\n", unit);
+	fflush(stdout); /* before a child of the peer run writes anything */
+}
+
+/* ---- the peer: heaptrack_print ------------------------------------------- */
+
+/* The job heaptrack traces: n malloc+free pairs of one call site. */
+static int malloc_pairs(uint64_t n)
+{
+	static void *volatile sink;
+	for (uint64_t i = 0; i < n; i++) {
+		sink = malloc(64 + (i & 7));
+		free(sink);
+	}
+	return 0;
+}
+
+/* Run argv with stdout and stderr to /dev/null; 0 when it exited 0, its
+ * CPU seconds and peak RSS (KiB) in *cpu and *rss_kib. */
+static int run_quiet(char *const argv[], double *cpu, long *rss_kib)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int status = 0;
+	struct rusage ru;
+	if (wait4(pid, &status, 0, &ru) != pid)
+		return -1;
+	*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	*rss_kib = ru.ru_maxrss;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* The file heaptrack wrote for -o PREFIX: PREFIX.zst or PREFIX.gz. */
+static int heaptrack_file(const char *prefix, char *out, size_t cap)
+{
+	static const char *const ext[] = {".zst", ".gz", ""};
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+		snprintf(out, cap, "%s%s", prefix, ext[i]);
+		if (access(out, R_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+static void row_na(const char *name, const char *why)
+{
+	printf("analyzer\t%s\tn/a\t%s\n", name, why);
+	fflush(stdout);
+}
+
+/* heaptrack_print on heaptrack's log of `events` malloc/free events: its
+ * events per CPU second and its peak memory, beside ours. */
+static void peer_heaptrack_print(const char *self, uint64_t events)
+{
+	const char *name = "peer: heaptrack_print, same event count of malloc+free (CPU)";
+	if (system("command -v heaptrack >/dev/null 2>&1 && "
+	           "command -v heaptrack_print >/dev/null 2>&1") != 0) {
+		row_na(name, "heaptrack not installed: apt-get install heaptrack");
+		return;
+	}
+	char dir[] = "/tmp/vt-bench-heaptrack-XXXXXX";
+	if (!mkdtemp(dir)) {
+		row_na(name, "no temporary directory");
+		return;
+	}
+	char prefix[64], file[80], pairs[32];
+	snprintf(prefix, sizeof prefix, "%s/ht", dir);
+	snprintf(pairs, sizeof pairs, "%" PRIu64, events / 2);
+	char *record[] = {"heaptrack", "-o", prefix, (char *)self, "--malloc-pairs", pairs, NULL};
+	double cpu = 0;
+	long rss = 0;
+	if (run_quiet(record, &cpu, &rss) != 0 || heaptrack_file(prefix, file, sizeof file) != 0) {
+		row_na(name, "heaptrack run failed");
+	} else {
+		char *print[] = {"heaptrack_print", file, NULL};
+		if (run_quiet(print, &cpu, &rss) != 0)
+			row_na(name, "heaptrack_print failed");
+		else {
+			row(name, (double)(events / 2 * 2) / (cpu > 0 ? cpu : 1e-9) / 1e6, "%.2f",
+			    "M ev/s");
+			row("peer: heaptrack_print peak RSS", (double)rss / 1024.0, "%.0f", "MiB");
+		}
+	}
+	unlink(file);
+	rmdir(dir);
 }
 
 int main(int argc, char **argv)
@@ -151,8 +250,11 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--events") && i + 1 < argc)
 			want = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--malloc-pairs") && i + 1 < argc)
+			return malloc_pairs(strtoull(argv[++i], NULL, 10));
 		else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: bench_analyzer [--events N] [TRACE_DIR]\n");
+			fprintf(stderr, "usage: bench_analyzer [--events N] [TRACE_DIR]\n"
+			                "       bench_analyzer --malloc-pairs N\n");
 			return 2;
 		} else
 			dir = argv[i];
@@ -210,7 +312,14 @@ int main(int argc, char **argv)
 	}
 	row("file size", (double)file_bytes / (1024.0 * 1024.0), "%.0f", "MiB");
 	vt_report_free(&r);
+	uint64_t n_events = m->totals.events;
 	vt_model_free(m);
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (len > 0) {
+		self[len] = '\0'; /* heaptrack is a script: the path must name this program */
+		peer_heaptrack_print(self, n_events);
+	}
 	if (dir == tmp)
 		remove_trace(dir);
 	return 0;
