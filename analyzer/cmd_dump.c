@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "json_out.h"
 #include "log_reader.h"
 #include "record_text.h"
 #include "sites.h"
@@ -17,61 +18,6 @@ struct emit {
 	int nfields;
 };
 
-/* ---- escaping ------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s (0 if invalid). Strict, as JSON
- * readers decode: no overlong forms, no UTF-16 surrogates (ED A0..BF), nothing
- * past U+10FFFF; the lead byte limits the second byte's range. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
-	if (s[0] >= 0xf8 || len == 0 || len > n)
-		return 0;
-	unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
-	unsigned char hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return len;
-}
-
-/* A quoted string, JSON escaping (also used by the text format so a name
- * with spaces or control bytes stays one field). Invalid UTF-8 -> U+FFFD. */
-static void put_quoted(FILE *out, const char *str, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	fputc('"', out);
-	for (size_t i = 0; i < n;) {
-		unsigned char c = s[i];
-		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc(c, out);
-		} else if (c == '\n') {
-			fputs("\\n", out);
-		} else if (c == '\t') {
-			fputs("\\t", out);
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(out, "\\u%04x", c);
-		} else if (c >= 0x80) {
-			size_t len = utf8_len(s + i, n - i);
-			if (len == 0) {
-				fputs("\\ufffd", out);
-				i++;
-				continue;
-			}
-			fwrite(s + i, 1, len, out);
-			i += len;
-			continue;
-		} else {
-			fputc(c, out);
-		}
-		i++;
-	}
-	fputc('"', out);
-}
-
 /* ---- the emitter ------------------------------------------------------------ */
 
 static void e_begin(struct emit *e, const char *kind)
@@ -79,7 +25,7 @@ static void e_begin(struct emit *e, const char *kind)
 	e->nfields = 0;
 	if (e->json) {
 		fputs("{\"record\":", e->out);
-		put_quoted(e->out, kind, strlen(kind));
+		vt_json_write_escaped(e->out, kind, strlen(kind));
 	} else {
 		fputs(kind, e->out);
 	}
@@ -113,10 +59,12 @@ static void e_hex(struct emit *e, const char *key, uint64_t v)
 	fprintf(e->out, e->json ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, v);
 }
 
+/* A string, JSON-quoted in both formats: in the text one a name with
+ * spaces or control bytes stays one field. */
 static void e_str(struct emit *e, const char *key, const char *s, size_t n)
 {
 	e_key(e, key);
-	put_quoted(e->out, s, n);
+	vt_json_write_escaped(e->out, s, n);
 }
 
 /* A bare word (a name from record_text.h); numbers when it is unknown. */
@@ -364,7 +312,7 @@ static void print_cmdline(struct emit *e, const struct vt_file_header *h)
 		for (uint32_t i = 0; i < h->cmdline_len; i++)
 			if (joined[i] == '\0')
 				joined[i] = ' ';
-		put_quoted(e->out, joined, h->cmdline_len);
+		vt_json_write_escaped(e->out, joined, h->cmdline_len);
 		return;
 	}
 	fputc('[', e->out);
@@ -372,7 +320,7 @@ static void print_cmdline(struct emit *e, const struct vt_file_header *h)
 		size_t n = strnlen(h->cmdline + i, h->cmdline_len - i);
 		if (i)
 			fputc(',', e->out);
-		put_quoted(e->out, h->cmdline + i, n);
+		vt_json_write_escaped(e->out, h->cmdline + i, n);
 		i += (uint32_t)n + 1;
 	}
 	fputc(']', e->out);
