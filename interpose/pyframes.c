@@ -203,51 +203,46 @@ struct reader {
 	int failed;
 };
 
+/* n bytes at addr into v (left 0 when a safe read fails; every later read
+ * of a failed reader is 0 too). With a constant n the plain path is one load. */
+static inline void rd_into(struct reader *r, uintptr_t addr, void *v, size_t n)
+{
+	if (!r->safe) {
+		memcpy(v, (const void *)addr, n);
+		return;
+	}
+	if (r->failed || safe_read(v, addr, n)) {
+		r->failed = 1;
+		memset(v, 0, n);
+	}
+}
+
 static inline uintptr_t rd_ptr(struct reader *r, uintptr_t addr)
 {
-	uintptr_t v = 0;
-	if (r->safe) {
-		if (r->failed || safe_read(&v, addr, sizeof v))
-			r->failed = 1;
-		return r->failed ? 0 : v;
-	}
-	memcpy(&v, (const void *)addr, sizeof v);
+	uintptr_t v;
+	rd_into(r, addr, &v, sizeof v);
 	return v;
 }
 
 static inline uint32_t rd_u32(struct reader *r, uintptr_t addr)
 {
-	uint32_t v = 0;
-	if (r->safe) {
-		if (r->failed || safe_read(&v, addr, sizeof v))
-			r->failed = 1;
-		return r->failed ? 0 : v;
-	}
-	memcpy(&v, (const void *)addr, sizeof v);
+	uint32_t v;
+	rd_into(r, addr, &v, sizeof v);
 	return v;
 }
 
 static inline uint16_t rd_u16(struct reader *r, uintptr_t addr)
 {
-	uint16_t v = 0;
-	if (r->safe) {
-		if (r->failed || safe_read(&v, addr, sizeof v))
-			r->failed = 1;
-		return r->failed ? 0 : v;
-	}
-	memcpy(&v, (const void *)addr, sizeof v);
+	uint16_t v;
+	rd_into(r, addr, &v, sizeof v);
 	return v;
 }
 
 static inline uint8_t rd_u8(struct reader *r, uintptr_t addr)
 {
-	uint8_t v = 0;
-	if (r->safe) {
-		if (r->failed || safe_read(&v, addr, sizeof v))
-			r->failed = 1;
-		return r->failed ? 0 : v;
-	}
-	return *(const uint8_t *)addr;
+	uint8_t v;
+	rd_into(r, addr, &v, sizeof v);
+	return v;
 }
 
 static inline int is_type(struct reader *r, uintptr_t obj, uintptr_t type)
