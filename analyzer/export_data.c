@@ -6,76 +6,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
-#include <uthash.h>
-
-#include "report_site.h"
-
-struct name_site {
-	const char *name;               /* points into x->r.sites[site].name */
-	uint32_t site;
-	UT_hash_handle hh;
-};
-
-struct stack_site {
-	struct {
-		uint32_t proc, stack;
-	} key;
-	uint32_t site;
-	UT_hash_handle hh;
-};
-
-/* The report's site for an allocation: named the way the report names it,
- * so an export's site column and the report's site table agree. */
-static uint32_t site_of(struct vt_export *x, struct name_site **by_name,
-                        struct stack_site **by_stack, const struct vt_alloc *a)
-{
-	struct stack_site probe, *e;
-	memset(&probe, 0, sizeof probe);
-	probe.key.proc = a->proc;
-	probe.key.stack = a->stack_id;
-	HASH_FIND(hh, *by_stack, &probe.key, sizeof probe.key, e);
-	if (e)
-		return e->site;
-	char name[sizeof x->r.sites[0].name];
-	vt_report_site(x->m, a->proc, a->stack_id, name, sizeof name);
-	struct name_site *ns;
-	HASH_FIND_STR(*by_name, name, ns);
-	e = calloc(1, sizeof *e);
-	if (!e)
-		vt_nomem();
-	e->key = probe.key;
-	e->site = ns ? ns->site : VT_NO_INDEX;
-	HASH_ADD(hh, *by_stack, key, sizeof e->key, e);
-	return e->site;
-}
-
+/* Each charged allocation's site, as the report's site table groups them. */
 static int map_sites(struct vt_export *x)
 {
-	struct name_site *by_name = NULL, *n, *ntmp;
-	struct stack_site *by_stack = NULL, *s, *stmp;
-	struct name_site *names = calloc(x->r.nsites ? x->r.nsites : 1, sizeof *names);
 	x->alloc_site = malloc((x->m->nallocs ? x->m->nallocs : 1) * sizeof *x->alloc_site);
-	if (!names || !x->alloc_site) {
-		free(names);
+	if (!x->alloc_site)
 		return -1;
-	}
-	for (uint32_t i = 0; i < x->r.nsites; i++) {
-		names[i].name = x->r.sites[i].name;
-		names[i].site = i;
-		HASH_ADD_KEYPTR(hh, by_name, names[i].name, strlen(names[i].name), &names[i]);
-	}
 	for (uint32_t i = 0; i < x->m->nallocs; i++) {
 		const struct vt_alloc *a = &x->m->allocs[i];
-		x->alloc_site[i] = (a->flags & VT_AF_CHARGED) ? site_of(x, &by_name, &by_stack, a)
-		                                              : VT_NO_INDEX;
+		x->alloc_site[i] = (a->flags & VT_AF_CHARGED)
+		                       ? vt_report_site_of(&x->r, a->proc, a->stack_id)
+		                       : VT_NO_INDEX;
 	}
-	HASH_ITER(hh, by_stack, s, stmp) {
-		HASH_DEL(by_stack, s);
-		free(s);
-	}
-	HASH_ITER(hh, by_name, n, ntmp) HASH_DEL(by_name, n);
-	free(names);
 	return 0;
 }
 

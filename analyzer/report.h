@@ -24,6 +24,8 @@ struct vt_report_options {
 	const char *title;               /* trace directory, for the text header */
 };
 
+struct vt_report_stack_site; /* report_build.c: (process, stack) -> site */
+
 struct vt_report {
 	struct vt_model *m;
 	struct vt_report_options opt;
@@ -36,6 +38,7 @@ struct vt_report {
 	uint64_t at_dev_bytes[VT_MAX_DEVICES];
 	struct vt_site_stat *sites;                   /* sorted, biggest first */
 	uint32_t nsites;
+	struct vt_report_stack_site *stack_sites;     /* site of each allocating stack */
 	uint32_t main_proc;                           /* the process steps are read from */
 };
 
@@ -47,6 +50,11 @@ void vt_report_free(struct vt_report *r);
 
 int vt_report_write_text(const struct vt_report *r, FILE *out);
 int vt_report_write_json(const struct vt_report *r, FILE *out);
+
+/* The index in r->sites of the site that (process, stack) allocates at:
+ * the site table's own grouping, so an export's site column agrees with
+ * it. VT_NO_INDEX when that stack made no charged allocation. */
+uint32_t vt_report_site_of(const struct vt_report *r, uint32_t proc, uint32_t stack_id);
 
 /* 1 if allocation idx is live at its own device's peak. */
 int vt_report_live_at_peak(const struct vt_report *r, const struct vt_alloc *a);

@@ -11,7 +11,7 @@
 #include "classify.h"
 #include "report_site.h"
 
-struct site_entry {
+struct vt_report_stack_site {
 	struct {
 		uint32_t proc, stack;
 	} key;
@@ -33,10 +33,10 @@ int vt_report_live_at_peak(const struct vt_report *r, const struct vt_alloc *a)
 	return vt_alloc_live_at(r->m, a, &peak);
 }
 
-static uint32_t site_index(struct vt_report *r, struct site_entry **by_stack,
+static uint32_t site_index(struct vt_report *r, struct vt_report_stack_site **by_stack,
                            struct name_entry **by_name, uint32_t *cap, const struct vt_alloc *a)
 {
-	struct site_entry probe, *e;
+	struct vt_report_stack_site probe, *e;
 	memset(&probe, 0, sizeof probe);
 	probe.key.proc = a->proc;
 	probe.key.stack = a->stack_id;
@@ -81,9 +81,12 @@ static uint32_t site_index(struct vt_report *r, struct site_entry **by_stack,
 	return idx;
 }
 
+static const struct vt_site_stat *sort_sites_by; /* qsort has no context argument */
+
 static int site_cmp(const void *x, const void *y)
 {
-	const struct vt_site_stat *a = x, *b = y;
+	const struct vt_site_stat *a = &sort_sites_by[*(const uint32_t *)x];
+	const struct vt_site_stat *b = &sort_sites_by[*(const uint32_t *)y];
 	if (a->bytes_at_peak != b->bytes_at_peak)
 		return a->bytes_at_peak > b->bytes_at_peak ? -1 : 1;
 	if (a->allocs != b->allocs)
@@ -91,9 +94,42 @@ static int site_cmp(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
+/* Sites biggest first, and the stack map pointed at their new places. */
+static void sort_sites(struct vt_report *r)
+{
+	uint32_t n = r->nsites;
+	uint32_t *order = malloc(n * sizeof *order), *place = malloc(n * sizeof *place);
+	struct vt_site_stat *sorted = malloc(n * sizeof *sorted);
+	if (!order || !place || !sorted)
+		vt_nomem();
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	sort_sites_by = r->sites;
+	qsort(order, n, sizeof *order, site_cmp);
+	for (uint32_t i = 0; i < n; i++) {
+		sorted[i] = r->sites[order[i]];
+		place[order[i]] = i;
+	}
+	struct vt_report_stack_site *e, *tmp;
+	HASH_ITER(hh, r->stack_sites, e, tmp) e->site = place[e->site];
+	free(r->sites);
+	r->sites = sorted;
+	free(order);
+	free(place);
+}
+
+uint32_t vt_report_site_of(const struct vt_report *r, uint32_t proc, uint32_t stack_id)
+{
+	struct vt_report_stack_site probe, *e;
+	memset(&probe, 0, sizeof probe);
+	probe.key.proc = proc;
+	probe.key.stack = stack_id;
+	HASH_FIND(hh, r->stack_sites, &probe.key, sizeof probe.key, e);
+	return e ? e->site : VT_NO_INDEX;
+}
+
 static void build_sites(struct vt_report *r)
 {
-	struct site_entry *by_stack = NULL, *e, *etmp;
 	struct name_entry *by_name = NULL, *n, *ntmp;
 	uint32_t cap = 0;
 	struct vt_moment peak[VT_MAX_DEVICES];
@@ -126,7 +162,7 @@ static void build_sites(struct vt_report *r)
 		}
 		uint32_t slot = a->stack_id % 64, s = recent[slot].site;
 		if (recent[slot].proc != a->proc || recent[slot].stack != a->stack_id) {
-			s = site_index(r, &by_stack, &by_name, &cap, a);
+			s = site_index(r, &r->stack_sites, &by_name, &cap, a);
 			recent[slot].proc = a->proc;
 			recent[slot].stack = a->stack_id;
 			recent[slot].site = s;
@@ -149,12 +185,7 @@ static void build_sites(struct vt_report *r)
 		r->sites[s].category = best;
 	}
 	if (r->nsites)
-		qsort(r->sites, r->nsites, sizeof *r->sites, site_cmp);
-	HASH_ITER(hh, by_stack, e, etmp)
-	{
-		HASH_DEL(by_stack, e);
-		free(e);
-	}
+		sort_sites(r);
 	HASH_ITER(hh, by_name, n, ntmp)
 	{
 		HASH_DEL(by_name, n);
@@ -196,6 +227,12 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 void vt_report_free(struct vt_report *r)
 {
 	vt_flags_free(&r->flags);
+	struct vt_report_stack_site *e, *tmp;
+	HASH_ITER(hh, r->stack_sites, e, tmp)
+	{
+		HASH_DEL(r->stack_sites, e);
+		free(e);
+	}
 	free(r->sites);
 	memset(r, 0, sizeof *r);
 }
