@@ -87,6 +87,12 @@ static void on_exit_handler(int status, void *arg)
 
 int vt_shim_log_state; /* enum vt_log_state (shim.h) */
 
+/* Set while this thread creates the log: a signal handler that interrupts
+ * the creation and calls the driver must not wait for it (the creation
+ * cannot go on until the handler returns, and a timer signal every few
+ * hundred microseconds kept a job waiting for good). */
+static __thread int t_opening_log __attribute__((tls_model("initial-exec")));
+
 int vt_shim_log_ready_slow(void)
 {
 	if (vt_shim_disabled())
@@ -100,11 +106,15 @@ int vt_shim_log_ready_slow(void)
 		struct vt_log_config cfg;
 		memset(&cfg, 0, sizeof cfg);
 		vt_log_config_from_env(&cfg);
+		t_opening_log = 1;
 		vt_log_init(&cfg); /* on failure the writer warns once, drops */
 		on_exit(on_exit_handler, NULL);
 		__atomic_store_n(&vt_shim_log_state, VT_LOG_READY, __ATOMIC_RELEASE);
+		t_opening_log = 0;
 		return 1;
 	}
+	if (t_opening_log) /* a handler on the creating thread: its call goes untraced */
+		return 0;
 	/* Another thread is creating the file: wait a bounded time (it may be
 	 * blocked on the loader lock we hold, from inside a dlopen). */
 	for (int i = 0; i < 20000; i++) {
