@@ -1,4 +1,4 @@
-/* The packed event (VT_REC_PACKED): any struct vt_event in 24-40 bytes
+/* The packed event (VT_REC_PACKED): any struct vt_event in 16-40 bytes
  * instead of 64. The encoder (the shim's hot path) and the decoder (the
  * reader, which hands every consumer the plain vt_event) live here together,
  * so the bytes on disk are defined in exactly one place.
@@ -20,7 +20,8 @@
  *     stack_id                      always
  *     zigzag(seq  - chunk first_seq)  always (a free takes its seq before
  *     zigzag(t_ns - chunk first_t_ns) always  the chunk it lands in exists)
- *     addr                          always
+ *     addr                          always: a varint, or with present
+ *                                   bit 7 six little-endian bytes
  *     rt_api, device, kind          present bits 0, 1, 2 (one byte each)
  *     bytes, aux, stream            present bits 3, 4, 5
  *     zigzag(result)                present bit 6
@@ -28,7 +29,7 @@
  * VT_REC_UNMAP, VT_REC_UNRESERVE), which is VT_DEVICE_UNKNOWN: the shim does
  * not ask the driver which device a free runs on (the allocation's record
  * says where the bytes were), and that costs no byte.
- * Bit 7 of present must be 0; the padding up to the 8-byte size must be 0.
+ * The padding up to the 8-byte size must be 0.
  * A varint is at most 10 bytes. Everything relative is relative to the
  * header of the chunk holding the record, so a record decodes on its own
  * (no state carried from the record before it: a damaged record costs only
@@ -53,6 +54,7 @@ enum vt_packed_present {
 	VT_PK_AUX = 1u << 4,
 	VT_PK_STREAM = 1u << 5,
 	VT_PK_RESULT = 1u << 6,
+	VT_PK_ADDR48 = 1u << 7, /* addr is 6 little-endian bytes, not a varint */
 };
 
 /* The device of an event of `type` whose device byte is left out. */
@@ -70,6 +72,27 @@ static inline uint64_t vt_zigzag(int64_t v)
 static inline int64_t vt_unzigzag(uint64_t v)
 {
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Should addr go as 6 fixed bytes? Device addresses sit at 2^42..2^48
+ * (0x7f...: a 7-byte varint, a 7-step loop); 6 bytes are shorter and one
+ * store. Lower addresses stay varints (5 bytes or fewer below 2^35). */
+static inline int vt_packed_addr48(uint64_t addr)
+{
+	return (addr >> 42) != 0 && (addr >> 48) == 0;
+}
+
+/* The low 6 bytes of v at p, little-endian; writes 8 (the top two are 0
+ * for a v below 2^48, and out has room: see vt_packed_encode). */
+static inline uint8_t *vt_put_addr48(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, 8);
+#else
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+#endif
+	return p + 6;
 }
 
 static inline uint8_t *vt_put_varint(uint8_t *p, uint64_t v)
@@ -93,7 +116,8 @@ static inline uint32_t vt_packed_encode(uint8_t *out, uint32_t type, const struc
 	              (ev->device != vt_packed_default_device(type) ? VT_PK_DEVICE : 0) |
 	              (ev->kind ? VT_PK_KIND : 0) | (ev->bytes ? VT_PK_BYTES : 0) |
 	              (ev->aux ? VT_PK_AUX : 0) | (ev->stream ? VT_PK_STREAM : 0) |
-	              (ev->result ? VT_PK_RESULT : 0));
+	              (ev->result ? VT_PK_RESULT : 0) |
+	              (vt_packed_addr48(ev->addr) ? VT_PK_ADDR48 : 0));
 	out[4] = (uint8_t)type;
 	out[5] = ev->api;
 	out[6] = present;
@@ -101,7 +125,7 @@ static inline uint32_t vt_packed_encode(uint8_t *out, uint32_t type, const struc
 	p = vt_put_varint(p, ev->stack_id);
 	p = vt_put_varint(p, vt_zigzag((int64_t)(ev->seq - chunk_first_seq)));
 	p = vt_put_varint(p, vt_zigzag((int64_t)(ev->t_ns - chunk_first_t_ns)));
-	p = vt_put_varint(p, ev->addr);
+	p = present & VT_PK_ADDR48 ? vt_put_addr48(p, ev->addr) : vt_put_varint(p, ev->addr);
 	if (present & VT_PK_RT_API)
 		*p++ = ev->rt_api;
 	if (present & VT_PK_DEVICE)
@@ -187,15 +211,14 @@ static inline int vt_packed_zero(const uint8_t *from, const uint8_t *to)
 }
 
 /* What the fixed part of a packed record says wrong (size, event type,
- * field bits), or NULL: the check a reader can make without decoding. */
+ * all 8 field bits are defined), or NULL: the check a reader can make
+ * without decoding. */
 static inline const char *vt_packed_header_problem(const uint8_t *rec, uint32_t size)
 {
 	if (size < 16 || size > VT_PACKED_MAX_SIZE || (size & 7u))
 		return "bad size";
 	if (!vt_packed_type_ok(rec[4]))
 		return "not an event type";
-	if (rec[6] & 0x80)
-		return "unknown field bit";
 	return NULL;
 }
 
@@ -228,8 +251,15 @@ static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, ui
 	const uint8_t *p = buf + VT_PACKED_FIXED, *end = buf + size;
 	uint64_t stack, dseq, dt, addr, v;
 	if (!(p = vt_packed_varint(p, end, &stack)) || !(p = vt_packed_varint(p, end, &dseq)) ||
-	    !(p = vt_packed_varint(p, end, &dt)) || !(p = vt_packed_varint(p, end, &addr)))
+	    !(p = vt_packed_varint(p, end, &dt)))
 		return "field runs past the record";
+	if (present & VT_PK_ADDR48) { /* p <= end: its 8 bytes are readable */
+		addr = vt_packed_le64(p) & 0xffffffffffffull;
+		if ((p += 6) > end)
+			return "field runs past the record";
+	} else if (!(p = vt_packed_varint(p, end, &addr))) {
+		return "field runs past the record";
+	}
 	*ev = (struct vt_event){
 	    .hdr = VT_HDR(type, sizeof *ev),
 	    .stack_id = (uint32_t)stack,

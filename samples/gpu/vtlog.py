@@ -147,16 +147,24 @@ def _unzigzag(v):
     return (v >> 1) ^ -(v & 1)
 
 
+ADDR48 = 0x80  # present bit 7 (include/vramtrace/event_packed.h)
+
+
 def unpack_event(raw, first_seq, first_t_ns):
     """A VT_REC_PACKED record -> Event, or None when it is malformed."""
-    if len(raw) < 16 or raw[6] & 0x80 or not 1 <= raw[4] <= 9:
+    if len(raw) < 16 or not 1 <= raw[4] <= 9:
         return None
     etype, api, present = raw[4], raw[5], raw[6]
     try:
         stack_id, pos = _varint(raw, 7)
         dseq, pos = _varint(raw, pos)
         dt, pos = _varint(raw, pos)
-        addr, pos = _varint(raw, pos)
+        if present & ADDR48:  # a device address in 6 little-endian bytes
+            if pos + 6 > len(raw):
+                return None
+            addr, pos = int.from_bytes(raw[pos:pos + 6], "little"), pos + 6
+        else:
+            addr, pos = _varint(raw, pos)
         # rt_api, device, kind: one byte each; a release left out says "device unknown"
         small = [0, 255 if etype in RELEASE_TYPES else 0, 0]
         for bit in range(3):

@@ -69,9 +69,19 @@ static void codec_round_trip(void **state)
 			}
 		}
 	}
-	/* the common case is small: a free of a device address in 24 bytes */
+	/* the common case is small: a free of a device address in 16 bytes,
+	 * its address in 6 fixed bytes (a varint would take 7, and 24 in all) */
 	uint8_t buf[VT_PACKED_MAX_SIZE] = {0};
-	assert_int_equal(vt_packed_encode(buf, VT_REC_FREE, &samples[0], 90, 4000), 24);
+	struct vt_event release = samples[0];
+	release.device = VT_DEVICE_UNKNOWN; /* what the shim records for a free */
+	assert_int_equal(vt_packed_encode(buf, VT_REC_FREE, &release, 90, 4990), 16);
+	assert_true(buf[6] & VT_PK_ADDR48);
+	/* below 2^42 an address stays a varint (5 bytes or fewer below 2^35) */
+	struct vt_event low = release;
+	low.addr = 0x302000000ull;
+	memset(buf, 0, sizeof buf);
+	vt_packed_encode(buf, VT_REC_FREE, &low, 90, 4000);
+	assert_false(buf[6] & VT_PK_ADDR48);
 }
 
 /* The format's reference decoder: one byte at a time, exactly as the
@@ -84,7 +94,7 @@ static int ref_decode(const uint8_t *rec, uint32_t size, uint64_t base_seq, uint
 		return -1;
 	const uint8_t *p = rec + VT_PACKED_FIXED, *end = rec + size;
 	uint8_t present = rec[6];
-	if (!vt_packed_type_ok(rec[4]) || (present & 0x80))
+	if (!vt_packed_type_ok(rec[4]))
 		return -1;
 	memset(ev, 0, sizeof *ev);
 	ev->hdr = VT_HDR(rec[4], sizeof *ev);
@@ -92,8 +102,17 @@ static int ref_decode(const uint8_t *rec, uint32_t size, uint64_t base_seq, uint
 	ev->device = vt_packed_default_device(rec[4]);
 	uint64_t stack, dseq, dt, v;
 	if (vt_get_varint(&p, end, &stack) || stack > UINT32_MAX || vt_get_varint(&p, end, &dseq) ||
-	    vt_get_varint(&p, end, &dt) || vt_get_varint(&p, end, &ev->addr))
+	    vt_get_varint(&p, end, &dt))
 		return -1;
+	if (present & VT_PK_ADDR48) {
+		for (unsigned i = 0; i < 6; i++) {
+			if (p >= end)
+				return -1;
+			ev->addr |= (uint64_t)*p++ << (8 * i);
+		}
+	} else if (vt_get_varint(&p, end, &ev->addr)) {
+		return -1;
+	}
 	ev->stack_id = (uint32_t)stack;
 	ev->seq = base_seq + (uint64_t)vt_unzigzag(dseq);
 	ev->t_ns = base_t + (uint64_t)vt_unzigzag(dt);
@@ -225,9 +244,15 @@ static void damage_is_refused(void **state)
 	uint32_t size = encode_one(buf, &samples[2]);
 	buf[4] = VT_REC_STACK; /* not an event */
 	assert_non_null(vt_packed_decode(buf, size, sizeof buf, 0, 0, &out));
-	size = encode_one(buf, &samples[2]);
-	buf[6] |= 0x80; /* a field bit nobody defined */
-	assert_non_null(vt_packed_decode(buf, size, sizeof buf, 0, 0, &out));
+	/* a 6-byte address that runs past the record: stack, seq and time take
+	 * 4 bytes, the address would end at byte 17 of 16 */
+	memset(buf, 0, sizeof buf);
+	buf[4] = VT_REC_FREE;
+	buf[6] = VT_PK_ADDR48;
+	assert_null(vt_packed_decode(buf, 16, sizeof buf, 0, 0, &out)); /* 3 bytes: fits */
+	buf[7] = 0x81;                                                  /* a stack id of 2 bytes */
+	buf[8] = 0x01;
+	assert_non_null(vt_packed_decode(buf, 16, sizeof buf, 0, 0, &out));
 	size = encode_one(buf, &samples[2]);
 	assert_non_null(vt_packed_decode(buf, size - 8, sizeof buf, 0, 0, &out)); /* cut short */
 	size = encode_one(buf, &samples[0]);
