@@ -101,9 +101,9 @@ static int check_header(const struct vt_file_header *h, uint64_t size, char *err
 		        h->byte_order);
 		return -1;
 	}
-	if (h->version != VT_FORMAT_VERSION) {
-		set_err(err, errlen, "format version %u not supported (this reader knows %u)",
-		        h->version, VT_FORMAT_VERSION);
+	if (h->version < VT_FORMAT_VERSION_OLDEST || h->version > VT_FORMAT_VERSION) {
+		set_err(err, errlen, "format version %u not supported (this reader knows %u to %u)",
+		        h->version, VT_FORMAT_VERSION_OLDEST, VT_FORMAT_VERSION);
 		return -1;
 	}
 	if (h->header_size < sizeof *h || h->header_size > VT_MAX_HEADER_SIZE ||

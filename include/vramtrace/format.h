@@ -52,7 +52,12 @@
 
 #define VT_MAGIC "VRAMTRC\0"      /* 8 bytes, includes the NUL */
 #define VT_MAGIC_LEN 8
-#define VT_FORMAT_VERSION 1u
+/* 2: packed events may hold a 6-byte address (event_packed.h, present bit
+ * 7). A version-1 log is a version-2 log without it, so readers take both;
+ * a reader that knows only 1 refuses a 2 instead of reading its records as
+ * damage. */
+#define VT_FORMAT_VERSION 2u
+#define VT_FORMAT_VERSION_OLDEST 1u
 #define VT_BYTE_ORDER_MARK 0x01020304u
 #define VT_HEADER_SIZE 4096u
 #define VT_CHUNK_MAGIC 0x4b435456u /* "VTCK" */

@@ -75,8 +75,8 @@ class Log:
         (_, self.version, _, header_size, chunk_size, self.pid, self.ppid, self.exec_index,
          self.stack_depth, _, _, _, state, self.flags, _, self.events_dropped, exe_len,
          _, _, exe, cmdline) = fields
-        if self.version != 1:
-            raise LogError(f"{path}: format version {self.version}, this reader knows 1")
+        if self.version not in (1, 2):  # 2: packed addresses may be 6 bytes (ADDR48)
+            raise LogError(f"{path}: format version {self.version}, this reader knows 1 and 2")
         self.state = STATES.get(state & 0xFFFFFFFF, "unknown")
         code = state >> 32
         self.exit_code = code - (1 << 32) if code & 0x80000000 else code

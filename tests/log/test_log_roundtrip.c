@@ -490,6 +490,26 @@ static void test_unknown_kind_skipped_quietly(void **state)
 	free(copy);
 }
 
+/* A version-1 log (no 6-byte addresses) reads as it did: every record. */
+static void test_version_1_still_reads(void **state)
+{
+	(void)state;
+	char *copy = copy_log("v1");
+	uint32_t v = 1;
+	poke(copy, offsetof(struct vt_file_header, version), &v, sizeof v);
+	char err[256] = "";
+	struct vt_log *log = vt_log_open_file(copy, err, sizeof err);
+	assert_non_null(log);
+	struct lt_recs got;
+	lt_collect(log, &got);
+	assert_int_equal(got.n, g_full.n);
+	assert_int_equal(vt_log_warnings(log), 0);
+	lt_recs_free(&got);
+	vt_log_close(log);
+	unlink(copy);
+	free(copy);
+}
+
 /* ---- hostile headers ---------------------------------------------------------- */
 
 static void expect_refused(const char *tag, size_t off, const void *bytes, size_t n,
@@ -510,8 +530,10 @@ static void test_hostile_headers_are_refused(void **state)
 	(void)state;
 	uint32_t v;
 	expect_refused("magic", 0, "NOTATRACE", 8, "bad magic");
-	v = 2;
-	expect_refused("version", offsetof(struct vt_file_header, version), &v, 4, "version 2");
+	v = VT_FORMAT_VERSION + 1;
+	expect_refused("version", offsetof(struct vt_file_header, version), &v, 4, "version 3");
+	v = 0;
+	expect_refused("version0", offsetof(struct vt_file_header, version), &v, 4, "version 0");
 	v = __builtin_bswap32(VT_BYTE_ORDER_MARK);
 	expect_refused("order", offsetof(struct vt_file_header, byte_order), &v, 4, "byte order");
 	v = 1000;
@@ -636,6 +658,7 @@ int main(void)
 	    cmocka_unit_test(test_garbage_chunk_is_skipped),
 	    cmocka_unit_test(test_overflowing_length_field),
 	    cmocka_unit_test(test_unknown_kind_skipped_quietly),
+	    cmocka_unit_test(test_version_1_still_reads),
 	    cmocka_unit_test(test_hostile_headers_are_refused),
 	    cmocka_unit_test(test_huge_sparse_file),
 	    cmocka_unit_test(test_trace_dir),
