@@ -46,18 +46,21 @@ static CUresult no_real_function(void)
 		int outer = vt_guard;                                                              \
 		vt_guard = VT_GUARD_SHIM;                                                          \
 		struct vt_call call = describe;                                                    \
-		int saved_errno = errno; /* the job sees the real call's errno only */             \
+		int *err = &errno; /* one lookup: the job sees the real call's errno only */       \
+		int saved_errno = *err;                                                            \
 		if (vt_call_begin(&call, VT_H_##sym)) {                                            \
 			if (!vt_shape_is_release(call.shape) || vt_stack_free_stacks())            \
 				call.stack_id =                                                    \
 				    vt_stack_capture_here(); /* first: nothing shared yet */       \
 			vt_call_before(&call);                                                     \
 		}                                                                                  \
-		errno = saved_errno;                                                               \
+		*err = saved_errno;                                                                \
 		vt_guard = VT_GUARD_DRIVER;                                                        \
 		CUresult result = real args;                                                       \
 		vt_guard = VT_GUARD_SHIM;                                                          \
+		saved_errno = *err;                                                                \
 		vt_call_after(&call, result);                                                      \
+		*err = saved_errno;                                                                \
 		vt_guard = outer;                                                                  \
 		return result;                                                                     \
 	}                                                                                          \

@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include "record_event.h"
 
-#include <errno.h>
 #include <string.h>
 
 /* every ABI variant, as hooks.h spells them (no renaming macros) */
@@ -212,7 +211,6 @@ static void after_batch3d(const struct vt_call *call, int result)
 
 void vt_call_after(struct vt_call *call, int result)
 {
-	int saved_errno = errno;
 	if (call->active) {
 		switch (call->shape) {
 		case VT_SHAPE_ALLOC:
@@ -257,7 +255,6 @@ void vt_call_after(struct vt_call *call, int result)
 			break;
 		}
 	}
-	errno = saved_errno;
 }
 
 /* ---- lookups ------------------------------------------------------------ */

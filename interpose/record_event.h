@@ -152,6 +152,7 @@ static inline int vt_shape_is_release(uint8_t shape)
 	return shape == VT_SHAPE_FREE || shape == VT_SHAPE_UNMAP || shape == VT_SHAPE_UNRESERVE;
 }
 void vt_call_before(struct vt_call *call);
+/* Records the call's outcome. May change errno: the wrapper restores it. */
 void vt_call_after(struct vt_call *call, int result);
 
 /* ---- facts other parts record ------------------------------------------- */
