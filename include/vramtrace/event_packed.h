@@ -82,8 +82,10 @@ static inline int vt_packed_addr48(uint64_t addr)
 	return (addr >> 42) != 0 && (addr >> 48) == 0;
 }
 
-/* The low 6 bytes of v at p, little-endian; writes 8 (the top two are 0
- * for a v below 2^48, and out has room: see vt_packed_encode). */
+/* The low 6 bytes of v at p, little-endian. Writes 8: the top two are 0
+ * for a v below 2^48, so they are padding or are overwritten by the next
+ * field, and out[] holds VT_PACKED_MAX_SIZE bytes (the writer reserves that
+ * much room), far past the 45 a record with a 6-byte address can reach. */
 static inline uint8_t *vt_put_addr48(uint8_t *p, uint64_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
