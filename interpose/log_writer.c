@@ -122,10 +122,21 @@ static int owner_here(void)
 	return current_gen() != 0 && g_log.pid == getpid();
 }
 
+/* Records dropped while this process had no log yet (atomic): the header
+ * made next starts from them, so no drop goes uncounted. */
+static uint64_t g_drops_before_log;
+
 static void count_drop(void)
 {
 	if (current_gen())
 		__atomic_fetch_add(&g_log.hdr->events_dropped, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&g_drops_before_log, 1, __ATOMIC_RELAXED);
+}
+
+void vt_log_count_drop(void)
+{
+	count_drop();
 }
 
 /* ---- configuration ------------------------------------------------------ */
@@ -213,6 +224,7 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 	h->clock_base_ns = base;
 	h->realtime_base_ns = realtime - (mono - base);
 	h->max_size = g_cfg.max_size;
+	h->events_dropped = __atomic_exchange_n(&g_drops_before_log, 0, __ATOMIC_RELAXED);
 	h->state = VT_STATE_WORD(VT_STATE_RUNNING, 0);
 	if (g_cfg.stack_depth == 0)
 		h->flags = VT_FLAG_STACKS_OFF;
@@ -282,6 +294,10 @@ static int open_log(void)
 	if (gen == 0)
 		gen = ++g_gen_counter;
 	__atomic_store_n(&token()->gen, gen, __ATOMIC_RELEASE);
+	/* drops counted while the header was being filled */
+	uint64_t late = __atomic_exchange_n(&g_drops_before_log, 0, __ATOMIC_RELAXED);
+	if (late)
+		__atomic_fetch_add(&g_log.hdr->events_dropped, late, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -327,6 +343,7 @@ static void atfork_child(void)
 	struct vt_proc_token *tok = token();
 	tok->gen = 0;
 	tok->opening = 0;
+	g_drops_before_log = 0; /* the parent's, for the parent's log */
 }
 
 /* The token page: WIPEONFORK where the kernel has it (4.14+). */

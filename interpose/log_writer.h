@@ -37,6 +37,10 @@ int vt_log_init(const struct vt_log_config *cfg);
  * drop is counted in header.events_dropped). The memory is zero. */
 void *vt_log_reserve(uint32_t size);
 
+/* Count one record the shim could not write (in header.events_dropped; kept
+ * until the header exists when there is no log yet). Async-signal-safe. */
+void vt_log_count_drop(void);
+
 /* Publish a reserved record: release-stores VT_HDR(type, size) at rec. */
 void vt_log_commit(void *rec, uint32_t type, uint32_t size);
 

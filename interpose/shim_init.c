@@ -113,8 +113,10 @@ int vt_shim_log_ready_slow(void)
 		t_opening_log = 0;
 		return 1;
 	}
-	if (t_opening_log) /* a handler on the creating thread: its call goes untraced */
+	if (t_opening_log) { /* a handler on the creating thread: untraced, counted */
+		vt_log_count_drop();
 		return 0;
+	}
 	/* Another thread is creating the file: wait a bounded time (it may be
 	 * blocked on the loader lock we hold, from inside a dlopen). */
 	for (int i = 0; i < 20000; i++) {
@@ -123,6 +125,7 @@ int vt_shim_log_ready_slow(void)
 		struct timespec ts = {0, 100000};
 		nanosleep(&ts, NULL);
 	}
+	vt_log_count_drop();
 	return 0;
 }
 

@@ -112,7 +112,8 @@ struct vt_file_header {
 	uint64_t flags;               /* enum vt_header_flag bits */
 	uint64_t chunks_claimed;      /* hint only: chunks handed out so far
 	                                 (some may never have been written) */
-	uint64_t events_dropped;      /* records not written (truncation) */
+	uint64_t
+	    events_dropped; /* records not written (log full, or made before the log existed) */
 	uint32_t exe_len;             /* bytes used in exe[] (no NUL counted) */
 	uint32_t cmdline_len;         /* bytes used in cmdline[] */
 	char hostname[64];            /* NUL-terminated */

@@ -10,6 +10,9 @@
  *   signal-alloc MS for MS ms a thread calls vramtrace_mark in a loop while a
  *                   timer signal aimed at it allocates and frees 777 * 256
  *                   bytes in the handler; 2 other threads allocate
+ *   signal-at-open  the same handler, every 300 us, aimed at the thread
+ *                   whose first mark creates the log (lifecycle.sh slows
+ *                   the creation down): the job must finish
  *   dlsym-signal MS 3 threads allocate; a timer signal's handler (any
  *                   thread) calls dlsym(driver, "cuMemAlloc_v2"): it must
  *                   always return the same pointer as outside a handler
@@ -208,10 +211,9 @@ static void alloc_handler(int sig)
 	errno = saved;
 }
 
-static void *mark_writer(void *arg)
+/* SIGUSR1 to the calling thread every 300 us until timer_delete. */
+static timer_t sigusr1_here_every_300us(void)
 {
-	int ms = (int)(intptr_t)arg;
-	void (*mark)(const char *) = find_mark();
 	struct sigevent sev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1};
 	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
 	timer_t timer;
@@ -219,6 +221,14 @@ static void *mark_writer(void *arg)
 		die("timer_create");
 	struct itimerspec every = {{0, 300000}, {0, 300000}};
 	timer_settime(timer, 0, &every, NULL);
+	return timer;
+}
+
+static void *mark_writer(void *arg)
+{
+	int ms = (int)(intptr_t)arg;
+	void (*mark)(const char *) = find_mark();
+	timer_t timer = sigusr1_here_every_300us();
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	unsigned long marks = 0;
@@ -246,6 +256,27 @@ static int s_signal_alloc(int ms)
 	stop_allocators(t, 2);
 	printf("signal-alloc: %lu handler allocations, %lu failed, %lu marks\n",
 	       atomic_load(&g_handler_allocs), atomic_load(&g_handler_fail), (unsigned long)(uintptr_t)marks);
+	return atomic_load(&g_handler_fail) || !atomic_load(&g_handler_allocs);
+}
+
+/* signal-at-open: the handler's driver calls arrive while this thread
+ * creates the log; they cannot be recorded (no log yet) and must not wait
+ * for the creation they interrupted. */
+static int s_signal_at_open(void)
+{
+	if (cuCtxGetCurrent(&g_ctx) || !g_ctx)
+		die("no context");
+	void (*mark)(const char *) = find_mark();
+	if (!mark)
+		die("no vramtrace_mark: run under the shim");
+	signal(SIGUSR1, alloc_handler);
+	timer_t timer = sigusr1_here_every_300us();
+	mark("first record: it creates the log"); /* as the hang did (issue 10 session 4) */
+	alloc_free(4096);
+	timer_delete(timer);
+	signal(SIGUSR1, SIG_IGN);
+	printf("signal-at-open: %lu handler allocations, %lu failed\n",
+	       atomic_load(&g_handler_allocs), atomic_load(&g_handler_fail));
 	return atomic_load(&g_handler_fail) || !atomic_load(&g_handler_allocs);
 }
 
@@ -307,6 +338,8 @@ int main(int argc, char **argv)
 		return s_exec_chain("/proc/self/exe", n);
 	if (!strcmp(what, "signal-alloc"))
 		return s_signal_alloc(n);
+	if (!strcmp(what, "signal-at-open"))
+		return s_signal_at_open();
 	if (!strcmp(what, "dlsym-signal"))
 		return s_dlsym_signal(n);
 	die("unknown scenario");

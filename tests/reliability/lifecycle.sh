@@ -2,9 +2,9 @@
 # Process lifecycle under `vramtrace run` (issue 9, item 3). Each scenario of
 # vt-rel-lifecycle runs once; the trace (read with `vramtrace dump`, which
 # must not warn) must hold exactly what the job says it did, per process.
-#   lifecycle.sh VRAMTRACE LIFECYCLE_JOB DLCYCLE_LIB WORKDIR
+#   lifecycle.sh VRAMTRACE LIFECYCLE_JOB DLCYCLE_LIB SLOW_READLINK_LIB WORKDIR
 set -u
-vt=$1 job=$2 dllib=$3 work=$4
+vt=$1 job=$2 dllib=$3 slowlib=$4 work=$5
 rm -rf "$work"
 mkdir -p "$work"
 fails=0
@@ -88,6 +88,20 @@ if run signal_alloc signal-alloc 300; then
 	dropped=$(sed -n 's/^log .* dropped=\([0-9]*\) .*/\1/p' "$work/$name.txt")
 	echo "   handler allocations: $made made, $seen recorded, $dropped dropped and counted"
 	((seen + dropped >= made && seen <= made)) || fail "$made handler allocations, $seen recorded, $dropped counted as dropped"
+fi
+
+# the same handler while its thread creates the log (slowed down to 50 ms so
+# the signals surely land then): the job finishes, and every handler call is
+# either recorded or counted as dropped
+if LD_PRELOAD=$slowlib run signal_at_open signal-at-open 0; then
+	pid=$(logs | awk 'NR == 1 { print $1 }')
+	made=$(sed -n 's/.*: \([0-9]*\) handler allocations.*/\1/p' "$work/$name.out")
+	seen=$(count alloc "$pid" 198912)
+	dropped=$(sed -n 's/^log .* dropped=\([0-9]*\) .*/\1/p' "$work/$name.txt")
+	echo "   handler allocations: $made made, $seen recorded, $dropped dropped and counted"
+	# dropped > 0: some handler calls did land while the log was being made
+	((made > 0 && dropped > 0 && seen + dropped >= made && seen <= made)) ||
+		fail "$made handler allocations, $seen recorded, $dropped counted as dropped"
 fi
 
 # dlsym from a signal handler interrupting the shim or a driver call
