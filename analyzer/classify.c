@@ -721,6 +721,8 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 
 void vt_classify(struct vt_model *m)
 {
+	if (m->stream) /* the rules read every allocation; it holds the live ones */
+		return;
 	vt_steps_find(m);
 	for (uint32_t i = 0; i < m->nprocs; i++) {
 		m->procs[i].pool_mode = 0;

@@ -1,22 +1,25 @@
-/* vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE] */
+/* vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE]
+ *                  [--stream] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export_html.h" /* --html (export part, issue 11) */
 #include "model.h"
+#include "model_stream.h"
 #include "report.h"
+#include "report_stream.h"
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] "
-	                "[--allocs] [--html FILE]\n");
+	                "[--allocs] [--html FILE] [--stream]\n");
 	return 2;
 }
 
 /* Parse the options into opt; the trace directory into *dir. 0 or exit code. */
 static int parse(int argc, char **argv, struct vt_report_options *opt, const char **dir,
-                 const char **html)
+                 const char **html, int *stream)
 {
 	memset(opt, 0, sizeof *opt);
 	opt->top = 10;
@@ -25,6 +28,8 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 		const char *a = argv[i];
 		if (!strcmp(a, "--json")) {
 			opt->json = 1;
+		} else if (!strcmp(a, "--stream")) {
+			*stream = 1;
 		} else if (!strcmp(a, "--allocs")) {
 			opt->with_allocs = 1;
 		} else if (!strcmp(a, "--html")) { /* export part: the HTML timeline too */
@@ -65,16 +70,41 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 	}
 	if (!*dir)
 		return usage();
+	if (*stream && (opt->at || opt->with_allocs || *html)) {
+		fprintf(stderr, "vramtrace report: --stream keeps only what was live at each peak: "
+		                "no --at, --allocs or --html with it\n");
+		return 2;
+	}
 	return 0;
+}
+
+/* --stream: a streaming model, memory for what is live (model_stream.h). */
+static int report_stream(const char *dir, const struct vt_report_options *opt)
+{
+	char err[512] = "";
+	struct vt_model *m = vt_model_load_trace_streaming(dir, err, sizeof err);
+	if (!m) {
+		fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "cannot read the trace");
+		return 1;
+	}
+	int rc = opt->json ? vt_report_stream_json(m, dir, opt->top, stdout)
+	                   : vt_report_stream_text(m, dir, opt->top, stdout);
+	if (rc)
+		fprintf(stderr, "vramtrace report: writing the report failed\n");
+	vt_model_free(m);
+	return rc ? 1 : 0;
 }
 
 int cmd_report(int argc, char **argv)
 {
 	struct vt_report_options opt;
 	const char *dir, *html = NULL;
-	int rc = parse(argc, argv, &opt, &dir, &html);
+	int stream = 0;
+	int rc = parse(argc, argv, &opt, &dir, &html, &stream);
 	if (rc)
 		return rc;
+	if (stream)
+		return report_stream(dir, &opt);
 	opt.title = dir;
 	char err[512] = "";
 	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);

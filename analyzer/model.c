@@ -144,6 +144,7 @@ void vt_model_free(struct vt_model *m)
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		free(m->devices[d].name);
 	free(m->replay_peaks);
+	vt_stream_free(m->stream);
 	free(m->allocs);
 	free(m->copies);
 	free(m->copy_index);
@@ -276,6 +277,36 @@ static struct vt_alloc_copies *copies_of(struct vt_model *m, uint32_t idx)
 	return &m->copies[e];
 }
 
+/* Linear probing keeps its runs whole when an entry goes by shifting the
+ * entries after it back (no tombstones: a streaming replay forgets as many
+ * entries as it makes); the entry itself is replaced by the last one. */
+void vt_model_forget_copies(struct vt_model *m, uint32_t idx)
+{
+	if (!(m->allocs[idx].flags & VT_AF_COPIES))
+		return;
+	m->allocs[idx].flags &= ~VT_AF_COPIES;
+	uint32_t mask = m->copy_slots - 1, hole = copy_slot(idx, mask);
+	while (m->copies[m->copy_index[hole]].alloc != idx)
+		hole = (hole + 1) & mask;
+	uint32_t e = m->copy_index[hole];
+	for (uint32_t j = (hole + 1) & mask; m->copy_index[j] != VT_NO_INDEX; j = (j + 1) & mask) {
+		uint32_t home = copy_slot(m->copies[m->copy_index[j]].alloc, mask);
+		if (((j - home) & mask) >= ((j - hole) & mask)) { /* home is not past the hole */
+			m->copy_index[hole] = m->copy_index[j];
+			hole = j;
+		}
+	}
+	m->copy_index[hole] = VT_NO_INDEX;
+	uint32_t last = --m->ncopies;
+	if (e == last)
+		return;
+	m->copies[e] = m->copies[last];
+	uint32_t s = copy_slot(m->copies[e].alloc, mask);
+	while (m->copy_index[s] != last)
+		s = (s + 1) & mask;
+	m->copy_index[s] = e;
+}
+
 const struct vt_alloc_copies *vt_model_copies(const struct vt_model *m, const struct vt_alloc *a)
 {
 	static const struct vt_alloc_copies none = {
@@ -306,12 +337,15 @@ static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_f
 {
 	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
 		return;
-	if (!m->replay_peaks &&
+	if (!m->stream && !m->replay_peaks &&
 	    !(m->replay_peaks = calloc(VT_MAX_DEVICES, sizeof *m->replay_peaks))) {
 		vt_nomem();
 	}
-	struct vt_replay_peak *r = &m->replay_peaks[a->device];
+	struct vt_replay_peak *r =
+	    m->stream ? vt_stream_live(m, a->proc, a->device) : &m->replay_peaks[a->device];
 	if (is_free) {
+		if (m->stream) /* what is live now is what was live at the peak */
+			vt_stream_before_fall(m, a->proc, a->device);
 		r->live -= a->bytes;
 		return;
 	}
@@ -320,6 +354,8 @@ static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_f
 		r->peak = r->live;
 		r->t_ns = t;
 		r->seq = seq;
+		if (m->stream)
+			vt_stream_peak_rose(m, a->proc, a->device);
 	}
 }
 
@@ -336,6 +372,10 @@ static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uin
 	replay_charge(m, a, 1, t, seq);
 	a->t_free = t;
 	a->seq_free = seq;
+	if (m->stream) { /* no free order: the record is reused */
+		vt_stream_retire(m, idx);
+		return;
+	}
 	GROW(m->free_order, m->cap_free_order, m->nfree_order);
 	m->free_order[m->nfree_order++] = idx;
 	p->free_end = m->nfree_order;
@@ -387,8 +427,13 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			m->totals.implicit_frees++;
 		}
 	}
-	GROW(m->allocs, m->cap_allocs, m->nallocs);
-	uint32_t idx = m->nallocs++;
+	uint32_t idx = m->stream ? vt_stream_take_record(m) : VT_NO_INDEX;
+	if (idx == VT_NO_INDEX) {
+		GROW(m->allocs, m->cap_allocs, m->nallocs);
+		idx = m->nallocs++;
+	}
+	if (m->stream)
+		vt_stream_count_use(m, pi, ev->stack_id, 0);
 	struct vt_alloc *a = &m->allocs[idx];
 	memset(a, 0, sizeof *a);
 	a->addr = ev->addr;
@@ -574,14 +619,19 @@ static void attach_h2d(struct vt_model *m, uint32_t idx, uint64_t off, const str
                        uint64_t t)
 {
 	struct vt_alloc_copies *c = copies_of(m, idx);
+	int partial = off != 0 || ev->bytes < m->allocs[idx].bytes;
 	if (c->h2d_copies == 0) {
 		c->t_first_h2d = t;
 		c->h2d_stack_id = ev->stack_id;
 	}
+	/* streaming: no per-offset ranges (they grow with the trace); a stack
+	 * that filled a part counts as an upload site, as in finish's count */
+	if (m->stream && (c->h2d_copies == 0 || partial))
+		vt_stream_count_use(m, m->allocs[idx].proc, ev->stack_id, 1);
 	c->h2d_copies++;
 	c->h2d_bytes += ev->bytes;
 	c->t_last_h2d = t;
-	if (off != 0 || ev->bytes < m->allocs[idx].bytes)
+	if (partial && !m->stream)
 		note_partial_copy(m, idx, off, ev, t);
 }
 
@@ -837,6 +887,8 @@ void vt_model_end_process(struct vt_model *m, uint32_t pi)
 	if (pi >= m->nprocs)
 		return;
 	struct vt_proc *p = &m->procs[pi];
+	if (m->stream && p->live)
+		vt_stream_end_process(m, pi);
 	/* live allocations stay live (t_free = NEVER); the replay state goes */
 	if (p->live) {
 		vt_ival_destroy(p->live);

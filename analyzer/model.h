@@ -262,6 +262,9 @@ struct vt_model {
 		uint64_t live, peak, t_ns, seq;
 	} * replay_peaks;                       /* [VT_MAX_DEVICES], NULL until used */
 	struct vt_site_funnel *site_funnels[2]; /* [0] allocation stacks, [1] copy stacks */
+	/* set for a streaming model (model_stream.h): freed records are reused,
+	 * and allocs, free_order and ranges do not hold the whole trace */
+	struct vt_stream *stream;
 	uint32_t site_funnel_stacks[2];         /* stacks they were counted over */
 	int site_funnels_ready;
 };

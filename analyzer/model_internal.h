@@ -57,5 +57,27 @@ struct vt_range_entry {
 
 /* Drop the (alloc, offset) -> range index once replay is over. */
 void vt_model_drop_range_index(struct vt_model *m);
+/* Allocation idx's copy statistics go (its record is about to be reused). */
+void vt_model_forget_copies(struct vt_model *m, uint32_t idx);
+
+/* ---- the streaming model (model_stream.c), called by the replay when
+ * m->stream is set ------------------------------------------------------- */
+/* A recycled allocation record, or VT_NO_INDEX (append one). */
+uint32_t vt_stream_take_record(struct vt_model *m);
+/* Allocation idx was freed and its free recorded: recycle its record. */
+void vt_stream_retire(struct vt_model *m, uint32_t idx);
+/* Process proc's live bytes and peak on dev (vt_model.replay_peaks is the
+ * whole trace's: processes are replayed one after the other). */
+struct vt_replay_peak *vt_stream_live(struct vt_model *m, uint32_t proc, uint8_t dev);
+/* proc reached a new peak on dev / is about to free memory on dev. */
+void vt_stream_peak_rose(struct vt_model *m, uint32_t proc, uint8_t dev);
+void vt_stream_before_fall(struct vt_model *m, uint32_t proc, uint8_t dev);
+/* An allocation (copy 0) or a first host-to-device copy (copy 1) made with
+ * this stack: the full model counts these over its records in finish. */
+void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy);
+void vt_stream_end_process(struct vt_model *m, uint32_t proc);
+/* The devices' peaks and end bytes from the snapshots. */
+void vt_stream_finish(struct vt_model *m);
+void vt_stream_free(struct vt_stream *s);
 
 #endif

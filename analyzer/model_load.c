@@ -7,6 +7,7 @@
 
 #include "log_reader.h"
 #include "model.h"
+#include "model_stream.h"
 
 #include "sites.h"
 
@@ -89,20 +90,22 @@ static void warn_inconsistencies(const struct vt_model *m, const char *dir)
 		fprintf(stderr, "vramtrace: %s: inconsistent trace: %s; the report uses the rest\n", dir, line);
 }
 
-struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
+/* Every log of the trace into m (a full or a streaming model). */
+static struct vt_model *load_into(struct vt_model *m, const char *dir, char *err, size_t errlen)
 {
-	struct vt_trace trace;
-	if (vt_trace_open(dir, &trace, err, errlen) != 0)
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
 		return NULL;
+	}
+	struct vt_trace trace;
+	if (vt_trace_open(dir, &trace, err, errlen) != 0) {
+		vt_model_free(m);
+		return NULL;
+	}
 	if (trace.nlogs == 0) {
 		snprintf(err, errlen, "%s: no vramtrace logs in this directory", dir);
 		vt_trace_close(&trace);
-		return NULL;
-	}
-	struct vt_model *m = vt_model_new();
-	if (!m) {
-		snprintf(err, errlen, "out of memory");
-		vt_trace_close(&trace);
+		vt_model_free(m);
 		return NULL;
 	}
 	struct feed_ctx c = {.m = m};
@@ -130,4 +133,14 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 	warn_inconsistencies(m, trace.dir);
 	vt_trace_close(&trace);
 	return m;
+}
+
+struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
+{
+	return load_into(vt_model_new(), dir, err, errlen);
+}
+
+struct vt_model *vt_model_load_trace_streaming(const char *dir, char *err, size_t errlen)
+{
+	return load_into(vt_model_new_streaming(), dir, err, errlen);
 }

@@ -352,7 +352,9 @@ static struct vt_stack_entry *cached_stack(struct vt_model *m, struct stack_cach
 	return e;
 }
 
-static void frame_fanin(struct vt_model *m)
+/* How many allocations and first uploads each stack made (a streaming
+ * model counted them as it replayed: its records are not the trace's). */
+static void count_stack_uses(struct vt_model *m)
 {
 	struct stack_cache sc = {.proc = UINT32_MAX};
 	for (uint32_t i = 0; i < m->nallocs; i++) {
@@ -377,6 +379,12 @@ static void frame_fanin(struct vt_model *m)
 		if (e)
 			e->s.copy_uses++;
 	}
+}
+
+static void frame_fanin(struct vt_model *m)
+{
+	if (!m->stream)
+		count_stack_uses(m);
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		struct vt_proc *p = &m->procs[pi];
 		struct vt_stack_entry *e, *tmp;
@@ -413,7 +421,10 @@ void vt_model_finish(struct vt_model *m)
 		return;
 	for (uint32_t i = 0; i < m->nprocs; i++)
 		vt_model_end_process(m, i);
-	sweep_peaks(m);
+	if (m->stream)
+		vt_stream_finish(m);
+	else
+		sweep_peaks(m);
 	frame_fanin(m);
 	/* ranges sorted by (alloc, offset) for vt_model_ranges; the hash index
 	 * pointing into them is no longer needed */

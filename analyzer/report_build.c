@@ -209,6 +209,10 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 	memset(r, 0, sizeof *r);
 	r->m = m;
 	r->opt = *opt;
+	if (m->stream) { /* its records are not the trace's: report_stream.c */
+		snprintf(err, errlen, "a streaming model has no categories (report --stream)");
+		return -1;
+	}
 	if (r->opt.top <= 0)
 		r->opt.top = 10;
 	vt_model_finish(m);

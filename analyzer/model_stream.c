@@ -1,0 +1,329 @@
+/* The streaming model's state (see model_stream.h): recycled allocation
+ * records, each process's live bytes and peak per device, and the
+ * snapshots of what was live at those peaks. model.c's replay calls in
+ * here only when m->stream is set. */
+#include "model_stream.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+#define STACK_CACHE 64
+
+/* One process's replay state. */
+struct stream_proc {
+	struct vt_replay_peak dev[VT_MAX_DEVICES];  /* live bytes and peak so far */
+	uint32_t entry[VT_MAX_DEVICES];             /* its vt_stream_peak, VT_NO_INDEX none */
+	uint8_t pending[VT_MAX_DEVICES];            /* a peak not yet snapshotted */
+	struct vt_stack_entry *stacks[STACK_CACHE]; /* stack lookups, by id % STACK_CACHE */
+	int ended;
+};
+
+struct snap_item {
+	uint32_t stack_id, idx;
+	uint64_t bytes;
+};
+
+struct vt_stream {
+	uint32_t *free_records; /* recycled indices of m->allocs */
+	uint32_t nfree, cap_free;
+	uint64_t retired;
+	struct stream_proc **procs;
+	uint32_t nprocs;
+	struct stream_proc *last; /* procs[last_proc]: the replay asks several */
+	uint32_t last_proc;       /* times an event, always for the same process */
+	struct vt_stream_peak *peaks;
+	uint32_t npeaks, cap_peaks;
+	struct snap_item *scratch; /* a snapshot's live allocations */
+	uint32_t cap_scratch;
+	uint32_t procs_on_device[VT_MAX_DEVICES];
+};
+
+static void *grow_array(void *arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return arr;
+	uint32_t c = *cap ? *cap : 64;
+	while (c < need)
+		c = c > UINT32_MAX / 2 ? UINT32_MAX : c * 2;
+	void *p = realloc(arr, (size_t)c * elem);
+	if (!p)
+		vt_nomem();
+	*cap = c;
+	return p;
+}
+
+struct vt_model *vt_model_new_streaming(void)
+{
+	struct vt_model *m = vt_model_new();
+	if (m && !(m->stream = calloc(1, sizeof *m->stream))) {
+		vt_model_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+int vt_model_is_streaming(const struct vt_model *m)
+{
+	return m->stream != NULL;
+}
+
+void vt_stream_free(struct vt_stream *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		free(s->procs[i]);
+	for (uint32_t i = 0; i < s->npeaks; i++)
+		free(s->peaks[i].sites);
+	free(s->procs);
+	free(s->peaks);
+	free(s->scratch);
+	free(s->free_records);
+	free(s);
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+uint32_t vt_stream_take_record(struct vt_model *m)
+{
+	struct vt_stream *s = m->stream;
+	return s->nfree ? s->free_records[--s->nfree] : VT_NO_INDEX;
+}
+
+void vt_stream_retire(struct vt_model *m, uint32_t idx)
+{
+	struct vt_stream *s = m->stream;
+	const struct vt_alloc *a = &m->allocs[idx];
+	/* A handle freed while a mapping still names it (its value was reused:
+	 * records were lost) stays, dead, as in the full model: reused, the
+	 * mapping's later unmap would end another allocation. */
+	if ((a->flags & VT_AF_HANDLE) && vt_model_copies(m, a)->maps)
+		return;
+	vt_model_forget_copies(m, idx);
+	s->free_records = grow_array(s->free_records, &s->cap_free, s->nfree + 1, sizeof(uint32_t));
+	s->free_records[s->nfree++] = idx;
+	s->retired++;
+}
+
+/* ---- per process -------------------------------------------------------- */
+
+static struct stream_proc *proc_state_slow(struct vt_stream *s, uint32_t proc)
+{
+	if (proc >= s->nprocs) {
+		uint32_t n = proc + 1;
+		struct stream_proc **v = realloc(s->procs, n * sizeof *v);
+		if (!v)
+			vt_nomem();
+		memset(v + s->nprocs, 0, (n - s->nprocs) * sizeof *v);
+		s->procs = v;
+		s->nprocs = n;
+	}
+	if (!s->procs[proc]) {
+		struct stream_proc *sp = calloc(1, sizeof *sp);
+		if (!sp)
+			vt_nomem();
+		memset(sp->entry, 0xff, sizeof sp->entry); /* VT_NO_INDEX */
+		s->procs[proc] = sp;
+	}
+	s->last = s->procs[proc];
+	s->last_proc = proc;
+	return s->last;
+}
+
+static inline struct stream_proc *proc_state(struct vt_stream *s, uint32_t proc)
+{
+	return s->last && s->last_proc == proc ? s->last : proc_state_slow(s, proc);
+}
+
+struct vt_replay_peak *vt_stream_live(struct vt_model *m, uint32_t proc, uint8_t dev)
+{
+	return &proc_state(m->stream, proc)->dev[dev];
+}
+
+void vt_stream_peak_rose(struct vt_model *m, uint32_t proc, uint8_t dev)
+{
+	proc_state(m->stream, proc)->pending[dev] = 1;
+}
+
+void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy)
+{
+	if (!stack_id || proc >= m->nprocs)
+		return;
+	struct stream_proc *sp = proc_state(m->stream, proc);
+	struct vt_stack_entry **slot = &sp->stacks[stack_id % STACK_CACHE];
+	struct vt_stack_entry *e = *slot;
+	if (!e || e->s.id != stack_id) {
+		HASH_FIND(hh, m->procs[proc].stacks, &stack_id, sizeof stack_id, e);
+		if (!e)
+			return; /* never recorded: counted as unknown by the replay */
+		*slot = e;
+	}
+	if (copy)
+		e->s.copy_uses++;
+	else
+		e->s.alloc_uses++;
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+static int by_stack(const void *pa, const void *pb)
+{
+	const struct snap_item *a = pa, *b = pb;
+	if (a->stack_id != b->stack_id)
+		return a->stack_id < b->stack_id ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int site_by_bytes(const void *pa, const void *pb)
+{
+	const struct vt_stream_site *a = pa, *b = pb;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
+}
+
+static struct vt_stream_peak *peak_entry(struct vt_stream *s, struct stream_proc *sp, uint32_t proc,
+                                         uint8_t dev)
+{
+	if (sp->entry[dev] == VT_NO_INDEX) {
+		s->peaks = grow_array(s->peaks, &s->cap_peaks, s->npeaks + 1, sizeof *s->peaks);
+		sp->entry[dev] = s->npeaks;
+		s->peaks[s->npeaks++] = (struct vt_stream_peak){.proc = proc, .device = dev};
+		s->procs_on_device[dev]++;
+	}
+	return &s->peaks[sp->entry[dev]];
+}
+
+/* Insert a into the largest-first list if it is among the largest. */
+static void keep_largest(struct vt_stream_peak *pk, const struct vt_model *m, uint32_t idx)
+{
+	const struct vt_alloc *a = &m->allocs[idx];
+	uint32_t n = pk->nlargest;
+	if (n == VT_STREAM_LARGEST && a->bytes <= pk->largest[n - 1].bytes)
+		return;
+	uint32_t i = n < VT_STREAM_LARGEST ? n++ : n - 1;
+	while (i > 0 && pk->largest[i - 1].bytes < a->bytes) {
+		pk->largest[i] = pk->largest[i - 1];
+		i--;
+	}
+	pk->largest[i] = (struct vt_stream_alloc){
+	    .bytes = a->bytes,
+	    .t_alloc = a->t_alloc,
+	    .h2d_bytes = vt_model_copies(m, a)->h2d_bytes,
+	    .stack_id = a->stack_id,
+	    .api = a->api,
+	    .kind = a->kind,
+	};
+	pk->nlargest = n;
+}
+
+/* What process proc holds on dev now, which is what it held at its last
+ * peak there (nothing on dev has been freed since). */
+static void snapshot(struct vt_model *m, uint32_t proc, uint8_t dev)
+{
+	struct vt_stream *s = m->stream;
+	struct stream_proc *sp = proc_state(s, proc);
+	struct vt_stream_peak *pk = peak_entry(s, sp, proc, dev);
+	const struct vt_replay_peak *r = &sp->dev[dev];
+	pk->bytes = r->peak;
+	pk->t_ns = r->t_ns;
+	pk->seq = r->seq;
+	pk->nlargest = 0;
+	s->scratch = grow_array(s->scratch, &s->cap_scratch, m->nallocs ? m->nallocs : 1,
+	                        sizeof *s->scratch);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		/* made after the peak: a reused handle value's new record exists
+		 * while the free of the old one is being charged */
+		if (a->t_free != VT_T_NEVER || a->proc != proc || a->device != dev ||
+		    !(a->flags & VT_AF_CHARGED) || a->seq_alloc > r->seq)
+			continue;
+		s->scratch[n++] = (struct snap_item){a->stack_id, i, a->bytes};
+		keep_largest(pk, m, i);
+	}
+	pk->live_allocs = n;
+	qsort(s->scratch, n, sizeof *s->scratch, by_stack);
+	uint32_t nsites = 0;
+	for (uint32_t i = 0; i < n; i++)
+		nsites += i == 0 || s->scratch[i].stack_id != s->scratch[i - 1].stack_id;
+	free(pk->sites);
+	pk->sites = malloc((nsites ? nsites : 1) * sizeof *pk->sites);
+	if (!pk->sites)
+		vt_nomem();
+	pk->nsites = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (i == 0 || s->scratch[i].stack_id != s->scratch[i - 1].stack_id)
+			pk->sites[pk->nsites++] =
+			    (struct vt_stream_site){.stack_id = s->scratch[i].stack_id};
+		struct vt_stream_site *st = &pk->sites[pk->nsites - 1];
+		st->allocs++;
+		st->bytes += s->scratch[i].bytes;
+	}
+	qsort(pk->sites, pk->nsites, sizeof *pk->sites, site_by_bytes);
+	sp->pending[dev] = 0;
+}
+
+void vt_stream_before_fall(struct vt_model *m, uint32_t proc, uint8_t dev)
+{
+	if (proc_state(m->stream, proc)->pending[dev])
+		snapshot(m, proc, dev);
+}
+
+void vt_stream_end_process(struct vt_model *m, uint32_t proc)
+{
+	struct vt_stream *s = m->stream;
+	struct stream_proc *sp = proc_state(s, proc);
+	if (sp->ended)
+		return;
+	sp->ended = 1;
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		if (sp->pending[d])
+			snapshot(m, proc, (uint8_t)d);
+		if (sp->entry[d] != VT_NO_INDEX)
+			s->peaks[sp->entry[d]].end_bytes = sp->dev[d].live;
+	}
+}
+
+/* Each device's peak: the largest of its processes' own peaks (exact when
+ * one process used it); at the end, what every process still held. */
+void vt_stream_finish(struct vt_model *m)
+{
+	const struct vt_stream *s = m->stream;
+	for (uint32_t i = 0; i < s->npeaks; i++) {
+		const struct vt_stream_peak *pk = &s->peaks[i];
+		struct vt_device *d = &m->devices[pk->device];
+		d->end_bytes += pk->end_bytes;
+		if (pk->bytes > d->peak_bytes) {
+			d->peak_bytes = pk->bytes;
+			d->peak_t_ns = pk->t_ns;
+			d->peak_proc = pk->proc;
+			d->peak_seq = pk->seq;
+		}
+	}
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+const struct vt_stream_peak *vt_stream_peaks(const struct vt_model *m, uint32_t *n)
+{
+	*n = m->stream ? m->stream->npeaks : 0;
+	return m->stream ? m->stream->peaks : NULL;
+}
+
+uint32_t vt_stream_records_high(const struct vt_model *m)
+{
+	return m->stream ? m->nallocs : 0; /* records are reused, never given back */
+}
+
+uint64_t vt_stream_retired(const struct vt_model *m)
+{
+	return m->stream ? m->stream->retired : 0;
+}
+
+uint32_t vt_stream_procs_on_device(const struct vt_model *m, int dev)
+{
+	return m->stream && dev >= 0 && dev < VT_MAX_DEVICES ? m->stream->procs_on_device[dev] : 0;
+}

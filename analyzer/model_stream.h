@@ -1,0 +1,80 @@
+/* The streaming model: memory for what is live, not for what happened.
+ *
+ * A full model (model.h) keeps a 64-byte record for every allocation of the
+ * trace, because the classifier reads whole-process statistics before it
+ * decides any of them: 4.1 GiB at 100 M events, and on a VM most of the
+ * analyzer's time is the kernel handing out those fresh pages. The question
+ * a huge trace is first asked — what held the memory at its peak, and which
+ * call sites put it there — needs none of the freed records.
+ *
+ * A streaming model replays with the same code and the same rules
+ * (model.c) but recycles an allocation's record as soon as it is freed,
+ * keeps no free order and no per-offset copy ranges, and takes, per
+ * (process, device), a snapshot of what was live at that process's peak on
+ * the device: bytes per allocating stack and the largest allocations. The
+ * snapshot is taken lazily, at the first free after the peak (or at the end
+ * of the log), so a job whose live bytes rise step after step pays one
+ * snapshot per step, not one per allocation. Its memory: the most
+ * allocations live at once, the unique stacks, the snapshots.
+ *
+ *   struct vt_model *m = vt_model_load_trace_streaming(dir, err, errlen);
+ *   ... vt_stream_peaks(m, &n), vt_report_site(m, proc, stack_id, ...) ...
+ *
+ * It is not classified: vt_classify and the report/oom/diff/export builders
+ * need the full model and refuse a streaming one. Processes are replayed
+ * one log after the other, so a device that several processes charged gets
+ * each one's own peak (vt_stream_procs_on_device tells), not their sum in
+ * time; a device one process used (one job, or one process per GPU) gets
+ * exactly the full model's peak. */
+#ifndef VT_MODEL_STREAM_H
+#define VT_MODEL_STREAM_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+#define VT_STREAM_LARGEST 10 /* largest allocations kept per snapshot */
+
+/* What one allocating stack held at the peak. */
+struct vt_stream_site {
+	uint32_t stack_id;
+	uint32_t allocs;
+	uint64_t bytes;
+};
+
+/* One of the largest allocations live at the peak. */
+struct vt_stream_alloc {
+	uint64_t bytes, t_alloc, h2d_bytes;
+	uint32_t stack_id;
+	uint8_t api, kind;
+};
+
+/* A process's peak on one device and what was live then. */
+struct vt_stream_peak {
+	uint32_t proc;
+	uint8_t device;
+	uint64_t bytes, t_ns, seq;    /* live bytes at the peak; when (trace ns, process seq) */
+	uint64_t end_bytes;           /* live when the process's log ends */
+	uint32_t live_allocs;         /* allocations live at the peak */
+	struct vt_stream_site *sites; /* largest first */
+	uint32_t nsites;
+	struct vt_stream_alloc largest[VT_STREAM_LARGEST]; /* largest first */
+	uint32_t nlargest;
+};
+
+struct vt_model *vt_model_new_streaming(void);
+/* vt_model_load_trace with a streaming model. */
+struct vt_model *vt_model_load_trace_streaming(const char *dir, char *err, size_t errlen);
+int vt_model_is_streaming(const struct vt_model *m);
+
+/* The snapshots, one per (process, device) that process charged, in the
+ * order the processes were fed. Complete after vt_model_finish. */
+const struct vt_stream_peak *vt_stream_peaks(const struct vt_model *m, uint32_t *n);
+/* Allocation records held at most at once: the model's memory bound. */
+uint32_t vt_stream_records_high(const struct vt_model *m);
+/* Allocations whose record was recycled after their free. */
+uint64_t vt_stream_retired(const struct vt_model *m);
+/* How many processes charged device dev. */
+uint32_t vt_stream_procs_on_device(const struct vt_model *m, int dev);
+
+#endif

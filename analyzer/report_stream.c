@@ -1,0 +1,252 @@
+/* `vramtrace report --stream`: what a streaming model (model_stream.h)
+ * knows, as text or JSON. Per process and device: the peak, when, what was
+ * live then by allocating site and the largest allocations, what was left
+ * at the end; the trace's totals and its failed allocations. No categories:
+ * those need the full model. */
+#include "report_stream.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_out.h"
+#include "model_stream.h"
+#include "record_text.h"
+#include "report_site.h"
+#include "term.h"
+#include "units.h"
+
+/* A snapshot's sites grouped by name, as the full report groups them. */
+struct named_site {
+	char name[256];
+	uint64_t bytes;
+	uint32_t allocs;
+};
+
+static int by_name(const void *pa, const void *pb)
+{
+	return strcmp(((const struct named_site *)pa)->name, ((const struct named_site *)pb)->name);
+}
+
+static int by_bytes(const void *pa, const void *pb)
+{
+	const struct named_site *a = pa, *b = pb;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* The snapshot's sites by name, largest first; *n of them. */
+static struct named_site *named_sites(const struct vt_model *m, const struct vt_stream_peak *pk,
+                                      uint32_t *n)
+{
+	struct named_site *v = calloc(pk->nsites ? pk->nsites : 1, sizeof *v);
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < pk->nsites; i++) {
+		vt_report_site(m, pk->proc, pk->sites[i].stack_id, v[i].name, sizeof v[i].name);
+		v[i].bytes = pk->sites[i].bytes;
+		v[i].allocs = pk->sites[i].allocs;
+	}
+	qsort(v, pk->nsites, sizeof *v, by_name);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < pk->nsites; i++) {
+		if (k && !strcmp(v[k - 1].name, v[i].name)) {
+			v[k - 1].bytes += v[i].bytes;
+			v[k - 1].allocs += v[i].allocs;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	qsort(v, k, sizeof *v, by_bytes);
+	*n = k;
+	return v;
+}
+
+static const char *device_name(const struct vt_model *m, int dev)
+{
+	return m->devices[dev].name ? m->devices[dev].name : "?";
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static void text_sites(const struct vt_model *m, const struct vt_stream_peak *pk, int top,
+                       FILE *out)
+{
+	uint32_t n = 0;
+	struct named_site *v = named_sites(m, pk, &n);
+	if (!v)
+		return;
+	fprintf(out, "    at the peak, by allocating site:\n    %10s %8s  site\n", "bytes",
+	        "allocs");
+	for (uint32_t i = 0; i < n && i < (uint32_t)top; i++) {
+		char b[32], safe[512];
+		vt_format_bytes(v[i].bytes, b, sizeof b);
+		fprintf(out, "    %10s %8" PRIu32 "  %s\n", b, v[i].allocs,
+		        vt_term_safe(v[i].name, safe, sizeof safe));
+	}
+	if (n > (uint32_t)top)
+		fprintf(out, "    ... %" PRIu32 " more sites\n", n - (uint32_t)top);
+	free(v);
+}
+
+static void text_largest(const struct vt_model *m, const struct vt_stream_peak *pk, FILE *out)
+{
+	fprintf(out, "    largest allocations at the peak:\n    %10s %12s %10s  site\n", "bytes",
+	        "made at", "from host");
+	for (uint32_t i = 0; i < pk->nlargest; i++) {
+		const struct vt_stream_alloc *a = &pk->largest[i];
+		char b[32], when[32], h2d[32], site[256], safe[512];
+		vt_format_bytes(a->bytes, b, sizeof b);
+		vt_format_seconds(a->t_alloc, when, sizeof when);
+		vt_format_bytes(a->h2d_bytes, h2d, sizeof h2d);
+		vt_report_site(m, pk->proc, a->stack_id, site, sizeof site);
+		fprintf(out, "    %10s %12s %10s  %s (%s)\n", b, when, a->h2d_bytes ? h2d : "-",
+		        vt_term_safe(site, safe, sizeof safe), vt_api_name(a->api));
+	}
+}
+
+static void text_peak(const struct vt_model *m, const struct vt_stream_peak *pk, int top, FILE *out)
+{
+	char peak[32], when[32], endb[32], cap[32];
+	vt_format_bytes(pk->bytes, peak, sizeof peak);
+	vt_format_seconds(pk->t_ns, when, sizeof when);
+	vt_format_bytes(pk->end_bytes, endb, sizeof endb);
+	vt_format_bytes(m->devices[pk->device].total_bytes, cap, sizeof cap);
+	fprintf(out,
+	        "\nGPU %u %s (capacity %s), pid %d: peak %s at %s, %" PRIu32
+	        " allocations live; %s at the end\n",
+	        pk->device, device_name(m, pk->device),
+	        m->devices[pk->device].total_bytes ? cap : "unknown", m->procs[pk->proc].pid, peak,
+	        when, pk->live_allocs, endb);
+	uint32_t sharing = vt_stream_procs_on_device(m, pk->device);
+	if (sharing > 1)
+		fprintf(out,
+		        "    %" PRIu32 " processes used this GPU: this is this process's own "
+		        "peak; `vramtrace report` merges them in time\n",
+		        sharing);
+	text_sites(m, pk, top, out);
+	text_largest(m, pk, out);
+}
+
+static void text_failed(const struct vt_model *m, FILE *out)
+{
+	fprintf(out, "\nfailed allocations: %" PRIu64, m->totals.failed_allocs);
+	if (!m->nfailed) {
+		fputc('\n', out);
+		return;
+	}
+	const struct vt_failed_alloc *f = &m->failed[0];
+	char b[32], when[32], site[256], safe[512];
+	vt_format_bytes(f->bytes, b, sizeof b);
+	vt_format_seconds(f->t_ns, when, sizeof when);
+	vt_report_site(m, f->proc, f->stack_id, site, sizeof site);
+	fprintf(out, " (the first: %s on GPU %u at %s, pid %d, %s; `vramtrace oom` explains it)\n",
+	        b, f->device, when, m->procs[f->proc].pid, vt_term_safe(site, safe, sizeof safe));
+}
+
+int vt_report_stream_text(const struct vt_model *m, const char *title, int top, FILE *out)
+{
+	char safe[1024];
+	fprintf(out, "vramtrace report --stream: %s\n", vt_term_safe(title, safe, sizeof safe));
+	fprintf(out,
+	        "  %" PRIu64 " events, %" PRIu64 " allocations, %" PRIu64 " frees; at most %" PRIu32
+	        " allocation records held\n",
+	        m->totals.events, m->totals.alloc_calls, m->totals.free_calls,
+	        vt_stream_records_high(m));
+	fprintf(out, "  (categories need the whole trace in memory: vramtrace report DIR)\n");
+	uint32_t n;
+	const struct vt_stream_peak *pk = vt_stream_peaks(m, &n);
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		for (uint32_t i = 0; i < n; i++)
+			if (pk[i].device == d)
+				text_peak(m, &pk[i], top, out);
+	if (!n)
+		fprintf(out, "\nno device memory was allocated\n");
+	text_failed(m, out);
+	return ferror(out) ? -1 : 0;
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void json_sites(struct vt_json *j, const struct vt_model *m, const struct vt_stream_peak *pk,
+                       int top)
+{
+	uint32_t n = 0;
+	struct named_site *v = named_sites(m, pk, &n);
+	vt_json_key(j, "sites");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; v && i < n && i < (uint32_t)top; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_string(j, "site", v[i].name);
+		vt_json_kv_u64(j, "bytes", v[i].bytes);
+		vt_json_kv_u64(j, "allocs", v[i].allocs);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+	vt_json_kv_u64(j, "sites_total", n);
+	free(v);
+}
+
+static void json_largest(struct vt_json *j, const struct vt_model *m,
+                         const struct vt_stream_peak *pk)
+{
+	vt_json_key(j, "largest");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < pk->nlargest; i++) {
+		const struct vt_stream_alloc *a = &pk->largest[i];
+		char site[256];
+		vt_report_site(m, pk->proc, a->stack_id, site, sizeof site);
+		vt_json_begin_object(j);
+		vt_json_kv_u64(j, "bytes", a->bytes);
+		vt_json_kv_u64(j, "t_ns", a->t_alloc);
+		vt_json_kv_u64(j, "h2d_bytes", a->h2d_bytes);
+		vt_json_kv_string(j, "site", site);
+		vt_json_kv_string(j, "api", vt_api_name(a->api));
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+static void json_peak(struct vt_json *j, const struct vt_model *m, const struct vt_stream_peak *pk,
+                      int top)
+{
+	vt_json_begin_object(j);
+	vt_json_kv_i64(j, "pid", m->procs[pk->proc].pid);
+	vt_json_kv_u64(j, "device", pk->device);
+	vt_json_kv_string(j, "device_name", device_name(m, pk->device));
+	vt_json_kv_u64(j, "capacity_bytes", m->devices[pk->device].total_bytes);
+	vt_json_kv_u64(j, "peak_bytes", pk->bytes);
+	vt_json_kv_u64(j, "peak_t_ns", pk->t_ns);
+	vt_json_kv_u64(j, "end_bytes", pk->end_bytes);
+	vt_json_kv_u64(j, "live_allocs", pk->live_allocs);
+	vt_json_kv_u64(j, "processes_on_device", vt_stream_procs_on_device(m, pk->device));
+	json_sites(j, m, pk, top);
+	json_largest(j, m, pk);
+	vt_json_end_object(j);
+}
+
+int vt_report_stream_json(const struct vt_model *m, const char *title, int top, FILE *out)
+{
+	struct vt_json j;
+	vt_json_init(&j, out, 1);
+	vt_json_begin_object(&j);
+	vt_json_kv_string(&j, "mode", "stream");
+	vt_json_kv_string(&j, "trace", title);
+	vt_json_kv_u64(&j, "events", m->totals.events);
+	vt_json_kv_u64(&j, "allocations", m->totals.alloc_calls);
+	vt_json_kv_u64(&j, "frees", m->totals.free_calls);
+	vt_json_kv_u64(&j, "records_held", vt_stream_records_high(m));
+	vt_json_kv_u64(&j, "failed_allocs", m->totals.failed_allocs);
+	uint32_t n;
+	const struct vt_stream_peak *pk = vt_stream_peaks(m, &n);
+	vt_json_key(&j, "peaks");
+	vt_json_begin_array(&j);
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		for (uint32_t i = 0; i < n; i++)
+			if (pk[i].device == d)
+				json_peak(&j, m, &pk[i], top);
+	vt_json_end_array(&j);
+	vt_json_end_object(&j);
+	return vt_json_finish(&j);
+}

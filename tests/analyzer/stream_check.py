@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""`vramtrace report --stream` against the full report on the same traces:
+the committed golden traces, a generated trace of a million events and the
+simulated trainer with stacks. Each device's peak, when it happened and
+what was left at the end, the bytes each site held at the peak (by the same
+site names) and the trace's totals must be the full report's; the records
+the streaming model held must follow the live allocations, not the
+trace's. Bad flags get one line and exit 2.
+    stream_check.py VRAMTRACE GEN_TRACE TRAINER SIMDRIVER_DIR GOLDEN_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def report(vt, trace, *args):
+    return json.loads(subprocess.run([vt, "report", trace, "--json", "--top", "100000"] +
+                                     list(args), check=True, stdout=subprocess.PIPE,
+                                     text=True).stdout)
+
+
+def compare(vt, trace, what):
+    full, st = report(vt, trace), report(vt, trace, "--stream")
+    t = full["totals"]
+    check(st["mode"] == "stream", "%s: mode stream" % what)
+    check((st["events"], st["allocations"], st["frees"], st["failed_allocs"]) ==
+          (t["events"], t["alloc_calls"], t["free_calls"], t["failed_allocs"]),
+          "%s: the same totals (%d events, %d allocations)" % (what, st["events"],
+                                                               st["allocations"]))
+    by_dev = defaultdict(list)
+    for p in st["peaks"]:
+        by_dev[p["device"]].append(p)
+    for d in full["devices"]:
+        pk = by_dev.get(d["ordinal"], [])
+        if not d["peak_bytes"]:
+            check(not pk, "%s: GPU %d held nothing, no snapshot" % (what, d["ordinal"]))
+            continue
+        check(len(pk) == 1 and (pk[0]["peak_bytes"], pk[0]["peak_t_ns"], pk[0]["end_bytes"]) ==
+              (d["peak_bytes"], d["peak_t_ns"], d["end_bytes"]),
+              "%s: GPU %d peak %d at %d ns, %d at the end" %
+              (what, d["ordinal"], d["peak_bytes"], d["peak_t_ns"], d["end_bytes"]))
+        check(pk and sum(s["bytes"] for s in pk[0]["sites"]) == d["peak_bytes"],
+              "%s: GPU %d sites add up to the peak" % (what, d["ordinal"]))
+    want = {s["site"]: s["bytes_at_peak"] for s in full["sites"] if s["bytes_at_peak"]}
+    got = defaultdict(int)
+    for p in st["peaks"]:
+        for s in p["sites"]:
+            got[s["site"]] += s["bytes"]
+    check(dict(got) == want, "%s: bytes per site at the peak: %s" % (what, sorted(want.items())[:4]))
+    check(st["records_held"] <= max(st["allocations"], 1),
+          "%s: %d records held for %d allocations" % (what, st["records_held"],
+                                                      st["allocations"]))
+    return st
+
+
+def main():
+    vt, gen, trainer, sim, golden = sys.argv[1:6]
+    for name in sorted(os.listdir(golden)):
+        trace = os.path.join(golden, name, "trace")
+        if os.path.isdir(trace):
+            compare(vt, trace, "golden " + name)
+    with tempfile.TemporaryDirectory(prefix="vt-stream-") as work:
+        trace = os.path.join(work, "gen")
+        subprocess.run([gen, trace, "1000000"], check=True, stdout=subprocess.DEVNULL)
+        st = compare(vt, trace, "generated 1M events")
+        check(st["records_held"] * 100 < st["allocations"],
+              "generated: memory follows the live allocations (%d records for %d allocations)"
+              % (st["records_held"], st["allocations"]))
+
+        trace = os.path.join(work, "trainer")
+        env = dict(os.environ, LD_LIBRARY_PATH=sim, VT_SIM_DEVICES="2", VT_SIM_CAPACITY="4G")
+        subprocess.run([vt, "run", "-o", trace, "--", trainer, "--dataset", "whole",
+                        "--dataset-bytes", "96M", "--steps", "6", "--prefetch", "3",
+                        "--devices", "2"],
+                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        st = compare(vt, trace, "trainer, 2 GPUs, stacks")
+        names = [s["site"] for p in st["peaks"] for s in p["sites"]]
+        check(any(n.startswith("create_dataset (") for n in names),
+              "trainer: the dataset's site is named function (file:line): %s" % names[:3])
+        text = subprocess.run([vt, "report", trace, "--stream"], check=True,
+                              stdout=subprocess.PIPE, text=True).stdout
+        check("at the peak, by allocating site" in text and "create_dataset (" in text,
+              "trainer: the text report names the sites")
+
+    bad = subprocess.run([vt, "report", golden, "--stream", "--at", "end"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(bad.returncode == 2 and bad.stderr.count("\n") == 1,
+          "--stream with --at: exit 2 and one line (%r)" % bad.stderr)
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

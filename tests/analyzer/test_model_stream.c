@@ -1,0 +1,314 @@
+/* The streaming model (analyzer/model_stream.h): the same replay as the
+ * full model, records recycled after their free. Fed the same random event
+ * streams (address reuse, lost frees, VMM handles and mappings, copies),
+ * it must find the full model's peaks and end bytes, and its snapshot must
+ * hold exactly what the full model says was live at each peak; its memory
+ * must follow the live allocations, not the events. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "model_builder.h"
+#include "model_stream.h"
+
+struct op {
+	uint32_t type, stack;
+	uint64_t t, addr, bytes, aux;
+	uint8_t kind, dev, api;
+};
+
+static uint64_t rng_state;
+static uint64_t rnd(uint64_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state % n;
+}
+
+#define ADDR(k) (0x7f0000000000ull + (uint64_t)(k)*0x100000ull)
+#define VA(k) (0x7f8000000000ull + (uint64_t)(k)*0x1000000ull)
+#define HANDLE(k) (0x5000ull + (uint64_t)(k))
+
+/* n events of every kind the replay treats differently, times rising. */
+static struct op *random_ops(uint64_t seed, uint32_t n)
+{
+	struct op *ops = calloc(n, sizeof *ops);
+	assert_non_null(ops);
+	rng_state = seed * 2654435761u + 1;
+	for (uint32_t i = 0; i < n; i++) {
+		struct op *o = &ops[i];
+		o->t = 10 * (uint64_t)(i + 1);
+		o->dev = (uint8_t)rnd(2);
+		o->stack = 1 + (uint32_t)rnd(6);
+		uint64_t r = rnd(100);
+		if (r < 40) { /* allocation; a few large ones cover their neighbours */
+			*o = (struct op){VT_REC_ALLOC,
+			                 o->stack,
+			                 o->t,
+			                 ADDR(rnd(48)),
+			                 rnd(10) ? 1 + rnd(65536) : 3 << 20,
+			                 0,
+			                 VT_ALLOC_DEVICE,
+			                 o->dev,
+			                 API_ALLOC};
+		} else if (r < 70) { /* free, some of memory never allocated */
+			*o = (struct op){VT_REC_FREE, o->stack,        o->t,   ADDR(rnd(56)), 0,
+			                 0,           VT_ALLOC_DEVICE, o->dev, API_FREE};
+		} else if (r < 80) { /* host-to-device copy, whole or partial */
+			*o = (struct op){
+			    VT_REC_COPY,   o->stack, o->t,         ADDR(rnd(48)) + rnd(2) * 256,
+			    1 + rnd(4096), 0x1000,   VT_COPY_HTOD, o->dev,
+			    API_HTOD};
+		} else if (r < 84) { /* device-to-device copy */
+			*o = (struct op){VT_REC_COPY,   o->stack,     o->t,   ADDR(rnd(48)), 64,
+			                 ADDR(rnd(48)), VT_COPY_DTOD, o->dev, API_DTOD};
+		} else if (r < 89) { /* VMM: a handle made (or its value reused) */
+			*o = (struct op){VT_REC_ALLOC,   o->stack,         o->t,
+			                 HANDLE(rnd(6)), 1 + rnd(1 << 21), 0,
+			                 VT_ALLOC_VMM,   o->dev,           API_CREATE};
+		} else if (r < 94) { /* mapped */
+			*o = (struct op){VT_REC_MAP,     o->stack, o->t,   VA(rnd(6)), 1 << 20,
+			                 HANDLE(rnd(6)), 0,        o->dev, API_MAP};
+		} else if (r < 97) { /* unmapped */
+			*o = (struct op){VT_REC_UNMAP, o->stack, o->t, VA(rnd(6)), 1 << 20, 0, 0,
+			                 o->dev,       API_UNMAP};
+		} else { /* released */
+			*o = (struct op){VT_REC_FREE, o->stack,     o->t,   HANDLE(rnd(6)), 0,
+			                 0,           VT_ALLOC_VMM, o->dev, API_RELEASE};
+		}
+	}
+	return ops;
+}
+
+static void feed(struct builder *b, const struct op *ops, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		b->stack = ops[i].stack;
+		b_event(b, ops[i].type, ops[i].t, ops[i].addr, ops[i].bytes, ops[i].aux,
+		        ops[i].kind, ops[i].dev, ops[i].api);
+	}
+}
+
+/* What the full model says was live on dev at its peak. */
+struct live_sum {
+	uint64_t bytes, largest, by_stack[8];
+	uint32_t n;
+};
+
+static int add_live(const struct vt_model *m, uint32_t idx, const struct vt_alloc *a, void *ctx)
+{
+	(void)m;
+	(void)idx;
+	struct live_sum *s = ctx;
+	s->bytes += a->bytes;
+	s->n++;
+	s->by_stack[a->stack_id & 7] += a->bytes;
+	if (a->bytes > s->largest)
+		s->largest = a->bytes;
+	return 0;
+}
+
+static const struct vt_stream_peak *peak_of(const struct vt_model *sm, uint32_t proc, int dev)
+{
+	uint32_t n;
+	const struct vt_stream_peak *pk = vt_stream_peaks(sm, &n);
+	for (uint32_t i = 0; i < n; i++)
+		if (pk[i].proc == proc && pk[i].device == dev)
+			return &pk[i];
+	return NULL;
+}
+
+/* The snapshot of dev agrees with the full model's state at its peak. */
+static void check_snapshot(const struct vt_model *full, const struct vt_model *sm, int dev)
+{
+	const struct vt_device *d = &full->devices[dev];
+	const struct vt_stream_peak *pk = peak_of(sm, d->peak_proc, dev);
+	if (!d->peak_bytes) {
+		assert_null(pk);
+		return;
+	}
+	assert_non_null(pk);
+	struct vt_moment at = vt_moment_peak(full, dev);
+	struct live_sum s = {0};
+	vt_model_for_each_live(full, &at, dev, add_live, &s);
+	assert_int_equal(s.bytes, d->peak_bytes);
+	assert_int_equal(pk->bytes, d->peak_bytes);
+	assert_int_equal(pk->live_allocs, s.n);
+	uint64_t by_stack[8] = {0}, sum = 0;
+	for (uint32_t i = 0; i < pk->nsites; i++) {
+		by_stack[pk->sites[i].stack_id & 7] += pk->sites[i].bytes;
+		sum += pk->sites[i].bytes;
+		if (i)
+			assert_true(pk->sites[i - 1].bytes >= pk->sites[i].bytes);
+	}
+	assert_int_equal(sum, pk->bytes);
+	assert_memory_equal(by_stack, s.by_stack, sizeof by_stack);
+	assert_true(pk->nlargest > 0);
+	assert_int_equal(pk->largest[0].bytes, s.largest);
+}
+
+static void test_same_peaks_as_full_model(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 60; seed++) {
+		uint32_t n = 400 + (uint32_t)(seed * 97 % 3000);
+		struct op *ops = random_ops(seed, n);
+		struct builder bf, bs;
+		struct vt_model *full = vt_model_new(), *sm = vt_model_new_streaming();
+		assert_non_null(full);
+		assert_non_null(sm);
+		assert_true(vt_model_is_streaming(sm));
+		b_begin(&bf, full, 100, 1000, 1000);
+		b_begin(&bs, sm, 100, 1000, 1000);
+		feed(&bf, ops, n);
+		feed(&bs, ops, n);
+		vt_model_finish(full);
+		vt_model_finish(sm);
+		for (int dev = 0; dev < 2; dev++) {
+			assert_int_equal(sm->devices[dev].peak_bytes,
+			                 full->devices[dev].peak_bytes);
+			assert_int_equal(sm->devices[dev].peak_t_ns, full->devices[dev].peak_t_ns);
+			assert_int_equal(sm->devices[dev].peak_seq, full->devices[dev].peak_seq);
+			assert_int_equal(sm->devices[dev].end_bytes, full->devices[dev].end_bytes);
+			check_snapshot(full, sm, dev);
+		}
+		assert_memory_equal(&sm->totals, &full->totals, sizeof full->totals);
+		/* every free's record recycled, but a handle still mapped (this
+		 * stream reuses handle values under live mappings often) */
+		assert_true(vt_stream_retired(sm) <= full->nfree_order);
+		assert_true(vt_stream_retired(sm) * 2 >= full->nfree_order);
+		assert_true(vt_stream_records_high(sm) <= full->nallocs);
+		vt_model_free(full);
+		vt_model_free(sm);
+		free(ops);
+	}
+}
+
+/* 100 000 allocations with a copy each, at most 3 live at once: 3 records
+ * and 3 copy entries are all the model holds, and the live ones keep their
+ * own copy statistics while the others' are forgotten around them. */
+static void test_memory_follows_live_allocations(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = vt_model_new_streaming();
+	assert_non_null(m);
+	b_begin(&b, m, 100, 1000, 1000);
+	const uint32_t n = 100000;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t addr = ADDR(i % 3), t = 10 * (uint64_t)i;
+		if (i >= 3)
+			b_free(&b, t, addr, 0);
+		b_alloc(&b, t + 1, addr, 4096 + i, 0);
+		b_htod(&b, t + 2, addr, 100 + i, 0);
+	}
+	vt_model_finish(m);
+	assert_int_equal(m->totals.alloc_calls, n);
+	assert_int_equal(vt_stream_records_high(m), 3);
+	assert_int_equal(vt_stream_retired(m), n - 3);
+	assert_true(m->ncopies <= 3);
+	for (uint32_t i = 0; i < m->nallocs; i++) { /* the last three: i = n-3 .. n-1 */
+		const struct vt_alloc *a = &m->allocs[i];
+		assert_int_equal(a->t_free, VT_T_NEVER);
+		assert_int_equal(vt_model_copies(m, a)->h2d_bytes, 100 + (a->bytes - 4096));
+	}
+	/* the peak: the last three allocations, largest first */
+	const struct vt_stream_peak *pk = peak_of(m, 0, 0);
+	assert_non_null(pk);
+	assert_int_equal(pk->bytes, 3 * 4096ull + (n - 3) + (n - 2) + (n - 1));
+	assert_int_equal(pk->live_allocs, 3);
+	assert_int_equal(pk->nlargest, 3);
+	assert_int_equal(pk->largest[0].bytes, 4096 + n - 1);
+	assert_int_equal(pk->largest[0].h2d_bytes, 100 + n - 1);
+	assert_int_equal(pk->largest[2].bytes, 4096 + n - 3);
+	vt_model_free(m);
+}
+
+/* Copy entries forgotten in every order: the open-addressing index keeps
+ * finding the ones that stay. */
+static void test_forgotten_copies_keep_the_rest(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = vt_model_new_streaming();
+	assert_non_null(m);
+	b_begin(&b, m, 100, 1000, 1000);
+	enum { N = 3000 };
+	static uint8_t live[N];
+	rng_state = 99;
+	uint64_t t = 1;
+	for (uint32_t round = 0; round < 20000; round++) {
+		uint32_t k = (uint32_t)rnd(N);
+		if (live[k]) {
+			b_free(&b, t++, ADDR(k), 0);
+			live[k] = 0;
+		} else {
+			b_alloc(&b, t++, ADDR(k), 1000 + k, 0);
+			b_htod(&b, t++, ADDR(k), k + 1, 0);
+			live[k] = 1;
+		}
+	}
+	uint32_t nlive = 0;
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->t_free != VT_T_NEVER)
+			continue;
+		nlive++;
+		assert_int_equal(vt_model_copies(m, a)->h2d_bytes, a->bytes - 1000 + 1);
+	}
+	uint32_t want = 0;
+	for (uint32_t k = 0; k < N; k++)
+		want += live[k];
+	assert_int_equal(nlive, want);
+	assert_int_equal(m->ncopies, want);
+	vt_model_free(m);
+}
+
+/* Two processes on their own devices: each device's peak is exact. Two
+ * on one device: each one's own peak, and the model says how many. */
+static void test_processes(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = vt_model_new_streaming();
+	assert_non_null(m);
+	b_begin(&b, m, 100, 1000, 1000);
+	b_alloc(&b, 10, 0x1000, 500, 0);
+	b_alloc(&b, 20, 0x9000, 700, 1);
+	b_free(&b, 30, 0x1000, 0);
+	vt_model_end_process(m, b.proc);
+	b_begin(&b, m, 200, 1000, 1000);
+	b_alloc(&b, 15, 0x1000, 300, 2); /* the same address, another process */
+	b_alloc(&b, 25, 0x2000, 900, 1);
+	vt_model_finish(m);
+	assert_int_equal(m->devices[0].peak_bytes, 500);
+	assert_int_equal(m->devices[0].end_bytes, 0);
+	assert_int_equal(m->devices[2].peak_bytes, 300);
+	assert_int_equal(m->devices[2].peak_proc, 1);
+	assert_int_equal(vt_stream_procs_on_device(m, 1), 2);
+	assert_int_equal(vt_stream_procs_on_device(m, 0), 1);
+	assert_int_equal(m->devices[1].peak_bytes, 900); /* the larger own peak */
+	assert_int_equal(m->devices[1].end_bytes, 1600); /* both still hold theirs */
+	uint32_t n;
+	vt_stream_peaks(m, &n);
+	assert_int_equal(n, 4);
+	assert_int_equal(peak_of(m, 0, 1)->bytes, 700);
+	assert_int_equal(peak_of(m, 1, 1)->sites[0].bytes, 900);
+	vt_model_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_same_peaks_as_full_model),
+	    cmocka_unit_test(test_memory_follows_live_allocations),
+	    cmocka_unit_test(test_forgotten_copies_keep_the_rest),
+	    cmocka_unit_test(test_processes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
