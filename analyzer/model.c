@@ -733,11 +733,22 @@ static void on_module(struct vt_proc *p, const struct vt_module_rec *r, uint32_t
 	};
 }
 
+int vt_mark_is_step(uint16_t kind, const char *text, size_t len)
+{
+	return kind == VT_MARK_STEP ||
+	       (len >= 5 && (!memcmp(text, "step ", 5) || !memcmp(text, "step=", 5)));
+}
+
 static void on_mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r,
                     uint32_t size)
 {
 	if (size < sizeof *r || sizeof *r + r->text_len > size)
 		return;
+	/* streaming: a marker a step would grow with the trace; counted */
+	if (m->stream && vt_mark_is_step(r->kind, r->text, r->text_len)) {
+		vt_stream_step_mark(m, (uint32_t)(p - m->procs));
+		return;
+	}
 	GROW(p->marks, p->cap_marks, p->nmarks);
 	p->marks[p->nmarks++] = (struct vt_mark){
 	    .t_ns = trace_t(p, r->t_ns),
@@ -746,13 +757,17 @@ static void on_mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_
 	    .kind = r->kind,
 	    .text = dup_n(r->text, r->text_len),
 	};
-	(void)m;
 }
 
 static void on_meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_meminfo_rec *r,
                        uint32_t size)
 {
 	if (size < sizeof *r)
+		return;
+	struct vt_device *d = device_of(m, r->device);
+	if (d && !d->total_bytes)
+		d->total_bytes = r->total_bytes;
+	if (m->stream) /* one a cuMemGetInfo call: only the capacity is kept */
 		return;
 	GROW(p->meminfo, p->cap_meminfo, p->nmeminfo);
 	p->meminfo[p->nmeminfo++] = (struct vt_meminfo){
@@ -763,9 +778,6 @@ static void on_meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_me
 	    .device = r->device,
 	    .reason = r->reason,
 	};
-	struct vt_device *d = device_of(m, r->device);
-	if (d && !d->total_bytes)
-		d->total_bytes = r->total_bytes;
 }
 
 static void on_device(struct vt_model *m, const struct vt_device_rec *r, uint32_t size)

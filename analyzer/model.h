@@ -123,6 +123,9 @@ struct vt_mark {
 	char *text;
 };
 
+/* A step marker: kind VT_MARK_STEP, or text "step N" / "step=N". */
+int vt_mark_is_step(uint16_t kind, const char *text, size_t len);
+
 struct vt_module {
 	uint64_t seq, base, lo, hi;
 	uint8_t event; /* vt_module_event */

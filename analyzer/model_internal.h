@@ -76,6 +76,8 @@ void vt_stream_before_fall(struct vt_model *m, uint32_t proc, uint8_t dev);
  * this stack: the full model counts these over its records in finish. */
 void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy);
 void vt_stream_end_process(struct vt_model *m, uint32_t proc);
+/* A step marker of process proc (not kept: counted). */
+void vt_stream_step_mark(struct vt_model *m, uint32_t proc);
 /* The devices' peaks and end bytes from the snapshots. */
 void vt_stream_finish(struct vt_model *m);
 void vt_stream_free(struct vt_stream *s);

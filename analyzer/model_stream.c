@@ -17,6 +17,7 @@ struct stream_proc {
 	uint32_t entry[VT_MAX_DEVICES];             /* its vt_stream_peak, VT_NO_INDEX none */
 	uint8_t pending[VT_MAX_DEVICES];            /* a peak not yet snapshotted */
 	struct vt_stack_entry *stacks[STACK_CACHE]; /* stack lookups, by id % STACK_CACHE */
+	uint64_t steps;                             /* step markers */
 	int ended;
 };
 
@@ -145,6 +146,17 @@ struct vt_replay_peak *vt_stream_live(struct vt_model *m, uint32_t proc, uint8_t
 void vt_stream_peak_rose(struct vt_model *m, uint32_t proc, uint8_t dev)
 {
 	proc_state(m->stream, proc)->pending[dev] = 1;
+}
+
+void vt_stream_step_mark(struct vt_model *m, uint32_t proc)
+{
+	proc_state(m->stream, proc)->steps++;
+}
+
+uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc)
+{
+	const struct vt_stream *s = m->stream;
+	return s && proc < s->nprocs && s->procs[proc] ? s->procs[proc]->steps : 0;
 }
 
 void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy)

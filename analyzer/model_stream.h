@@ -9,7 +9,8 @@
  *
  * A streaming model replays with the same code and the same rules
  * (model.c) but recycles an allocation's record as soon as it is freed,
- * keeps no free order and no per-offset copy ranges, and takes, per
+ * keeps no free order, no per-offset copy ranges, no step markers (it
+ * counts them) and no cuMemGetInfo records, and takes, per
  * (process, device), a snapshot of what was live at that process's peak on
  * the device: bytes per allocating stack and the largest allocations. The
  * snapshot is taken lazily, at the first free after the peak (or at the end
@@ -74,6 +75,9 @@ const struct vt_stream_peak *vt_stream_peaks(const struct vt_model *m, uint32_t 
 uint32_t vt_stream_records_high(const struct vt_model *m);
 /* Allocations whose record was recycled after their free. */
 uint64_t vt_stream_retired(const struct vt_model *m);
+/* Step markers of process proc (a streaming model counts them instead of
+ * keeping them; it keeps no cuMemGetInfo records either, only capacities). */
+uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc);
 /* How many processes charged device dev. */
 uint32_t vt_stream_procs_on_device(const struct vt_model *m, int dev);
 

@@ -77,8 +77,7 @@ static void text_sites(const struct vt_model *m, const struct vt_stream_peak *pk
 	struct named_site *v = named_sites(m, pk, &n);
 	if (!v)
 		return;
-	fprintf(out, "    at the peak, by allocating site:\n    %10s %8s  site\n", "bytes",
-	        "allocs");
+	fprintf(out, "    at the peak, by allocating site:\n    %10s %8s  site\n", "bytes", "live");
 	for (uint32_t i = 0; i < n && i < (uint32_t)top; i++) {
 		char b[32], safe[512];
 		vt_format_bytes(v[i].bytes, b, sizeof b);
@@ -145,6 +144,20 @@ static void text_failed(const struct vt_model *m, FILE *out)
 	        b, f->device, when, m->procs[f->proc].pid, vt_term_safe(site, safe, sizeof safe));
 }
 
+static void text_processes(const struct vt_model *m, FILE *out)
+{
+	for (uint32_t i = 0; i < m->nprocs; i++) {
+		const struct vt_proc *p = &m->procs[i];
+		char exe[1024], status[64];
+		if (p->clean_exit)
+			snprintf(status, sizeof status, "exited %d", p->exit_code);
+		else
+			snprintf(status, sizeof status, "did NOT exit cleanly");
+		fprintf(out, "  pid %-7d %s  %s, %" PRIu64 " step markers\n", p->pid,
+		        vt_term_safe(p->exe, exe, sizeof exe), status, vt_stream_steps(m, i));
+	}
+}
+
 int vt_report_stream_text(const struct vt_model *m, const char *title, int top, FILE *out)
 {
 	char safe[1024];
@@ -155,6 +168,7 @@ int vt_report_stream_text(const struct vt_model *m, const char *title, int top, 
 	        m->totals.events, m->totals.alloc_calls, m->totals.free_calls,
 	        vt_stream_records_high(m));
 	fprintf(out, "  (categories need the whole trace in memory: vramtrace report DIR)\n");
+	text_processes(m, out);
 	uint32_t n;
 	const struct vt_stream_peak *pk = vt_stream_peaks(m, &n);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
@@ -238,6 +252,17 @@ int vt_report_stream_json(const struct vt_model *m, const char *title, int top, 
 	vt_json_kv_u64(&j, "frees", m->totals.free_calls);
 	vt_json_kv_u64(&j, "records_held", vt_stream_records_high(m));
 	vt_json_kv_u64(&j, "failed_allocs", m->totals.failed_allocs);
+	vt_json_key(&j, "processes");
+	vt_json_begin_array(&j);
+	for (uint32_t i = 0; i < m->nprocs; i++) {
+		vt_json_begin_object(&j);
+		vt_json_kv_i64(&j, "pid", m->procs[i].pid);
+		vt_json_kv_string(&j, "exe", m->procs[i].exe);
+		vt_json_kv_bool(&j, "clean_exit", m->procs[i].clean_exit);
+		vt_json_kv_u64(&j, "step_markers", vt_stream_steps(m, i));
+		vt_json_end_object(&j);
+	}
+	vt_json_end_array(&j);
 	uint32_t n;
 	const struct vt_stream_peak *pk = vt_stream_peaks(m, &n);
 	vt_json_key(&j, "peaks");

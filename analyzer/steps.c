@@ -51,8 +51,7 @@ static uint64_t median_gap(const uint64_t *t, uint32_t n)
 
 static int is_step_mark(const struct vt_mark *mk)
 {
-	return mk->kind == VT_MARK_STEP || !strncmp(mk->text, "step ", 5) ||
-	       !strncmp(mk->text, "step=", 5);
+	return vt_mark_is_step(mk->kind, mk->text, strlen(mk->text));
 }
 
 static int steps_from_markers(struct vt_proc *p)

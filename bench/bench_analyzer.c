@@ -9,7 +9,9 @@
  * The peer in the same run: heaptrack_print reading heaptrack's log of a
  * loop of malloc+free pairs with as many events (this program, run as
  *   bench_analyzer --malloc-pairs N
- * under heaptrack), when heaptrack is installed. */
+ * under heaptrack), when heaptrack is installed. The streaming model
+ * (report --stream) in a child of its own, so its peak memory is its own:
+ *   bench_analyzer --stream-only TRACE_DIR */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include "gen_trace.h"
 #include "log_reader.h"
 #include "model.h"
+#include "model_stream.h"
 #include "report.h"
 
 static double now(void)
@@ -241,8 +244,40 @@ static void peer_heaptrack_print(const char *self, uint64_t events)
 	rmdir(dir);
 }
 
+/* The streaming model on the same trace, in a child (its own peak RSS):
+ * events per CPU second, peak memory, and the ratio to the floor. */
+static void streaming(const char *self, const char *dir, uint64_t events, double c_floor)
+{
+	const char *name = "streaming model (report --stream), per CPU second";
+	char *argv[] = {(char *)self, "--stream-only", (char *)dir, NULL};
+	double cpu = 0;
+	long rss = 0;
+	if (run_quiet(argv, &cpu, &rss) != 0) {
+		row_na(name, "the streaming load failed");
+		return;
+	}
+	row(name, (double)events / (cpu > 0 ? cpu : 1e-9) / 1e6, "%.2f", "M ev/s");
+	row("streaming model peak RSS", (double)rss / 1024.0, "%.0f", "MiB");
+	if (c_floor > 0)
+		row("streaming model vs the floor (CPU)", cpu / c_floor, "%.1f", "x");
+}
+
+static int stream_only(const char *dir)
+{
+	char err[512];
+	struct vt_model *m = vt_model_load_trace_streaming(dir, err, sizeof err);
+	if (!m) {
+		fprintf(stderr, "bench_analyzer: %s\n", err);
+		return 1;
+	}
+	vt_model_free(m);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--stream-only"))
+		return stream_only(argv[2]);
 	char tmp[] = "/tmp/vt-bench-analyzer-XXXXXX";
 	const char *env = getenv("VT_BENCH_ANALYZER_EVENTS");
 	uint64_t want = env ? strtoull(env, NULL, 10) : 10000000ull;
@@ -318,6 +353,7 @@ int main(int argc, char **argv)
 	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len > 0) {
 		self[len] = '\0'; /* heaptrack is a script: the path must name this program */
+		streaming(self, dir, n_events, c_floor);
 		peer_heaptrack_print(self, n_events);
 	}
 	if (dir == tmp)

@@ -3,10 +3,15 @@
  * chunk area after a valid header, as in fuzz_log_chunks, so records reach
  * the model in every order and with every value the reader lets through.
  * The input's size picks the output (text / --json) and --at (peak / end /
- * a time), so all of the report's paths are exercised. */
+ * a time), so all of the report's paths are exercised. The streaming
+ * model replays the same input and must find the same peak and end bytes
+ * on every device (one process: both are exact): a difference aborts. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "model.h"
+#include "model_stream.h"
 #include "vramtrace/format.h"
 
 /* Not through commands.h: a weak reference would not pull cmd_report.o in. */
@@ -30,6 +35,21 @@ static const uint8_t *valid_header(void)
 	return page;
 }
 
+/* The differential check: full and streaming model, device by device. */
+static void same_peaks(const char *path)
+{
+	char err[256];
+	struct vt_model *full = vt_model_load_trace(path, err, sizeof err);
+	struct vt_model *sm = vt_model_load_trace_streaming(path, err, sizeof err);
+	for (int d = 0; full && sm && d < VT_MAX_DEVICES; d++)
+		if (full->devices[d].peak_bytes != sm->devices[d].peak_bytes ||
+		    full->devices[d].peak_seq != sm->devices[d].peak_seq ||
+		    full->devices[d].end_bytes != sm->devices[d].end_bytes)
+			abort();
+	vt_model_free(full);
+	vt_model_free(sm);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fz_quiet_stdout();
@@ -45,5 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	argv[argc] = NULL;
 	cmd_report(argc, argv);
+	char *stream_argv[] = {"report", (char *)path, "--stream", size & 1 ? "--json" : NULL, NULL};
+	cmd_report(size & 1 ? 4 : 3, stream_argv);
+	same_peaks(path);
 	return 0;
 }

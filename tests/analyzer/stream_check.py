@@ -37,6 +37,9 @@ def compare(vt, trace, what):
           (t["events"], t["alloc_calls"], t["free_calls"], t["failed_allocs"]),
           "%s: the same totals (%d events, %d allocations)" % (what, st["events"],
                                                                st["allocations"]))
+    if full["steps"]["source"] == "markers":
+        check([p["step_markers"] for p in st["processes"]] == [p["steps"] for p in full["processes"]],
+              "%s: step markers counted (%s)" % (what, [p["steps"] for p in full["processes"]]))
     by_dev = defaultdict(list)
     for p in st["peaks"]:
         by_dev[p["device"]].append(p)

@@ -2,7 +2,8 @@
 # The analyzer out of memory (nomem.h): a trace too big for the memory it is
 # given must end with exit status 3 and one line that says it was memory,
 # from every command that builds the model; never a silent exit, never the
-# status that means something else (diff's 1 is "grew").
+# status that means something else (diff's 1 is "grew"). The streaming
+# model (report --stream) needs no allocation that grows with the trace.
 #   analyzer_nomem.sh VRAMTRACE GEN_TRACE ALLOC_LIMIT_LIB WORKDIR
 set -uo pipefail
 vt=$1 gen=$2 lib=$3 work=$4
@@ -36,6 +37,10 @@ check "report --json" 3 "$vt" report --json "$work/trace"
 check "oom" 3 "$vt" oom "$work/trace"
 check "diff --fail-over" 3 "$vt" diff --fail-over 10 "$work/trace" "$work/trace"
 check "export csv" 3 "$vt" export "$work/trace" --format csv -o "$work/x.csv"
+# the streaming model holds what is live, not what happened: under the same
+# limit it reads the whole trace
+check "report --stream" 0 "$vt" report --stream "$work/trace"
+check "report --stream --json" 0 "$vt" report --stream --json "$work/trace"
 # a limit above what the model needs changes nothing (the double is not the failure)
 VT_TEST_ALLOC_LIMIT=17179869184 LD_PRELOAD=$lib "$vt" report "$work/trace" >/dev/null 2>"$work/err" ||
 	{ echo "FAIL: report under a limit it never reaches"; fail=1; }
