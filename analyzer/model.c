@@ -412,6 +412,8 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 		    .kind = ev->kind,
 		};
 		m->totals.failed_allocs++;
+		if (m->stream) /* what held the device when it said no */
+			vt_stream_failed(m, pi, ev->device, t, ev->seq);
 		return;
 	}
 	m->totals.alloc_calls++;

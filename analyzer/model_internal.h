@@ -76,6 +76,8 @@ void vt_stream_before_fall(struct vt_model *m, uint32_t proc, uint8_t dev);
  * this stack: the full model counts these over its records in finish. */
 void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy);
 void vt_stream_end_process(struct vt_model *m, uint32_t proc);
+/* An allocation of proc on dev failed (event seq, trace time t). */
+void vt_stream_failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq);
 /* A step marker of process proc (not kept: counted). */
 void vt_stream_step_mark(struct vt_model *m, uint32_t proc);
 /* The devices' peaks and end bytes from the snapshots. */

@@ -39,6 +39,8 @@ struct vt_stream {
 	struct snap_item *scratch; /* a snapshot's live allocations */
 	uint32_t cap_scratch;
 	uint32_t procs_on_device[VT_MAX_DEVICES];
+	struct vt_stream_peak failures[VT_STREAM_FAILURES]; /* the first failed allocations */
+	uint32_t nfailures;
 };
 
 static void *grow_array(void *arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -78,6 +80,8 @@ void vt_stream_free(struct vt_stream *s)
 		free(s->procs[i]);
 	for (uint32_t i = 0; i < s->npeaks; i++)
 		free(s->peaks[i].sites);
+	for (uint32_t i = 0; i < s->nfailures; i++)
+		free(s->failures[i].sites);
 	free(s->procs);
 	free(s->peaks);
 	free(s->scratch);
@@ -231,29 +235,26 @@ static void keep_largest(struct vt_stream_peak *pk, const struct vt_model *m, ui
 	pk->nlargest = n;
 }
 
-/* What process proc holds on dev now, which is what it held at its last
- * peak there (nothing on dev has been freed since). */
-static void snapshot(struct vt_model *m, uint32_t proc, uint8_t dev)
+/* What process proc holds on dev now and made at or before seq: its live
+ * allocations there by stack, and the largest. Returns their bytes. */
+static uint64_t fill_snapshot(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t seq,
+                              struct vt_stream_peak *pk)
 {
 	struct vt_stream *s = m->stream;
-	struct stream_proc *sp = proc_state(s, proc);
-	struct vt_stream_peak *pk = peak_entry(s, sp, proc, dev);
-	const struct vt_replay_peak *r = &sp->dev[dev];
-	pk->bytes = r->peak;
-	pk->t_ns = r->t_ns;
-	pk->seq = r->seq;
 	pk->nlargest = 0;
 	s->scratch = grow_array(s->scratch, &s->cap_scratch, m->nallocs ? m->nallocs : 1,
 	                        sizeof *s->scratch);
 	uint32_t n = 0;
+	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < m->nallocs; i++) {
 		const struct vt_alloc *a = &m->allocs[i];
-		/* made after the peak: a reused handle value's new record exists
-		 * while the free of the old one is being charged */
+		/* made after seq: a reused handle value's new record exists while
+		 * the free of the old one is being charged */
 		if (a->t_free != VT_T_NEVER || a->proc != proc || a->device != dev ||
-		    !(a->flags & VT_AF_CHARGED) || a->seq_alloc > r->seq)
+		    !(a->flags & VT_AF_CHARGED) || a->seq_alloc > seq)
 			continue;
 		s->scratch[n++] = (struct snap_item){a->stack_id, i, a->bytes};
+		bytes += a->bytes;
 		keep_largest(pk, m, i);
 	}
 	pk->live_allocs = n;
@@ -275,7 +276,38 @@ static void snapshot(struct vt_model *m, uint32_t proc, uint8_t dev)
 		st->bytes += s->scratch[i].bytes;
 	}
 	qsort(pk->sites, pk->nsites, sizeof *pk->sites, site_by_bytes);
+	return bytes;
+}
+
+/* What process proc holds on dev now, which is what it held at its last
+ * peak there (nothing on dev has been freed since). */
+static void snapshot(struct vt_model *m, uint32_t proc, uint8_t dev)
+{
+	struct stream_proc *sp = proc_state(m->stream, proc);
+	struct vt_stream_peak *pk = peak_entry(m->stream, sp, proc, dev);
+	const struct vt_replay_peak *r = &sp->dev[dev];
+	pk->bytes = r->peak;
+	pk->t_ns = r->t_ns;
+	pk->seq = r->seq;
+	fill_snapshot(m, proc, dev, r->seq, pk);
 	sp->pending[dev] = 0;
+}
+
+void vt_stream_failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
+{
+	struct vt_stream *s = m->stream;
+	if (s->nfailures == VT_STREAM_FAILURES)
+		return;
+	struct vt_stream_peak *f = &s->failures[s->nfailures++];
+	*f = (struct vt_stream_peak){.proc = proc, .device = dev, .t_ns = t, .seq = seq};
+	if (dev != VT_DEVICE_UNKNOWN) /* else nothing is charged to it: empty */
+		f->bytes = fill_snapshot(m, proc, dev, seq, f);
+}
+
+const struct vt_stream_peak *vt_stream_failures(const struct vt_model *m, uint32_t *n)
+{
+	*n = m->stream ? m->stream->nfailures : 0;
+	return m->stream ? m->stream->failures : NULL;
 }
 
 void vt_stream_before_fall(struct vt_model *m, uint32_t proc, uint8_t dev)

@@ -12,7 +12,8 @@
  * keeps no free order, no per-offset copy ranges, no step markers (it
  * counts them) and no cuMemGetInfo records, and takes, per
  * (process, device), a snapshot of what was live at that process's peak on
- * the device: bytes per allocating stack and the largest allocations. The
+ * the device: bytes per allocating stack and the largest allocations (and
+ * the same at its first failed allocations, for the OOM question). The
  * snapshot is taken lazily, at the first free after the peak (or at the end
  * of the log), so a job whose live bytes rise step after step pays one
  * snapshot per step, not one per allocation. Its memory: the most
@@ -35,6 +36,7 @@
 #include "model.h"
 
 #define VT_STREAM_LARGEST 10 /* largest allocations kept per snapshot */
+#define VT_STREAM_FAILURES 8 /* failed allocations with a snapshot */
 
 /* What one allocating stack held at the peak. */
 struct vt_stream_site {
@@ -71,6 +73,12 @@ int vt_model_is_streaming(const struct vt_model *m);
 /* The snapshots, one per (process, device) that process charged, in the
  * order the processes were fed. Complete after vt_model_finish. */
 const struct vt_stream_peak *vt_stream_peaks(const struct vt_model *m, uint32_t *n);
+/* At each of the first VT_STREAM_FAILURES failed allocations (out of
+ * memory, among others), what its process held on its device then: the
+ * same snapshot, with bytes the live total and t_ns/seq the failure's;
+ * element i is vt_model.failed[i] (empty for a failure on no known
+ * device). */
+const struct vt_stream_peak *vt_stream_failures(const struct vt_model *m, uint32_t *n);
 /* Allocation records held at most at once: the model's memory bound. */
 uint32_t vt_stream_records_high(const struct vt_model *m);
 /* Allocations whose record was recycled after their free. */

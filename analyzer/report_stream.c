@@ -70,14 +70,14 @@ static const char *device_name(const struct vt_model *m, int dev)
 
 /* ---- text ---------------------------------------------------------------- */
 
-static void text_sites(const struct vt_model *m, const struct vt_stream_peak *pk, int top,
-                       FILE *out)
+static void text_sites(const struct vt_model *m, const struct vt_stream_peak *pk, const char *when,
+                       int top, FILE *out)
 {
 	uint32_t n = 0;
 	struct named_site *v = named_sites(m, pk, &n);
 	if (!v)
 		return;
-	fprintf(out, "    at the peak, by allocating site:\n    %10s %8s  site\n", "bytes", "live");
+	fprintf(out, "    %s, by allocating site:\n    %10s %8s  site\n", when, "bytes", "live");
 	for (uint32_t i = 0; i < n && i < (uint32_t)top; i++) {
 		char b[32], safe[512];
 		vt_format_bytes(v[i].bytes, b, sizeof b);
@@ -124,24 +124,34 @@ static void text_peak(const struct vt_model *m, const struct vt_stream_peak *pk,
 		        "    %" PRIu32 " processes used this GPU: this is this process's own "
 		        "peak; `vramtrace report` merges them in time\n",
 		        sharing);
-	text_sites(m, pk, top, out);
+	text_sites(m, pk, "at the peak", top, out);
 	text_largest(m, pk, out);
 }
 
-static void text_failed(const struct vt_model *m, FILE *out)
+/* Each failed allocation the model took a snapshot at: what was asked,
+ * where, and what its process held on that GPU then (sites for the first). */
+static void text_failed(const struct vt_model *m, int top, FILE *out)
 {
-	fprintf(out, "\nfailed allocations: %" PRIu64, m->totals.failed_allocs);
-	if (!m->nfailed) {
-		fputc('\n', out);
-		return;
+	uint32_t n;
+	const struct vt_stream_peak *snap = vt_stream_failures(m, &n);
+	fprintf(out, "\nfailed allocations: %" PRIu64 "%s\n", m->totals.failed_allocs,
+	        n < m->totals.failed_allocs ? " (the first ones below)" : "");
+	for (uint32_t i = 0; i < n && i < m->nfailed; i++) {
+		const struct vt_failed_alloc *f = &m->failed[i];
+		char b[32], when[32], live[32], site[256], safe[512];
+		vt_format_bytes(f->bytes, b, sizeof b);
+		vt_format_seconds(f->t_ns, when, sizeof when);
+		vt_format_bytes(snap[i].bytes, live, sizeof live);
+		vt_report_site(m, f->proc, f->stack_id, site, sizeof site);
+		fprintf(out,
+		        "  %" PRIu32 ". %s on GPU %u at %s, pid %d, %s (%s, error %d): %s live on "
+		        "that GPU then, %" PRIu32 " allocations\n",
+		        i + 1, b, f->device, when, m->procs[f->proc].pid,
+		        vt_term_safe(site, safe, sizeof safe), vt_api_name(f->api), f->result, live,
+		        snap[i].live_allocs);
+		if (i == 0 && snap[i].nsites)
+			text_sites(m, &snap[i], "at that moment", top, out);
 	}
-	const struct vt_failed_alloc *f = &m->failed[0];
-	char b[32], when[32], site[256], safe[512];
-	vt_format_bytes(f->bytes, b, sizeof b);
-	vt_format_seconds(f->t_ns, when, sizeof when);
-	vt_report_site(m, f->proc, f->stack_id, site, sizeof site);
-	fprintf(out, " (the first: %s on GPU %u at %s, pid %d, %s; `vramtrace oom` explains it)\n",
-	        b, f->device, when, m->procs[f->proc].pid, vt_term_safe(site, safe, sizeof safe));
 }
 
 static void text_processes(const struct vt_model *m, FILE *out)
@@ -177,7 +187,7 @@ int vt_report_stream_text(const struct vt_model *m, const char *title, int top, 
 				text_peak(m, &pk[i], top, out);
 	if (!n)
 		fprintf(out, "\nno device memory was allocated\n");
-	text_failed(m, out);
+	text_failed(m, top, out);
 	return ferror(out) ? -1 : 0;
 }
 
@@ -240,6 +250,33 @@ static void json_peak(struct vt_json *j, const struct vt_model *m, const struct 
 	vt_json_end_object(j);
 }
 
+static void json_failures(struct vt_json *j, const struct vt_model *m, int top)
+{
+	uint32_t n;
+	const struct vt_stream_peak *snap = vt_stream_failures(m, &n);
+	vt_json_key(j, "failures");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < n && i < m->nfailed; i++) {
+		const struct vt_failed_alloc *f = &m->failed[i];
+		char site[256];
+		vt_report_site(m, f->proc, f->stack_id, site, sizeof site);
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "pid", m->procs[f->proc].pid);
+		vt_json_kv_u64(j, "device", f->device);
+		vt_json_kv_u64(j, "bytes", f->bytes);
+		vt_json_kv_u64(j, "t_ns", f->t_ns);
+		vt_json_kv_i64(j, "result", f->result);
+		vt_json_kv_string(j, "api", vt_api_name(f->api));
+		vt_json_kv_string(j, "site", site);
+		vt_json_kv_u64(j, "live_bytes", snap[i].bytes);
+		vt_json_kv_u64(j, "live_allocs", snap[i].live_allocs);
+		json_sites(j, m, &snap[i], top);
+		json_largest(j, m, &snap[i]);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
 int vt_report_stream_json(const struct vt_model *m, const char *title, int top, FILE *out)
 {
 	struct vt_json j;
@@ -272,6 +309,7 @@ int vt_report_stream_json(const struct vt_model *m, const char *title, int top, 
 			if (pk[i].device == d)
 				json_peak(&j, m, &pk[i], top);
 	vt_json_end_array(&j);
+	json_failures(&j, m, top);
 	vt_json_end_object(&j);
 	return vt_json_finish(&j);
 }

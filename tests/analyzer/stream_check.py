@@ -95,6 +95,24 @@ def main():
         check("at the peak, by allocating site" in text and "create_dataset (" in text,
               "trainer: the text report names the sites")
 
+        # out of memory: what held the GPU when it said no, as `oom` says
+        trace = os.path.join(work, "oom")
+        env = dict(env, VT_SIM_DEVICES="1", VT_SIM_CAPACITY="1G")
+        subprocess.run([vt, "run", "-o", trace, "--", trainer, "--dataset", "whole",
+                        "--dataset-bytes", "1000M", "--steps", "3"],
+                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        oom = json.loads(subprocess.run([vt, "oom", trace, "--json"], check=True,
+                                        stdout=subprocess.PIPE, text=True).stdout)
+        st = compare(vt, trace, "trainer out of memory")
+        f = st["failures"]
+        check(len(f) == 1 and f[0]["bytes"] == oom["oom"]["bytes"] and
+              f[0]["live_bytes"] == oom["tracked_live_bytes"],
+              "oom: the failed request and what was live then (%s)" %
+              [(x["bytes"], x["live_bytes"]) for x in f])
+        sites = {s["site"]: s["bytes"] for s in f[0]["sites"]} if f else {}
+        check(oom["top_sites"] and all(sites.get(s["site"]) == s["bytes"] for s in oom["top_sites"]),
+              "oom: bytes per site then, as `oom` says: %s" % sorted(sites.items())[:3])
+
     bad = subprocess.run([vt, "report", golden, "--stream", "--at", "end"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(bad.returncode == 2 and bad.stderr.count("\n") == 1,

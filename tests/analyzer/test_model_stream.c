@@ -1,8 +1,9 @@
 /* The streaming model (analyzer/model_stream.h): the same replay as the
  * full model, records recycled after their free. Fed the same random event
  * streams (address reuse, lost frees, VMM handles and mappings, copies),
- * it must find the full model's peaks and end bytes, and its snapshot must
- * hold exactly what the full model says was live at each peak; its memory
+ * it must find the full model's peaks and end bytes, and its snapshots must
+ * hold exactly what the full model says was live at each peak and at each
+ * failed allocation; its memory
  * must follow the live allocations, not the events. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@ struct op {
 	uint32_t type, stack;
 	uint64_t t, addr, bytes, aux;
 	uint8_t kind, dev, api;
+	int32_t result; /* an allocation that failed (out of memory: 2) */
 };
 
 static uint64_t rng_state;
@@ -34,6 +36,17 @@ static uint64_t rnd(uint64_t n)
 #define VA(k) (0x7f8000000000ull + (uint64_t)(k)*0x1000000ull)
 #define HANDLE(k) (0x5000ull + (uint64_t)(k))
 
+static void set(struct op *o, uint32_t type, uint64_t addr, uint64_t bytes, uint64_t aux,
+                uint8_t kind, uint8_t api)
+{
+	o->type = type;
+	o->addr = addr;
+	o->bytes = bytes;
+	o->aux = aux;
+	o->kind = kind;
+	o->api = api;
+}
+
 /* n events of every kind the replay treats differently, times rising. */
 static struct op *random_ops(uint64_t seed, uint32_t n)
 {
@@ -47,39 +60,26 @@ static struct op *random_ops(uint64_t seed, uint32_t n)
 		o->stack = 1 + (uint32_t)rnd(6);
 		uint64_t r = rnd(100);
 		if (r < 40) { /* allocation; a few large ones cover their neighbours */
-			*o = (struct op){VT_REC_ALLOC,
-			                 o->stack,
-			                 o->t,
-			                 ADDR(rnd(48)),
-			                 rnd(10) ? 1 + rnd(65536) : 3 << 20,
-			                 0,
-			                 VT_ALLOC_DEVICE,
-			                 o->dev,
-			                 API_ALLOC};
-		} else if (r < 70) { /* free, some of memory never allocated */
-			*o = (struct op){VT_REC_FREE, o->stack,        o->t,   ADDR(rnd(56)), 0,
-			                 0,           VT_ALLOC_DEVICE, o->dev, API_FREE};
+			set(o, VT_REC_ALLOC, ADDR(rnd(48)), rnd(10) ? 1 + rnd(65536) : 3 << 20, 0,
+			    VT_ALLOC_DEVICE, API_ALLOC);
+			o->result = rnd(40) ? 0 : 2; /* one in 40 fails: out of memory */
+		} else if (r < 70) {                 /* free, some of memory never allocated */
+			set(o, VT_REC_FREE, ADDR(rnd(56)), 0, 0, VT_ALLOC_DEVICE, API_FREE);
 		} else if (r < 80) { /* host-to-device copy, whole or partial */
-			*o = (struct op){
-			    VT_REC_COPY,   o->stack, o->t,         ADDR(rnd(48)) + rnd(2) * 256,
-			    1 + rnd(4096), 0x1000,   VT_COPY_HTOD, o->dev,
-			    API_HTOD};
+			set(o, VT_REC_COPY, ADDR(rnd(48)) + rnd(2) * 256, 1 + rnd(4096), 0x1000,
+			    VT_COPY_HTOD, API_HTOD);
 		} else if (r < 84) { /* device-to-device copy */
-			*o = (struct op){VT_REC_COPY,   o->stack,     o->t,   ADDR(rnd(48)), 64,
-			                 ADDR(rnd(48)), VT_COPY_DTOD, o->dev, API_DTOD};
+			set(o, VT_REC_COPY, ADDR(rnd(48)), 64, ADDR(rnd(48)), VT_COPY_DTOD,
+			    API_DTOD);
 		} else if (r < 89) { /* VMM: a handle made (or its value reused) */
-			*o = (struct op){VT_REC_ALLOC,   o->stack,         o->t,
-			                 HANDLE(rnd(6)), 1 + rnd(1 << 21), 0,
-			                 VT_ALLOC_VMM,   o->dev,           API_CREATE};
+			set(o, VT_REC_ALLOC, HANDLE(rnd(6)), 1 + rnd(1 << 21), 0, VT_ALLOC_VMM,
+			    API_CREATE);
 		} else if (r < 94) { /* mapped */
-			*o = (struct op){VT_REC_MAP,     o->stack, o->t,   VA(rnd(6)), 1 << 20,
-			                 HANDLE(rnd(6)), 0,        o->dev, API_MAP};
+			set(o, VT_REC_MAP, VA(rnd(6)), 1 << 20, HANDLE(rnd(6)), 0, API_MAP);
 		} else if (r < 97) { /* unmapped */
-			*o = (struct op){VT_REC_UNMAP, o->stack, o->t, VA(rnd(6)), 1 << 20, 0, 0,
-			                 o->dev,       API_UNMAP};
+			set(o, VT_REC_UNMAP, VA(rnd(6)), 1 << 20, 0, 0, API_UNMAP);
 		} else { /* released */
-			*o = (struct op){VT_REC_FREE, o->stack,     o->t,   HANDLE(rnd(6)), 0,
-			                 0,           VT_ALLOC_VMM, o->dev, API_RELEASE};
+			set(o, VT_REC_FREE, HANDLE(rnd(6)), 0, 0, VT_ALLOC_VMM, API_RELEASE);
 		}
 	}
 	return ops;
@@ -88,9 +88,20 @@ static struct op *random_ops(uint64_t seed, uint32_t n)
 static void feed(struct builder *b, const struct op *ops, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		b->stack = ops[i].stack;
-		b_event(b, ops[i].type, ops[i].t, ops[i].addr, ops[i].bytes, ops[i].aux,
-		        ops[i].kind, ops[i].dev, ops[i].api);
+		struct vt_event ev;
+		memset(&ev, 0, sizeof ev);
+		ev.hdr = VT_HDR(ops[i].type, sizeof ev);
+		ev.stack_id = ops[i].stack;
+		ev.seq = ++b->seq;
+		ev.t_ns = ops[i].t;
+		ev.addr = ops[i].addr;
+		ev.bytes = ops[i].bytes;
+		ev.aux = ops[i].aux;
+		ev.kind = ops[i].kind;
+		ev.device = ops[i].dev;
+		ev.api = ops[i].api;
+		ev.result = ops[i].result;
+		vt_model_feed(b->m, b->proc, ops[i].type, &ev, sizeof ev);
 	}
 }
 
@@ -111,6 +122,30 @@ static int add_live(const struct vt_model *m, uint32_t idx, const struct vt_allo
 	if (a->bytes > s->largest)
 		s->largest = a->bytes;
 	return 0;
+}
+
+/* At each failed allocation the snapshot holds what the full model says
+ * was live on that device right after the failure's event. */
+static void check_failures(const struct vt_model *full, const struct vt_model *sm)
+{
+	uint32_t n;
+	const struct vt_stream_peak *f = vt_stream_failures(sm, &n);
+	assert_int_equal(n,
+	                 full->nfailed < VT_STREAM_FAILURES ? full->nfailed : VT_STREAM_FAILURES);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_failed_alloc *fa = &full->failed[i];
+		struct vt_moment at = vt_moment_at_seq(fa->proc, fa->seq, fa->t_ns);
+		struct live_sum s = {0};
+		vt_model_for_each_live(full, &at, fa->device, add_live, &s);
+		assert_int_equal(f[i].device, fa->device);
+		assert_int_equal(f[i].seq, fa->seq);
+		assert_int_equal(f[i].bytes, s.bytes);
+		assert_int_equal(f[i].live_allocs, s.n);
+		uint64_t by_stack[8] = {0};
+		for (uint32_t k = 0; k < f[i].nsites; k++)
+			by_stack[f[i].sites[k].stack_id & 7] += f[i].sites[k].bytes;
+		assert_memory_equal(by_stack, s.by_stack, sizeof by_stack);
+	}
 }
 
 static const struct vt_stream_peak *peak_of(const struct vt_model *sm, uint32_t proc, int dev)
@@ -177,6 +212,8 @@ static void test_same_peaks_as_full_model(void **state)
 			assert_int_equal(sm->devices[dev].end_bytes, full->devices[dev].end_bytes);
 			check_snapshot(full, sm, dev);
 		}
+		check_failures(full, sm);
+		assert_true(full->nfailed > 0 || n < 1000);
 		assert_memory_equal(&sm->totals, &full->totals, sizeof full->totals);
 		/* every free's record recycled, but a handle still mapped (this
 		 * stream reuses handle values under live mappings often) */
