@@ -337,26 +337,15 @@ static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_f
 {
 	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
 		return;
-	if (!m->stream && !m->replay_peaks &&
+	if (m->stream) { /* per process, with snapshots at the peaks */
+		vt_stream_charge(m, a, is_free, t, seq);
+		return;
+	}
+	if (!m->replay_peaks &&
 	    !(m->replay_peaks = calloc(VT_MAX_DEVICES, sizeof *m->replay_peaks))) {
 		vt_nomem();
 	}
-	struct vt_replay_peak *r =
-	    m->stream ? vt_stream_live(m, a->proc, a->device) : &m->replay_peaks[a->device];
-	if (is_free) {
-		if (m->stream) /* what is live now is what was live at the peak */
-			vt_stream_before_fall(m, a->proc, a->device);
-		r->live -= a->bytes;
-		return;
-	}
-	r->live += a->bytes;
-	if (r->live > r->peak) {
-		r->peak = r->live;
-		r->t_ns = t;
-		r->seq = seq;
-		if (m->stream)
-			vt_stream_peak_rose(m, a->proc, a->device);
-	}
+	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, is_free, t, seq);
 }
 
 static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t,
@@ -429,13 +418,11 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			m->totals.implicit_frees++;
 		}
 	}
-	uint32_t idx = m->stream ? vt_stream_take_record(m) : VT_NO_INDEX;
+	uint32_t idx = m->stream ? vt_stream_take_record(m, pi, ev->stack_id) : VT_NO_INDEX;
 	if (idx == VT_NO_INDEX) {
 		GROW(m->allocs, m->cap_allocs, m->nallocs);
 		idx = m->nallocs++;
 	}
-	if (m->stream)
-		vt_stream_count_use(m, pi, ev->stack_id, 0);
 	struct vt_alloc *a = &m->allocs[idx];
 	memset(a, 0, sizeof *a);
 	a->addr = ev->addr;

@@ -62,16 +62,34 @@ void vt_model_forget_copies(struct vt_model *m, uint32_t idx);
 
 /* ---- the streaming model (model_stream.c), called by the replay when
  * m->stream is set ------------------------------------------------------- */
-/* A recycled allocation record, or VT_NO_INDEX (append one). */
-uint32_t vt_stream_take_record(struct vt_model *m);
+/* Live bytes and the peak: 1 when this allocation made a new peak. */
+static inline int vt_replay_peak_charge(struct vt_replay_peak *r, uint64_t bytes, int is_free,
+                                        uint64_t t, uint64_t seq)
+{
+	if (is_free) {
+		r->live -= bytes;
+		return 0;
+	}
+	r->live += bytes;
+	if (r->live <= r->peak)
+		return 0;
+	r->peak = r->live;
+	r->t_ns = t;
+	r->seq = seq;
+	return 1;
+}
+
+/* A recycled allocation record, or VT_NO_INDEX (append one); an allocation
+ * of process proc with this stack is about to be recorded in it. */
+uint32_t vt_stream_take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id);
 /* Allocation idx was freed and its free recorded: recycle its record. */
 void vt_stream_retire(struct vt_model *m, uint32_t idx);
-/* Process proc's live bytes and peak on dev (vt_model.replay_peaks is the
- * whole trace's: processes are replayed one after the other). */
-struct vt_replay_peak *vt_stream_live(struct vt_model *m, uint32_t proc, uint8_t dev);
-/* proc reached a new peak on dev / is about to free memory on dev. */
-void vt_stream_peak_rose(struct vt_model *m, uint32_t proc, uint8_t dev);
-void vt_stream_before_fall(struct vt_model *m, uint32_t proc, uint8_t dev);
+/* replay_charge for a streaming model: a's process's live bytes and peak
+ * on its device (vt_model.replay_peaks is the whole trace's: processes are
+ * replayed one after the other), a snapshot before the first fall after a
+ * new peak. */
+void vt_stream_charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
+                      uint64_t seq);
 /* An allocation (copy 0) or a first host-to-device copy (copy 1) made with
  * this stack: the full model counts these over its records in finish. */
 void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy);

@@ -91,9 +91,10 @@ void vt_stream_free(struct vt_stream *s)
 
 /* ---- records ------------------------------------------------------------ */
 
-uint32_t vt_stream_take_record(struct vt_model *m)
+uint32_t vt_stream_take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id)
 {
 	struct vt_stream *s = m->stream;
+	vt_stream_count_use(m, proc, stack_id, 0);
 	return s->nfree ? s->free_records[--s->nfree] : VT_NO_INDEX;
 }
 
@@ -142,15 +143,6 @@ static inline struct stream_proc *proc_state(struct vt_stream *s, uint32_t proc)
 	return s->last && s->last_proc == proc ? s->last : proc_state_slow(s, proc);
 }
 
-struct vt_replay_peak *vt_stream_live(struct vt_model *m, uint32_t proc, uint8_t dev)
-{
-	return &proc_state(m->stream, proc)->dev[dev];
-}
-
-void vt_stream_peak_rose(struct vt_model *m, uint32_t proc, uint8_t dev)
-{
-	proc_state(m->stream, proc)->pending[dev] = 1;
-}
 
 void vt_stream_step_mark(struct vt_model *m, uint32_t proc)
 {
@@ -310,10 +302,15 @@ const struct vt_stream_peak *vt_stream_failures(const struct vt_model *m, uint32
 	return m->stream ? m->stream->failures : NULL;
 }
 
-void vt_stream_before_fall(struct vt_model *m, uint32_t proc, uint8_t dev)
+void vt_stream_charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
+                      uint64_t seq)
 {
-	if (proc_state(m->stream, proc)->pending[dev])
-		snapshot(m, proc, dev);
+	struct stream_proc *sp = proc_state(m->stream, a->proc);
+	/* before the first fall after a peak, what is live is what was then */
+	if (is_free && sp->pending[a->device])
+		snapshot(m, a->proc, a->device);
+	if (vt_replay_peak_charge(&sp->dev[a->device], a->bytes, is_free, t, seq))
+		sp->pending[a->device] = 1;
 }
 
 void vt_stream_end_process(struct vt_model *m, uint32_t proc)
