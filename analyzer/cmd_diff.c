@@ -1,5 +1,7 @@
-/* `vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]`: what
- * changed between two runs (computed in diff.c). Exit status: 0, or 1 when
+/* `vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]`:
+ * what changed between two runs (computed in diff.c); --stream reads both
+ * into streaming models (model_stream.h: peaks and sites, in memory that
+ * follows what was live). Exit status: 0, or 1 when
  * --fail-over is exceeded; 2 for bad usage or a trace that cannot be read,
  * so that 1 always means "grew". */
 #include <errno.h>
@@ -12,15 +14,18 @@
 #include "commands.h"
 #include "diff.h"
 #include "json_out.h"
+#include "model_stream.h"
 #include "units.h"
 #include "term.h"
 
-#define DIFF_USAGE "usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]\n"
+#define DIFF_USAGE                                                                                 \
+	"usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]\n"
 #define DIFF_TOP 10
 
 struct diff_options {
 	const char *base_dir, *new_dir;
 	int json;
+	int stream; /* --stream */
 	int have_fail_over;
 	double fail_over;
 };
@@ -109,11 +114,19 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 		snprintf(label, sizeof label, "GPU %d", dev);
 		text_row(out, label, d->peak_base[dev], d->peak_new[dev]);
 	}
-	fprintf(out, "\nBytes by category at peak\n");
-	for (int c = 0; c < VT_CAT_COUNT; c++)
-		if (d->base.cats_at_peak[c] || d->new_.cats_at_peak[c])
-			text_row(out, vt_category_name(c), d->base.cats_at_peak[c], d->new_.cats_at_peak[c]);
-	fprintf(out, "\nFlags\n");
+	if (d->stream) {
+		fprintf(
+		    out,
+		    "\n(--stream: peaks and sites; categories and flags need the full models)\n");
+	} else {
+		fprintf(out, "\nBytes by category at peak\n");
+		for (int c = 0; c < VT_CAT_COUNT; c++)
+			if (d->base.cats_at_peak[c] || d->new_.cats_at_peak[c])
+				text_row(out, vt_category_name(c), d->base.cats_at_peak[c],
+				         d->new_.cats_at_peak[c]);
+	}
+	if (!d->stream)
+		fprintf(out, "\nFlags\n");
 	text_flags(out, "new", d->flags_new, d->nflags_new);
 	text_flags(out, "gone", d->flags_gone, d->nflags_gone);
 	for (uint32_t i = 0; i < d->nflags_moved; i++) {
@@ -122,7 +135,7 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 		        vt_term_safe(d->flags_moved[i].site, now, sizeof now),
 		        vt_term_safe(d->flags_moved[i].base_site, was, sizeof was));
 	}
-	if (!d->nflags_new && !d->nflags_gone)
+	if (!d->nflags_new && !d->nflags_gone && !d->stream)
 		fprintf(out, "  no flag appeared or vanished\n");
 	fprintf(out, "\nBiggest movers (bytes live at peak, by site)\n");
 	uint32_t shown = 0;
@@ -135,8 +148,9 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 		vt_format_bytes(s->new_, ns, sizeof ns);
 		signed_bytes((int64_t)(s->new_ - s->base), ds, sizeof ds);
 		fprintf(out, "  %11s  %10s -> %10s  %-11s  %s%s%s%s\n", ds, bs, ns,
-		        vt_category_name(s->category), vt_term_safe(s->name, name, sizeof name),
-		        s->base_name[0] ? " (was " : "", vt_term_safe(s->base_name, base_name, sizeof base_name),
+		        d->stream ? "-" : vt_category_name(s->category),
+		        vt_term_safe(s->name, name, sizeof name), s->base_name[0] ? " (was " : "",
+		        vt_term_safe(s->base_name, base_name, sizeof base_name),
 		        s->base_name[0] ? ")" : "");
 		shown++;
 	}
@@ -196,7 +210,8 @@ static void json_sites(struct vt_json *j, const struct vt_diff *d)
 		vt_json_kv_string(j, "site", s->name);
 		if (s->base_name[0])
 			vt_json_kv_string(j, "base_site", s->base_name);
-		vt_json_kv_string(j, "category", vt_category_name(s->category));
+		if (!d->stream)
+			vt_json_kv_string(j, "category", vt_category_name(s->category));
 		vt_json_kv_u64(j, "base", s->base);
 		vt_json_kv_u64(j, "new", s->new_);
 		vt_json_kv_i64(j, "delta", (int64_t)(s->new_ - s->base));
@@ -213,6 +228,7 @@ static int write_json(const struct vt_diff *d, const struct diff_options *o,
 	vt_json_begin_object(&j);
 	vt_json_kv_string(&j, "base", o->base_dir);
 	vt_json_kv_string(&j, "new", o->new_dir);
+	vt_json_kv_string(&j, "mode", d->stream ? "stream" : "full");
 	vt_json_kv_bool(&j, "changed", !vt_diff_unchanged(d));
 	vt_json_key(&j, "peak");
 	vt_json_begin_object(&j);
@@ -225,10 +241,15 @@ static int write_json(const struct vt_diff *d, const struct diff_options *o,
 	}
 	vt_json_end_object(&j);
 	vt_json_key(&j, "categories");
-	vt_json_begin_object(&j);
-	for (int c = 0; c < VT_CAT_COUNT; c++)
-		json_triple(&j, vt_category_name(c), d->base.cats_at_peak[c], d->new_.cats_at_peak[c]);
-	vt_json_end_object(&j);
+	if (d->stream) {
+		vt_json_null(&j);
+	} else {
+		vt_json_begin_object(&j);
+		for (int c = 0; c < VT_CAT_COUNT; c++)
+			json_triple(&j, vt_category_name(c), d->base.cats_at_peak[c],
+			            d->new_.cats_at_peak[c]);
+		vt_json_end_object(&j);
+	}
 	json_flags(&j, "flags_new", d->flags_new, d->nflags_new);
 	json_flags(&j, "flags_gone", d->flags_gone, d->nflags_gone);
 	vt_json_key(&j, "flags_moved");
@@ -279,6 +300,8 @@ static int parse_args(int argc, char **argv, struct diff_options *o)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			o->json = 1;
+		} else if (!strcmp(argv[i], "--stream")) {
+			o->stream = 1;
 		} else if (!strcmp(argv[i], "--fail-over") && i + 1 < argc) {
 			if (parse_percent(argv[++i], &o->fail_over)) {
 				fprintf(stderr, "vramtrace diff: --fail-over wants a percentage >= 0, not '%s'\n",
@@ -305,10 +328,11 @@ static int parse_args(int argc, char **argv, struct diff_options *o)
 	return 0;
 }
 
-static struct vt_model *load(const char *dir)
+static struct vt_model *load(const char *dir, int stream)
 {
 	char err[1024];
-	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);
+	struct vt_model *m = stream ? vt_model_load_trace_streaming(dir, err, sizeof err)
+	                            : vt_model_load_trace(dir, err, sizeof err);
 	if (!m)
 		fprintf(stderr, "vramtrace diff: %s\n", err);
 	return m;
@@ -320,8 +344,8 @@ int cmd_diff(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	struct vt_model *base = load(o.base_dir);
-	struct vt_model *new_ = base ? load(o.new_dir) : NULL;
+	struct vt_model *base = load(o.base_dir, o.stream);
+	struct vt_model *new_ = base ? load(o.new_dir, o.stream) : NULL;
 	if (!base || !new_) {
 		if (base)
 			vt_model_free(base);

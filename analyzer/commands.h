@@ -8,10 +8,10 @@
 	  "run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] [--shm] -- CMD ...")    \
 	X(dump, "dump DIR|LOG [--json]")                                                           \
 	X(report,                                                                                  \
-	  "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE] "       \
+	  "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE] "        \
 	  "[--stream]")                                                                            \
 	X(oom, "oom DIR [--json] [--index N]")                                                     \
-	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]")                            \
+	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]")                 \
 	X(export, "export DIR --format html|perfetto|folded|csv [--at T] -o FILE")
 
 /* Each returns the process exit code. */

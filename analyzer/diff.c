@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "report_site.h"
+#include "report_stream.h"
 #include "nomem.h"
 
 static void *xcalloc(size_t n, size_t size)
@@ -275,9 +276,18 @@ int vt_diff_build(struct vt_diff *d, struct vt_model *base, struct vt_model *new
 {
 	memset(d, 0, sizeof *d);
 	struct vt_report_options opt = {.top = 10};
-	if (vt_report_build(&d->base, base, &opt, err, errlen) < 0 ||
-	    vt_report_build(&d->new_, new_, &opt, err, errlen) < 0)
+	if (!base->stream != !new_->stream) {
+		snprintf(err, errlen, "a streaming and a full model do not compare");
 		return -1;
+	}
+	if (base->stream) { /* peaks and sites: no categories, no flags */
+		d->stream = 1;
+		vt_report_build_stream(&d->base, base);
+		vt_report_build_stream(&d->new_, new_);
+	} else if (vt_report_build(&d->base, base, &opt, err, errlen) < 0 ||
+	           vt_report_build(&d->new_, new_, &opt, err, errlen) < 0) {
+		return -1;
+	}
 	for (int dev = 0; dev < VT_MAX_DEVICES; dev++) {
 		d->dev_used[dev] = vt_model_device_used(base, dev) || vt_model_device_used(new_, dev);
 		d->peak_base[dev] = base->devices[dev].peak_bytes;

@@ -11,7 +11,9 @@
  *    its kind on each is "moved" (the same finding named from another
  *    site: site names depend on each trace's population of stacks).
  * --fail-over P: NEW's peak on any device, or any category at peak, grew by
- * more than P percent (from zero counts as growth). */
+ * more than P percent (from zero counts as growth).
+ * Two streaming models (model_stream.h, `diff --stream`) compare peaks and
+ * sites only: no categories, no flags. */
 #ifndef VT_DIFF_H
 #define VT_DIFF_H
 
@@ -44,10 +46,11 @@ struct vt_diff {
 	uint32_t nflags_new, nflags_gone;
 	struct vt_diff_flag *flags_moved; /* same kind, the only one each side, other site */
 	uint32_t nflags_moved;
+	int stream; /* built from streaming models: peaks and sites only */
 };
 
-/* Reports on both models (classifying them) and matches them. Returns 0, or
- * -1 with a one-line reason in err. */
+/* Reports on both models (classifying them; both full or both streaming)
+ * and matches them. Returns 0, or -1 with a one-line reason in err. */
 int vt_diff_build(struct vt_diff *d, struct vt_model *base, struct vt_model *new_, char *err,
                   size_t errlen);
 void vt_diff_free(struct vt_diff *d);

@@ -14,8 +14,8 @@ _Noreturn void vt_nomem(void)
 	char line[256];
 	int n = snprintf(line, sizeof line,
 	                 "vramtrace: out of memory after %ld MiB: the trace needs more memory than "
-	                 "this machine (or its limit) gives the analyzer (`vramtrace report "
-	                 "--stream` needs memory only for what is live at once)\n",
+	                 "this machine (or its limit) gives the analyzer (`report --stream` and "
+	                 "`diff --stream` need memory only for what is live at once)\n",
 	                 mib);
 	if (n > 0) {
 		ssize_t w = write(STDERR_FILENO, line,

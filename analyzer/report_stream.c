@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "json_out.h"
+#include "nomem.h"
 #include "model_stream.h"
 #include "record_text.h"
+#include "report.h"
 #include "report_site.h"
 #include "term.h"
 #include "units.h"
@@ -189,6 +191,61 @@ int vt_report_stream_text(const struct vt_model *m, const char *title, int top, 
 		fprintf(out, "\nno device memory was allocated\n");
 	text_failed(m, top, out);
 	return ferror(out) ? -1 : 0;
+}
+
+/* ---- the site table, for diff --stream -------------------------------------- */
+
+static int stat_by_bytes(const void *pa, const void *pb)
+{
+	const struct vt_site_stat *a = pa, *b = pb;
+	if (a->bytes_at_peak != b->bytes_at_peak)
+		return a->bytes_at_peak > b->bytes_at_peak ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static int stat_by_name(const void *pa, const void *pb)
+{
+	return strcmp(((const struct vt_site_stat *)pa)->name,
+	              ((const struct vt_site_stat *)pb)->name);
+}
+
+void vt_report_build_stream(struct vt_report *r, struct vt_model *m)
+{
+	memset(r, 0, sizeof *r);
+	r->m = m;
+	vt_model_finish(m);
+	uint32_t npeaks, cap = 0;
+	const struct vt_stream_peak *pk = vt_stream_peaks(m, &npeaks);
+	for (uint32_t i = 0; i < npeaks; i++)
+		cap += pk[i].nsites;
+	r->sites = calloc(cap ? cap : 1, sizeof *r->sites);
+	if (!r->sites)
+		vt_nomem();
+	uint32_t n = 0; /* every peak's sites, then the same names merged */
+	for (uint32_t i = 0; i < npeaks; i++) {
+		uint32_t nv = 0;
+		struct named_site *v = named_sites(m, &pk[i], &nv);
+		if (!v)
+			vt_nomem();
+		for (uint32_t k = 0; k < nv; k++) {
+			struct vt_site_stat *s = &r->sites[n++];
+			snprintf(s->name, sizeof s->name, "%s", v[k].name);
+			s->category = VT_CAT_UNKNOWN;
+			s->bytes_at_peak = s->bytes_by_cat[VT_CAT_UNKNOWN] = v[k].bytes;
+		}
+		free(v);
+	}
+	qsort(r->sites, n, sizeof *r->sites, stat_by_name);
+	for (uint32_t i = 0; i < n; i++) {
+		struct vt_site_stat *last = r->nsites ? &r->sites[r->nsites - 1] : NULL;
+		if (last && !strcmp(last->name, r->sites[i].name)) {
+			last->bytes_at_peak += r->sites[i].bytes_at_peak;
+			last->bytes_by_cat[VT_CAT_UNKNOWN] += r->sites[i].bytes_at_peak;
+		} else {
+			r->sites[r->nsites++] = r->sites[i];
+		}
+	}
+	qsort(r->sites, r->nsites, sizeof *r->sites, stat_by_bytes);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */

@@ -113,6 +113,24 @@ def main():
         check(oom["top_sites"] and all(sites.get(s["site"]) == s["bytes"] for s in oom["top_sites"]),
               "oom: bytes per site then, as `oom` says: %s" % sorted(sites.items())[:3])
 
+        # diff --stream: the full diff's peaks, bytes per site and exit codes
+        two, oomed = os.path.join(work, "trainer"), trace
+        for args in ([two, oomed], [oomed, two], [two, two]):
+            full = subprocess.run([vt, "diff", *args, "--json", "--fail-over", "5"],
+                                  stdout=subprocess.PIPE, text=True)
+            st = subprocess.run([vt, "diff", *args, "--json", "--fail-over", "5", "--stream"],
+                                stdout=subprocess.PIPE, text=True)
+            f, s_ = json.loads(full.stdout), json.loads(st.stdout)
+            what = "diff --stream %s -> %s" % tuple(os.path.basename(a) for a in args)
+            check(s_["mode"] == "stream" and s_["categories"] is None, what + ": mode stream")
+            check(st.returncode == full.returncode and s_["peak"] == f["peak"] and
+                  s_["changed"] == f["changed"],
+                  "%s: exit %d, changed %s, peaks %s" % (what, st.returncode, s_["changed"],
+                                                        s_["peak"]))
+            want = {x["site"]: (x["base"], x["new"]) for x in f["sites"]}
+            got = {x["site"]: (x["base"], x["new"]) for x in s_["sites"]}
+            check(got == want, "%s: bytes per site at the peaks" % what)
+
     bad = subprocess.run([vt, "report", golden, "--stream", "--at", "end"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(bad.returncode == 2 and bad.stderr.count("\n") == 1,
