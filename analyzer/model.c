@@ -733,7 +733,7 @@ static void on_mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_
 {
 	if (size < sizeof *r || sizeof *r + r->text_len > size)
 		return;
-	/* streaming: a marker a step would grow with the trace; counted */
+	/* streaming: one marker per step would grow with the trace; counted */
 	if (m->stream && vt_mark_is_step(r->kind, r->text, r->text_len)) {
 		vt_stream_step_mark(m, (uint32_t)(p - m->procs));
 		return;
@@ -756,7 +756,7 @@ static void on_meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_me
 	struct vt_device *d = device_of(m, r->device);
 	if (d && !d->total_bytes)
 		d->total_bytes = r->total_bytes;
-	if (m->stream) /* one a cuMemGetInfo call: only the capacity is kept */
+	if (m->stream) /* one per cuMemGetInfo call: only the capacity is kept */
 		return;
 	GROW(p->meminfo, p->cap_meminfo, p->nmeminfo);
 	p->meminfo[p->nmeminfo++] = (struct vt_meminfo){
