@@ -7,17 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "live_curve.h"
 #include "model_internal.h"
 
 #define STACK_CACHE 64
 
 /* One process's replay state. */
 struct stream_proc {
-	struct vt_replay_peak dev[VT_MAX_DEVICES];  /* live bytes and peak so far */
-	uint32_t entry[VT_MAX_DEVICES];             /* its vt_stream_peak, VT_NO_INDEX none */
-	uint8_t pending[VT_MAX_DEVICES];            /* a peak not yet snapshotted */
-	struct vt_stack_entry *stacks[STACK_CACHE]; /* stack lookups, by id % STACK_CACHE */
-	uint64_t steps;                             /* step markers */
+	struct vt_replay_peak dev[VT_MAX_DEVICES];   /* live bytes and peak so far */
+	uint32_t entry[VT_MAX_DEVICES];              /* its vt_stream_peak, VT_NO_INDEX none */
+	uint8_t pending[VT_MAX_DEVICES];             /* a peak not yet snapshotted */
+	struct vt_stack_entry *stacks[STACK_CACHE];  /* stack lookups, by id % STACK_CACHE */
+	struct vt_live_curve *curve[VT_MAX_DEVICES]; /* live bytes over time, NULL unused */
+	uint64_t steps;                              /* step markers */
 	int ended;
 };
 
@@ -76,8 +78,11 @@ void vt_stream_free(struct vt_stream *s)
 {
 	if (!s)
 		return;
-	for (uint32_t i = 0; i < s->nprocs; i++)
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		for (int d = 0; s->procs[i] && d < VT_MAX_DEVICES; d++)
+			free(s->procs[i]->curve[d]);
 		free(s->procs[i]);
+	}
 	for (uint32_t i = 0; i < s->npeaks; i++)
 		free(s->peaks[i].sites);
 	for (uint32_t i = 0; i < s->nfailures; i++)
@@ -142,7 +147,6 @@ static inline struct stream_proc *proc_state(struct vt_stream *s, uint32_t proc)
 {
 	return s->last && s->last_proc == proc ? s->last : proc_state_slow(s, proc);
 }
-
 
 void vt_stream_step_mark(struct vt_model *m, uint32_t proc)
 {
@@ -311,6 +315,19 @@ void vt_stream_charge(struct vt_model *m, const struct vt_alloc *a, int is_free,
 		snapshot(m, a->proc, a->device);
 	if (vt_replay_peak_charge(&sp->dev[a->device], a->bytes, is_free, t, seq))
 		sp->pending[a->device] = 1;
+	struct vt_live_curve *c = sp->curve[a->device];
+	if (!c) { /* the first charge on this device: the curve starts here */
+		if (!(c = sp->curve[a->device] = malloc(sizeof *c)))
+			vt_nomem();
+		vt_curve_init(c, t, 10); /* 1 us buckets to start */
+	}
+	vt_curve_add(c, t, sp->dev[a->device].live);
+}
+
+const struct vt_live_curve *vt_stream_curve(const struct vt_model *m, uint32_t proc, uint8_t dev)
+{
+	const struct vt_stream *s = m->stream;
+	return s && proc < s->nprocs && s->procs[proc] ? s->procs[proc]->curve[dev] : NULL;
 }
 
 void vt_stream_end_process(struct vt_model *m, uint32_t proc)

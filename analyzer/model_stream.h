@@ -83,6 +83,10 @@ const struct vt_stream_peak *vt_stream_failures(const struct vt_model *m, uint32
 uint32_t vt_stream_records_high(const struct vt_model *m);
 /* Allocations whose record was recycled after their free. */
 uint64_t vt_stream_retired(const struct vt_model *m);
+/* Process proc's live bytes on dev over time (live_curve.h: 1024 buckets
+ * over its run at most), NULL if it charged nothing there. */
+struct vt_live_curve;
+const struct vt_live_curve *vt_stream_curve(const struct vt_model *m, uint32_t proc, uint8_t dev);
 /* Step markers of process proc (a streaming model counts them instead of
  * keeping them; it keeps no cuMemGetInfo records either, only capacities). */
 uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc);

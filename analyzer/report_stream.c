@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json_out.h"
+#include "live_curve.h"
 #include "nomem.h"
 #include "model_stream.h"
 #include "record_text.h"
@@ -91,6 +92,32 @@ static void text_sites(const struct vt_model *m, const struct vt_stream_peak *pk
 	free(v);
 }
 
+#define SPARK_COLS 64
+
+/* The curve in SPARK_COLS columns, each the most live in its share of the
+ * run, as a level of " .:-=+*#%@" ('@' is the peak). */
+static void text_curve(const struct vt_model *m, const struct vt_stream_peak *pk, FILE *out)
+{
+	static const char levels[] = " .:-=+*#%@";
+	const struct vt_live_curve *c = vt_stream_curve(m, pk->proc, pk->device);
+	if (!c || !c->n || !pk->bytes)
+		return;
+	char line[SPARK_COLS + 1], from[32], to[32];
+	uint32_t cols = c->n < SPARK_COLS ? c->n : SPARK_COLS;
+	for (uint32_t j = 0; j < cols; j++) {
+		uint64_t top = 0;
+		for (uint32_t b = j * c->n / cols; b < (j + 1) * c->n / cols; b++)
+			top = c->max[b] > top ? c->max[b] : top;
+		int lv = (int)(top * 9 / pk->bytes);
+		line[j] = levels[lv > 9 ? 9 : lv ? lv : top ? 1 : 0]; /* ' ' only for nothing */
+	}
+	line[cols] = 0;
+	vt_format_seconds(c->t0, from, sizeof from);
+	vt_format_seconds(c->t0 + (uint64_t)c->n * c->width, to, sizeof to);
+	fprintf(out, "    live bytes over time, %s to %s ('@' the peak):\n    |%s|\n", from, to,
+	        line);
+}
+
 static void text_largest(const struct vt_model *m, const struct vt_stream_peak *pk, FILE *out)
 {
 	fprintf(out, "    largest allocations at the peak:\n    %10s %12s %10s  site\n", "bytes",
@@ -126,6 +153,7 @@ static void text_peak(const struct vt_model *m, const struct vt_stream_peak *pk,
 		        "    %" PRIu32 " processes used this GPU: this is this process's own "
 		        "peak; `vramtrace report` merges them in time\n",
 		        sharing);
+	text_curve(m, pk, out);
 	text_sites(m, pk, "at the peak", top, out);
 	text_largest(m, pk, out);
 }
@@ -289,6 +317,25 @@ static void json_largest(struct vt_json *j, const struct vt_model *m,
 	vt_json_end_array(j);
 }
 
+static void json_curve(struct vt_json *j, const struct vt_model *m, const struct vt_stream_peak *pk)
+{
+	const struct vt_live_curve *c = vt_stream_curve(m, pk->proc, pk->device);
+	vt_json_key(j, "timeline");
+	if (!c) {
+		vt_json_null(j);
+		return;
+	}
+	vt_json_begin_object(j);
+	vt_json_kv_u64(j, "t0_ns", c->t0);
+	vt_json_kv_u64(j, "bucket_ns", c->width);
+	vt_json_key(j, "max_bytes");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < c->n; i++)
+		vt_json_u64(j, c->max[i]);
+	vt_json_end_array(j);
+	vt_json_end_object(j);
+}
+
 static void json_peak(struct vt_json *j, const struct vt_model *m, const struct vt_stream_peak *pk,
                       int top)
 {
@@ -304,6 +351,7 @@ static void json_peak(struct vt_json *j, const struct vt_model *m, const struct 
 	vt_json_kv_u64(j, "processes_on_device", vt_stream_procs_on_device(m, pk->device));
 	json_sites(j, m, pk, top);
 	json_largest(j, m, pk);
+	json_curve(j, m, pk);
 	vt_json_end_object(j);
 }
 

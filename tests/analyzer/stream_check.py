@@ -54,6 +54,11 @@ def compare(vt, trace, what):
               (what, d["ordinal"], d["peak_bytes"], d["peak_t_ns"], d["end_bytes"]))
         check(pk and sum(s["bytes"] for s in pk[0]["sites"]) == d["peak_bytes"],
               "%s: GPU %d sites add up to the peak" % (what, d["ordinal"]))
+        tl = pk[0]["timeline"] if pk else None
+        check(tl and 0 < len(tl["max_bytes"]) <= 1024 and max(tl["max_bytes"]) == d["peak_bytes"] and
+              tl["max_bytes"][(d["peak_t_ns"] - tl["t0_ns"]) // tl["bucket_ns"]] == d["peak_bytes"],
+              "%s: GPU %d timeline: %d buckets, its top the peak, in the peak's bucket" %
+              (what, d["ordinal"], len(tl["max_bytes"]) if tl else 0))
     want = {s["site"]: s["bytes_at_peak"] for s in full["sites"] if s["bytes_at_peak"]}
     got = defaultdict(int)
     for p in st["peaks"]:

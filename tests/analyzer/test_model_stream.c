@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "model_builder.h"
+#include "live_curve.h"
 #include "model_stream.h"
 
 struct op {
@@ -187,6 +188,24 @@ static void check_snapshot(const struct vt_model *full, const struct vt_model *s
 	assert_int_equal(pk->largest[0].bytes, s.largest);
 }
 
+/* The live-bytes curve of dev: its highest bucket is the peak, its last
+ * value the end, and it spans the process's run in at most 1024 buckets. */
+static void check_curve(const struct vt_model *full, const struct vt_model *sm, int dev)
+{
+	const struct vt_live_curve *c = vt_stream_curve(sm, 0, (uint8_t)dev);
+	if (!full->devices[dev].peak_bytes)
+		return;
+	assert_non_null(c);
+	assert_true(c->n >= 1 && c->n <= VT_CURVE_BUCKETS);
+	uint64_t top = 0;
+	for (uint32_t i = 0; i < c->n; i++)
+		top = c->max[i] > top ? c->max[i] : top;
+	assert_int_equal(top, full->devices[dev].peak_bytes);
+	assert_int_equal(c->last[c->n - 1], full->devices[dev].end_bytes);
+	uint32_t peak_bucket = (uint32_t)((full->devices[dev].peak_t_ns - c->t0) / c->width);
+	assert_int_equal(c->max[peak_bucket], full->devices[dev].peak_bytes);
+}
+
 static void test_same_peaks_as_full_model(void **state)
 {
 	(void)state;
@@ -211,6 +230,7 @@ static void test_same_peaks_as_full_model(void **state)
 			assert_int_equal(sm->devices[dev].peak_seq, full->devices[dev].peak_seq);
 			assert_int_equal(sm->devices[dev].end_bytes, full->devices[dev].end_bytes);
 			check_snapshot(full, sm, dev);
+			check_curve(full, sm, dev);
 		}
 		check_failures(full, sm);
 		assert_true(full->nfailed > 0 || n < 1000);
@@ -339,6 +359,44 @@ static void test_processes(void **state)
 	vt_model_free(m);
 }
 
+/* The curve against brute force: each bucket's max is the most bytes live
+ * at any time in it (the value carried in at its start, or a point in it),
+ * over random walks with gaps that make it halve many times. */
+static void test_curve_buckets(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	static uint64_t t[N], v[N];
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		rng_state = seed;
+		struct vt_live_curve *c = malloc(sizeof *c);
+		assert_non_null(c);
+		uint64_t now = 5000 + rnd(1000), live = 0;
+		vt_curve_init(c, now, (unsigned)rnd(7));
+		for (uint32_t i = 0; i < N; i++) {
+			now += rnd(100) ? rnd(50) : rnd(1 << 20); /* mostly dense, some long gaps */
+			live = rnd(2) ? live + rnd(1000) : live - live / (1 + rnd(4));
+			t[i] = now;
+			v[i] = live;
+			vt_curve_add(c, now, live);
+		}
+		assert_true(c->n <= VT_CURVE_BUCKETS && c->n > VT_CURVE_BUCKETS / 2);
+		uint32_t k = 0;
+		uint64_t before = 0; /* live at the start of the bucket */
+		for (uint32_t b = 0; b < c->n; b++) {
+			uint64_t end = c->t0 + (b + 1) * c->width, want = before;
+			for (; k < N && t[k] < end; k++) {
+				want = v[k] > want ? v[k] : want;
+				before = v[k];
+			}
+			assert_int_equal(c->max[b], want);
+			assert_int_equal(c->last[b], before);
+		}
+		assert_int_equal(k, N);
+		free(c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +404,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_follows_live_allocations),
 	    cmocka_unit_test(test_forgotten_copies_keep_the_rest),
 	    cmocka_unit_test(test_processes),
+	    cmocka_unit_test(test_curve_buckets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
