@@ -113,7 +113,7 @@ static void text_curve(const struct vt_model *m, const struct vt_stream_peak *pk
 	}
 	line[cols] = 0;
 	vt_format_seconds(c->t0, from, sizeof from);
-	vt_format_seconds(c->t0 + (uint64_t)c->n * c->width, to, sizeof to);
+	vt_format_seconds(m->procs[pk->proc].last_t_ns, to, sizeof to); /* its last event */
 	fprintf(out, "    live bytes over time, %s to %s ('@' the peak):\n    |%s|\n", from, to,
 	        line);
 }
