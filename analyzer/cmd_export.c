@@ -1,4 +1,5 @@
-/* vramtrace export DIR --format html|perfetto|folded|csv [--at T] -o FILE */
+/* vramtrace export DIR --format html|perfetto|folded|csv [--at T] -o FILE
+ *   --stream: the streaming model's timeline (export_stream.h), csv or perfetto */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,9 @@
 #include "export_folded.h"
 #include "export_html.h"
 #include "export_perfetto.h"
+#include "export_stream.h"
 #include "model.h"
+#include "model_stream.h"
 #include "term.h"
 #include "units.h"
 
@@ -48,12 +51,14 @@ static const struct format {
 struct export_args {
 	const char *dir, *at, *out;
 	const struct format *format;
+	int stream; /* --stream */
 };
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: vramtrace export DIR --format html|perfetto|folded|csv "
-	                "[--at peak|end|SECONDS] -o FILE   (FILE '-': standard output)\n");
+	                "[--at peak|end|SECONDS] -o FILE   (FILE '-': standard output)\n"
+	                "       vramtrace export DIR --stream --format perfetto|csv -o FILE\n");
 	return 2;
 }
 
@@ -83,6 +88,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 			}
 		} else if (!strcmp(o, "--at")) {
 			a->at = argv[++i];
+		} else if (!strcmp(o, "--stream")) {
+			a->stream = 1;
 		} else if (!strcmp(o, "-o")) {
 			a->out = argv[++i];
 		} else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
@@ -99,6 +106,13 @@ static int parse(int argc, char **argv, struct export_args *a)
 	}
 	if (!a->dir || !a->format || !a->out)
 		return usage();
+	if (a->stream &&
+	    (a->at || (strcmp(a->format->name, "perfetto") && strcmp(a->format->name, "csv")))) {
+		fprintf(stderr,
+		        "vramtrace export: --stream writes the timeline as perfetto or csv, "
+		        "with no --at\n");
+		return 2;
+	}
 	return 0;
 }
 
@@ -151,12 +165,51 @@ static void say_written(const struct export_args *a)
 	        a->out, vt_term_color(stderr, VT_COLOR_RESET), a->format->name, size);
 }
 
+static int stream_perfetto_job(FILE *out, void *ctx)
+{
+	return vt_export_stream_perfetto(ctx, out);
+}
+
+static int stream_csv_job(FILE *out, void *ctx)
+{
+	return vt_export_stream_csv(ctx, out);
+}
+
+/* --stream: the timeline of a streaming model. */
+static int export_stream(const struct export_args *a)
+{
+	char err[512] = "";
+	struct vt_model *m = vt_model_load_trace_streaming(a->dir, err, sizeof err);
+	if (!m) {
+		fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : "cannot read the trace");
+		return 1;
+	}
+	vt_model_finish(m);
+	int perfetto = !strcmp(a->format->name, "perfetto");
+	vt_export_writer fn = perfetto ? stream_perfetto_job : stream_csv_job;
+	int rc;
+	if (!strcmp(a->out, "-")) {
+		rc = fn(stdout, m) == 0 && fflush(stdout) == 0 ? 0 : -1;
+		if (rc)
+			fprintf(stderr, "vramtrace export: writing the %s export failed\n",
+			        a->format->name);
+	} else if ((rc = vt_export_write_file(a->out, fn, m, err, sizeof err)) != 0) {
+		fprintf(stderr, "vramtrace export: %s\n", err);
+	}
+	if (rc == 0)
+		say_written(a);
+	vt_model_free(m);
+	return rc ? 1 : 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	struct export_args a;
 	int rc = parse(argc, argv, &a);
 	if (rc)
 		return rc;
+	if (a.stream)
+		return export_stream(&a);
 	char err[512] = "";
 	struct vt_model *m = load(a.dir, err, sizeof err);
 	if (!m) {

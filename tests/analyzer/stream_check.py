@@ -29,6 +29,34 @@ def report(vt, trace, *args):
                                      text=True).stdout)
 
 
+def export_checks(vt, trace, what, full, st):
+    """export --stream: the timeline as Perfetto JSON and CSV, its top the peak."""
+    pf = json.loads(subprocess.run([vt, "export", trace, "--stream", "--format", "perfetto",
+                                    "-o", "-"], check=True, stdout=subprocess.PIPE,
+                                   text=True).stdout)
+    ev = pf["traceEvents"]
+    peaks = {d["ordinal"]: d["peak_bytes"] for d in full["devices"] if d["peak_bytes"]}
+    counters = defaultdict(int)
+    for e in ev:
+        if e["ph"] == "C":
+            dev = int(e["name"].split()[1])
+            counters[dev] = max(counters[dev], e["args"]["bytes"])
+    check(dict(counters) == peaks, "%s: perfetto counters top out at the peaks %s" % (what, peaks))
+    instants = [e for e in ev if e["ph"] == "i"]
+    check(len(instants) == len(st["peaks"]) + len(st["failures"]),
+          "%s: perfetto: an instant per peak and failure (%d)" % (what, len(instants)))
+    rows = subprocess.run([vt, "export", trace, "--stream", "--format", "csv", "-o", "-"],
+                          check=True, stdout=subprocess.PIPE, text=True).stdout.splitlines()
+    per = defaultdict(list)
+    for r in rows[1:]:
+        pid, dev, t, w, b = map(int, r.split(","))
+        per[(pid, dev)].append(b)
+    check(rows[0] == "pid,device,t_ns,bucket_ns,max_bytes" and
+          all(len(v) <= 1024 for v in per.values()) and
+          {d: max(v) for (p, d), v in per.items()} == peaks,
+          "%s: csv timeline, at most 1024 rows a GPU, top the peak" % what)
+
+
 def compare(vt, trace, what):
     full, st = report(vt, trace), report(vt, trace, "--stream")
     t = full["totals"]
@@ -65,6 +93,7 @@ def compare(vt, trace, what):
         for s in p["sites"]:
             got[s["site"]] += s["bytes"]
     check(dict(got) == want, "%s: bytes per site at the peak: %s" % (what, sorted(want.items())[:4]))
+    export_checks(vt, trace, what, full, st)
     check(st["records_held"] <= max(st["allocations"], 1),
           "%s: %d records held for %d allocations" % (what, st["records_held"],
                                                       st["allocations"]))

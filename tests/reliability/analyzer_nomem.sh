@@ -42,6 +42,7 @@ check "export csv" 3 "$vt" export "$work/trace" --format csv -o "$work/x.csv"
 check "report --stream" 0 "$vt" report --stream "$work/trace"
 check "report --stream --json" 0 "$vt" report --stream --json "$work/trace"
 check "diff --stream --fail-over" 0 "$vt" diff --stream --fail-over 10 "$work/trace" "$work/trace"
+check "export --stream perfetto" 0 "$vt" export "$work/trace" --stream --format perfetto -o "$work/t.json"
 # a limit above what the model needs changes nothing (the double is not the failure)
 VT_TEST_ALLOC_LIMIT=17179869184 LD_PRELOAD=$lib "$vt" report "$work/trace" >/dev/null 2>"$work/err" ||
 	{ echo "FAIL: report under a limit it never reaches"; fail=1; }
