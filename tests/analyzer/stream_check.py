@@ -9,6 +9,7 @@ trace's. Bad flags get one line and exit 2.
     stream_check.py VRAMTRACE GEN_TRACE TRAINER SIMDRIVER_DIR GOLDEN_DIR"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -164,6 +165,27 @@ def main():
             want = {x["site"]: (x["base"], x["new"]) for x in f["sites"]}
             got = {x["site"]: (x["base"], x["new"]) for x in s_["sites"]}
             check(got == want, "%s: bytes per site at the peaks" % what)
+
+        # two processes on one GPU (two runs' logs in one trace): each one's
+        # own peak, and the report says the GPU was shared
+        shared = os.path.join(work, "shared")
+        os.makedirs(shared)
+        for src in (two, oomed):
+            for f in os.listdir(src):
+                if f.startswith("vramtrace.") and f.endswith(".log"):
+                    shutil.copy(os.path.join(src, f), shared)
+        alone = {json.loads(subprocess.run([vt, "report", src, "--stream", "--json"], check=True,
+                                           stdout=subprocess.PIPE, text=True).stdout)["peaks"][0]
+                 ["peak_bytes"] for src in (two, oomed)}
+        st = json.loads(subprocess.run([vt, "report", shared, "--stream", "--json"], check=True,
+                                       stdout=subprocess.PIPE, text=True).stdout)
+        gpu0 = [p for p in st["peaks"] if p["device"] == 0]
+        check(len(gpu0) == 2 and {p["peak_bytes"] for p in gpu0} == alone and
+              all(p["processes_on_device"] == 2 for p in gpu0),
+              "shared GPU: each process's own peak %s" % sorted(alone))
+        text = subprocess.run([vt, "report", shared, "--stream"], check=True,
+                              stdout=subprocess.PIPE, text=True).stdout
+        check("2 processes used this GPU" in text, "shared GPU: the text says so")
 
     bad = subprocess.run([vt, "report", golden, "--stream", "--at", "end"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
