@@ -57,8 +57,8 @@ struct export_args {
 static int usage(void)
 {
 	fprintf(stderr, "usage: vramtrace export DIR --format html|perfetto|folded|csv "
-	                "[--at peak|end|SECONDS] -o FILE   (FILE '-': standard output)\n"
-	                "       vramtrace export DIR --stream --format perfetto|csv -o FILE\n");
+	                "[--at peak|end|SECONDS] [--stream] -o FILE   (FILE '-': standard output; "
+	                "--stream: perfetto or csv)\n");
 	return 2;
 }
 

@@ -12,7 +12,7 @@
 	  "[--stream]")                                                                            \
 	X(oom, "oom DIR [--json] [--index N]")                                                     \
 	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]")                 \
-	X(export, "export DIR --format html|perfetto|folded|csv [--at T] -o FILE")
+	X(export, "export DIR --format html|perfetto|folded|csv [--at T] [--stream] -o FILE")
 
 /* Each returns the process exit code. */
 #define VT_DECLARE_COMMAND(name, usage) int cmd_##name(int argc, char **argv);

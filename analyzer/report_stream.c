@@ -39,13 +39,14 @@ static int by_bytes(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
-/* The snapshot's sites by name, largest first; *n of them. */
+/* The snapshot's sites by name, largest first; *n of them (freed by the
+ * caller). */
 static struct named_site *named_sites(const struct vt_model *m, const struct vt_stream_peak *pk,
                                       uint32_t *n)
 {
 	struct named_site *v = calloc(pk->nsites ? pk->nsites : 1, sizeof *v);
 	if (!v)
-		return NULL;
+		vt_nomem();
 	for (uint32_t i = 0; i < pk->nsites; i++) {
 		vt_report_site(m, pk->proc, pk->sites[i].stack_id, v[i].name, sizeof v[i].name);
 		v[i].bytes = pk->sites[i].bytes;
@@ -78,8 +79,6 @@ static void text_sites(const struct vt_model *m, const struct vt_stream_peak *pk
 {
 	uint32_t n = 0;
 	struct named_site *v = named_sites(m, pk, &n);
-	if (!v)
-		return;
 	fprintf(out, "    %s, by allocating site:\n    %10s %8s  site\n", when, "bytes", "live");
 	for (uint32_t i = 0; i < n && i < (uint32_t)top; i++) {
 		char b[32], safe[512];
@@ -253,8 +252,6 @@ void vt_report_build_stream(struct vt_report *r, struct vt_model *m)
 	for (uint32_t i = 0; i < npeaks; i++) {
 		uint32_t nv = 0;
 		struct named_site *v = named_sites(m, &pk[i], &nv);
-		if (!v)
-			vt_nomem();
 		for (uint32_t k = 0; k < nv; k++) {
 			struct vt_site_stat *s = &r->sites[n++];
 			snprintf(s->name, sizeof s->name, "%s", v[k].name);
@@ -285,7 +282,7 @@ static void json_sites(struct vt_json *j, const struct vt_model *m, const struct
 	struct named_site *v = named_sites(m, pk, &n);
 	vt_json_key(j, "sites");
 	vt_json_begin_array(j);
-	for (uint32_t i = 0; v && i < n && i < (uint32_t)top; i++) {
+	for (uint32_t i = 0; i < n && i < (uint32_t)top; i++) {
 		vt_json_begin_object(j);
 		vt_json_kv_string(j, "site", v[i].name);
 		vt_json_kv_u64(j, "bytes", v[i].bytes);
