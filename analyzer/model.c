@@ -28,9 +28,7 @@ int vt_category_from_name(const char *name)
 	return -1;
 }
 
-/* Grow *arr (element size elem) so that index n fits. Exits on OOM: the
- * analyzer cannot say anything true with half a model. */
-static void *grow(void *arr, uint32_t *cap, uint32_t n, size_t elem)
+void *vt_model_grow(void *arr, uint32_t *cap, uint32_t n, size_t elem)
 {
 	if (n < *cap)
 		return arr;
@@ -46,7 +44,7 @@ static void *grow(void *arr, uint32_t *cap, uint32_t n, size_t elem)
 }
 /* The check inline: it runs for every allocation and every free. */
 #define GROW(arr, cap, n)                                                                          \
-	((n) < (cap) ? (void)0 : (void)((arr) = grow((arr), &(cap), (n), sizeof *(arr))))
+	((n) < (cap) ? (void)0 : (void)((arr) = vt_model_grow((arr), &(cap), (n), sizeof *(arr))))
 
 static char *dup_n(const char *s, size_t n)
 {

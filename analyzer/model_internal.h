@@ -55,6 +55,9 @@ struct vt_range_entry {
 	UT_hash_handle hh;
 };
 
+/* Grow *arr (element size elem) so that index n fits; *cap doubles. Exits
+ * on OOM: the analyzer cannot say anything true with half a model. */
+void *vt_model_grow(void *arr, uint32_t *cap, uint32_t n, size_t elem);
 /* Drop the (alloc, offset) -> range index once replay is over. */
 void vt_model_drop_range_index(struct vt_model *m);
 /* Allocation idx's copy statistics go (its record is about to be reused). */

@@ -45,20 +45,6 @@ struct vt_stream {
 	uint32_t nfailures;
 };
 
-static void *grow_array(void *arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	if (need <= *cap)
-		return arr;
-	uint32_t c = *cap ? *cap : 64;
-	while (c < need)
-		c = c > UINT32_MAX / 2 ? UINT32_MAX : c * 2;
-	void *p = realloc(arr, (size_t)c * elem);
-	if (!p)
-		vt_nomem();
-	*cap = c;
-	return p;
-}
-
 struct vt_model *vt_model_new_streaming(void)
 {
 	struct vt_model *m = vt_model_new();
@@ -113,7 +99,7 @@ void vt_stream_retire(struct vt_model *m, uint32_t idx)
 	if ((a->flags & VT_AF_HANDLE) && vt_model_copies(m, a)->maps)
 		return;
 	vt_model_forget_copies(m, idx);
-	s->free_records = grow_array(s->free_records, &s->cap_free, s->nfree + 1, sizeof(uint32_t));
+	s->free_records = vt_model_grow(s->free_records, &s->cap_free, s->nfree, sizeof(uint32_t));
 	s->free_records[s->nfree++] = idx;
 	s->retired++;
 }
@@ -200,7 +186,7 @@ static struct vt_stream_peak *peak_entry(struct vt_stream *s, struct stream_proc
                                          uint8_t dev)
 {
 	if (sp->entry[dev] == VT_NO_INDEX) {
-		s->peaks = grow_array(s->peaks, &s->cap_peaks, s->npeaks + 1, sizeof *s->peaks);
+		s->peaks = vt_model_grow(s->peaks, &s->cap_peaks, s->npeaks, sizeof *s->peaks);
 		sp->entry[dev] = s->npeaks;
 		s->peaks[s->npeaks++] = (struct vt_stream_peak){.proc = proc, .device = dev};
 		s->procs_on_device[dev]++;
@@ -238,8 +224,7 @@ static uint64_t fill_snapshot(struct vt_model *m, uint32_t proc, uint8_t dev, ui
 {
 	struct vt_stream *s = m->stream;
 	pk->nlargest = 0;
-	s->scratch = grow_array(s->scratch, &s->cap_scratch, m->nallocs ? m->nallocs : 1,
-	                        sizeof *s->scratch);
+	s->scratch = vt_model_grow(s->scratch, &s->cap_scratch, m->nallocs, sizeof *s->scratch);
 	uint32_t n = 0;
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < m->nallocs; i++) {
