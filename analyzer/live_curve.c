@@ -1,6 +1,12 @@
 /* A downsampled live-bytes curve (see live_curve.h). */
 #include "live_curve.h"
 
+#include <stdlib.h>
+
+#include "nomem.h"
+
+#define GRID_MAX 65536 /* buckets of the common grid, at most */
+
 void vt_curve_init(struct vt_live_curve *c, uint64_t t0, unsigned shift)
 {
 	c->t0 = t0;
@@ -42,4 +48,55 @@ void vt_curve_add_slow(struct vt_live_curve *c, uint64_t t, uint64_t bytes)
 		c->max[b] = bytes;
 	if (b == c->n - 1)
 		c->last[b] = bytes;
+}
+
+/* Where the curves start and end, and the common grid's width: the widest
+ * bucket, doubled until the grid has at most GRID_MAX buckets. */
+static uint64_t grid_of(const struct vt_live_curve *const *c, uint32_t n, uint64_t *start,
+                        uint64_t *buckets)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, w = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t end = c[i]->t0 + (uint64_t)c[i]->n * c[i]->width;
+		lo = c[i]->t0 < lo ? c[i]->t0 : lo;
+		hi = end > hi ? end : hi;
+		w = c[i]->width > w ? c[i]->width : w;
+	}
+	while ((hi - lo) / w >= GRID_MAX)
+		w *= 2;
+	*start = lo;
+	*buckets = (hi - lo) / w + 1;
+	return w;
+}
+
+uint64_t vt_curves_sum_bound(const struct vt_live_curve *const *c, uint32_t n)
+{
+	uint64_t start, g, w;
+	if (!n || !(w = grid_of(c, n, &start, &g)))
+		return 0;
+	uint64_t *sum = calloc(g, sizeof *sum), *one = malloc(g * sizeof *one);
+	if (!sum || !one)
+		vt_nomem();
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_live_curve *k = c[i];
+		for (uint64_t x = 0; x < g; x++)
+			one[x] = 0;                   /* nothing live before the curve starts */
+		for (uint32_t b = 0; b < k->n; b++) { /* a bucket spans one or two of the grid's */
+			uint64_t s = k->t0 + b * k->width - start;
+			uint64_t g0 = s / w, g1 = (s + k->width - 1) / w;
+			one[g0] = k->max[b] > one[g0] ? k->max[b] : one[g0];
+			one[g1] = k->max[b] > one[g1] ? k->max[b] : one[g1];
+		}
+		uint64_t after = (k->t0 + (uint64_t)k->n * k->width - start) / w;
+		for (uint64_t x = after; k->n && x < g; x++) /* its last value goes on */
+			one[x] = k->last[k->n - 1] > one[x] ? k->last[k->n - 1] : one[x];
+		for (uint64_t x = 0; x < g; x++)
+			sum[x] += one[x];
+	}
+	uint64_t top = 0;
+	for (uint64_t x = 0; x < g; x++)
+		top = sum[x] > top ? sum[x] : top;
+	free(sum);
+	free(one);
+	return top;
 }

@@ -22,6 +22,11 @@ struct vt_live_curve {
 
 /* The first buckets are 2^shift ns wide (the width doubles as needed). */
 void vt_curve_init(struct vt_live_curve *c, uint64_t t0, unsigned shift);
+/* An upper bound on the most bytes the n curves held together at any one
+ * time (processes sharing a GPU): their bucket maxima summed on a common
+ * grid, each curve holding its last value after its end. 0 for no curve. */
+uint64_t vt_curves_sum_bound(const struct vt_live_curve *const *c, uint32_t n);
+
 /* vt_curve_add past the last bucket in use. */
 void vt_curve_add_slow(struct vt_live_curve *c, uint64_t t, uint64_t bytes);
 

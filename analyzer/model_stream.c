@@ -350,6 +350,33 @@ void vt_stream_finish(struct vt_model *m)
 
 /* ---- queries ------------------------------------------------------------ */
 
+void vt_stream_combined_peak(const struct vt_model *m, int dev, uint64_t *at_least,
+                             uint64_t *at_most)
+{
+	const struct vt_stream *s = m->stream;
+	const struct vt_live_curve **curves =
+	    calloc(s && s->npeaks ? s->npeaks : 1, sizeof *curves);
+	if (!curves)
+		vt_nomem();
+	uint32_t n = 0;
+	uint64_t own = 0, end = 0;
+	for (uint32_t i = 0; s && i < s->npeaks; i++) {
+		const struct vt_stream_peak *pk = &s->peaks[i];
+		if (pk->device != dev)
+			continue;
+		own = pk->bytes > own ? pk->bytes : own;
+		end += pk->end_bytes;
+		const struct vt_live_curve *c = vt_stream_curve(m, pk->proc, pk->device);
+		if (c)
+			curves[n++] = c;
+	}
+	*at_least = own > end ? own : end; /* one process's peak; all that was left */
+	*at_most = vt_curves_sum_bound(curves, n);
+	if (*at_most < *at_least)
+		*at_most = *at_least;
+	free(curves);
+}
+
 const struct vt_stream_peak *vt_stream_peaks(const struct vt_model *m, uint32_t *n)
 {
 	*n = m->stream ? m->stream->npeaks : 0;

@@ -147,11 +147,18 @@ static void text_peak(const struct vt_model *m, const struct vt_stream_peak *pk,
 	        m->devices[pk->device].total_bytes ? cap : "unknown", m->procs[pk->proc].pid, peak,
 	        when, pk->live_allocs, endb);
 	uint32_t sharing = vt_stream_procs_on_device(m, pk->device);
-	if (sharing > 1)
+	if (sharing > 1) {
+		uint64_t lo, hi;
+		char los[32], his[32];
+		vt_stream_combined_peak(m, pk->device, &lo, &hi);
+		vt_format_bytes(lo, los, sizeof los);
+		vt_format_bytes(hi, his, sizeof his);
 		fprintf(out,
-		        "    %" PRIu32 " processes used this GPU: this is this process's own "
-		        "peak; `vramtrace report` merges them in time\n",
-		        sharing);
+		        "    %" PRIu32 " processes used this GPU: this is this process's own peak; "
+		        "together they held between %s and %s at most (`vramtrace report` merges "
+		        "them in time)\n",
+		        sharing, los, his);
+	}
 	text_curve(m, pk, out);
 	text_sites(m, pk, "at the peak", top, out);
 	text_largest(m, pk, out);
@@ -346,6 +353,10 @@ static void json_peak(struct vt_json *j, const struct vt_model *m, const struct 
 	vt_json_kv_u64(j, "end_bytes", pk->end_bytes);
 	vt_json_kv_u64(j, "live_allocs", pk->live_allocs);
 	vt_json_kv_u64(j, "processes_on_device", vt_stream_procs_on_device(m, pk->device));
+	uint64_t lo, hi; /* the device's peak over all its processes, bounded */
+	vt_stream_combined_peak(m, pk->device, &lo, &hi);
+	vt_json_kv_u64(j, "device_peak_at_least", lo);
+	vt_json_kv_u64(j, "device_peak_at_most", hi);
 	json_sites(j, m, pk, top);
 	json_largest(j, m, pk);
 	json_curve(j, m, pk);

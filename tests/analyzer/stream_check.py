@@ -183,6 +183,12 @@ def main():
         check(len(gpu0) == 2 and {p["peak_bytes"] for p in gpu0} == alone and
               all(p["processes_on_device"] == 2 for p in gpu0),
               "shared GPU: each process's own peak %s" % sorted(alone))
+        full = json.loads(subprocess.run([vt, "report", shared, "--json"], check=True,
+                                         stdout=subprocess.PIPE, text=True).stdout)
+        merged = [d["peak_bytes"] for d in full["devices"] if d["ordinal"] == 0][0]
+        check(gpu0 and gpu0[0]["device_peak_at_least"] <= merged <= gpu0[0]["device_peak_at_most"],
+              "shared GPU: the full report's merged peak %d within the bounds %s" %
+              (merged, gpu0 and (gpu0[0]["device_peak_at_least"], gpu0[0]["device_peak_at_most"])))
         text = subprocess.run([vt, "report", shared, "--stream"], check=True,
                               stdout=subprocess.PIPE, text=True).stdout
         check("2 processes used this GPU" in text, "shared GPU: the text says so")

@@ -231,6 +231,10 @@ static void test_same_peaks_as_full_model(void **state)
 			assert_int_equal(sm->devices[dev].end_bytes, full->devices[dev].end_bytes);
 			check_snapshot(full, sm, dev);
 			check_curve(full, sm, dev);
+			uint64_t lo, hi; /* one process: both bounds are its peak */
+			vt_stream_combined_peak(sm, dev, &lo, &hi);
+			assert_int_equal(lo, full->devices[dev].peak_bytes);
+			assert_int_equal(hi, full->devices[dev].peak_bytes);
 		}
 		check_failures(full, sm);
 		assert_true(full->nfailed > 0 || n < 1000);
@@ -359,6 +363,46 @@ static void test_processes(void **state)
 	vt_model_free(m);
 }
 
+/* Two processes at once on the same GPUs: the full model merges them in
+ * time; the streaming model's bounds must hold its peak between them. */
+static void test_shared_device_bounds(void **state)
+{
+	(void)state;
+	int tight = 0;
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		uint32_t n1 = 300 + (uint32_t)(seed * 37 % 1500),
+		         n2 = 300 + (uint32_t)(seed * 53 % 1500);
+		struct op *a = random_ops(seed, n1), *b = random_ops(seed + 1000, n2);
+		struct vt_model *full = vt_model_new(), *sm = vt_model_new_streaming();
+		assert_non_null(full);
+		assert_non_null(sm);
+		struct vt_model *both[2] = {full, sm};
+		for (int k = 0; k < 2; k++) {
+			struct builder bb;
+			b_begin(&bb, both[k], 100, 1000, 1000);
+			feed(&bb, a, n1);
+			vt_model_end_process(both[k], bb.proc);
+			b_begin(&bb, both[k], 200, 1000 + seed * 7, 1000); /* clocks apart */
+			feed(&bb, b, n2);
+		}
+		vt_model_finish(full);
+		vt_model_finish(sm);
+		for (int dev = 0; dev < 2; dev++) {
+			uint64_t lo, hi, peak = full->devices[dev].peak_bytes;
+			vt_stream_combined_peak(sm, dev, &lo, &hi);
+			assert_true(lo <= peak);
+			assert_true(peak <= hi);
+			assert_int_equal(sm->devices[dev].end_bytes, full->devices[dev].end_bytes);
+			tight += hi - lo < peak / 4;
+		}
+		vt_model_free(full);
+		vt_model_free(sm);
+		free(a);
+		free(b);
+	}
+	assert_true(tight > 0); /* the bounds say something, not just 0..inf */
+}
+
 /* The curve against brute force: each bucket's max is the most bytes live
  * at any time in it (the value carried in at its start, or a point in it),
  * over random walks with gaps that make it halve many times. */
@@ -405,6 +449,7 @@ int main(void)
 	    cmocka_unit_test(test_forgotten_copies_keep_the_rest),
 	    cmocka_unit_test(test_processes),
 	    cmocka_unit_test(test_curve_buckets),
+	    cmocka_unit_test(test_shared_device_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
