@@ -50,6 +50,23 @@ void vt_curve_add_slow(struct vt_live_curve *c, uint64_t t, uint64_t bytes)
 		c->last[b] = bytes;
 }
 
+/* Times of a hostile log reach 2^64: the grid's arithmetic saturates. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Start of bucket b of curve k (the end of the curve for b = k->n). */
+static uint64_t bucket_start(const struct vt_live_curve *k, uint64_t b)
+{
+	return sat_add(k->t0, sat_mul(b, k->width));
+}
+
 /* Where the curves start and end, and the common grid's width: the widest
  * bucket, doubled until the grid has at most GRID_MAX buckets. */
 static uint64_t grid_of(const struct vt_live_curve *const *c, uint32_t n, uint64_t *start,
@@ -57,23 +74,32 @@ static uint64_t grid_of(const struct vt_live_curve *const *c, uint32_t n, uint64
 {
 	uint64_t lo = UINT64_MAX, hi = 0, w = 1;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t end = c[i]->t0 + (uint64_t)c[i]->n * c[i]->width;
+		uint64_t end = bucket_start(c[i], c[i]->n);
 		lo = c[i]->t0 < lo ? c[i]->t0 : lo;
 		hi = end > hi ? end : hi;
 		w = c[i]->width > w ? c[i]->width : w;
 	}
-	while ((hi - lo) / w >= GRID_MAX)
+	while ((hi - lo) / w >= GRID_MAX && w <= UINT64_MAX / 2)
 		w *= 2;
 	*start = lo;
 	*buckets = (hi - lo) / w + 1;
 	return w;
 }
 
+/* The grid bucket of time t (at or after start); a time past the grid
+ * (saturated) counts in its last bucket, which keeps the bound a bound. */
+static uint64_t grid_at(uint64_t t, uint64_t start, uint64_t w, uint64_t g)
+{
+	uint64_t x = (t - start) / w;
+	return x < g ? x : g - 1;
+}
+
 uint64_t vt_curves_sum_bound(const struct vt_live_curve *const *c, uint32_t n)
 {
 	uint64_t start, g, w;
-	if (!n || !(w = grid_of(c, n, &start, &g)))
+	if (!n)
 		return 0;
+	w = grid_of(c, n, &start, &g);
 	uint64_t *sum = calloc(g, sizeof *sum), *one = malloc(g * sizeof *one);
 	if (!sum || !one)
 		vt_nomem();
@@ -82,16 +108,17 @@ uint64_t vt_curves_sum_bound(const struct vt_live_curve *const *c, uint32_t n)
 		for (uint64_t x = 0; x < g; x++)
 			one[x] = 0;                   /* nothing live before the curve starts */
 		for (uint32_t b = 0; b < k->n; b++) { /* a bucket spans one or two of the grid's */
-			uint64_t s = k->t0 + b * k->width - start;
-			uint64_t g0 = s / w, g1 = (s + k->width - 1) / w;
-			one[g0] = k->max[b] > one[g0] ? k->max[b] : one[g0];
-			one[g1] = k->max[b] > one[g1] ? k->max[b] : one[g1];
+			uint64_t s = bucket_start(k, b);
+			uint64_t g0 = grid_at(s, start, w, g);
+			uint64_t g1 = grid_at(sat_add(s, k->width - 1), start, w, g);
+			for (uint64_t x = g0; x <= g1; x++)
+				one[x] = k->max[b] > one[x] ? k->max[b] : one[x];
 		}
-		uint64_t after = (k->t0 + (uint64_t)k->n * k->width - start) / w;
+		uint64_t after = grid_at(bucket_start(k, k->n), start, w, g);
 		for (uint64_t x = after; k->n && x < g; x++) /* its last value goes on */
 			one[x] = k->last[k->n - 1] > one[x] ? k->last[k->n - 1] : one[x];
 		for (uint64_t x = 0; x < g; x++)
-			sum[x] += one[x];
+			sum[x] = sat_add(sum[x], one[x]);
 	}
 	uint64_t top = 0;
 	for (uint64_t x = 0; x < g; x++)

@@ -403,6 +403,29 @@ static void test_shared_device_bounds(void **state)
 	assert_true(tight > 0); /* the bounds say something, not just 0..inf */
 }
 
+/* Times of a hostile log near 2^64 and buckets of 2^63 ns: the bound's
+ * grid saturates instead of wrapping (the model-replay fuzzer found a read
+ * past the grid here; ASan runs this test). */
+static void test_curves_at_the_end_of_time(void **state)
+{
+	(void)state;
+	struct vt_live_curve *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+	assert_non_null(a);
+	assert_non_null(b);
+	vt_curve_init(a, 0, 63);
+	vt_curve_add(a, 0, 100);
+	vt_curve_add(a, (1ull << 63) + 5, 700); /* a second 2^63-ns bucket: its end wraps */
+	vt_curve_init(b, UINT64_MAX - 10, 0);
+	vt_curve_add(b, UINT64_MAX - 10, 300);
+	vt_curve_add(b, UINT64_MAX, 50);
+	const struct vt_live_curve *both[2] = {a, b};
+	uint64_t hi = vt_curves_sum_bound(both, 2);
+	assert_true(hi >= 700 && hi >= 300);
+	assert_true(hi <= 1000);
+	free(a);
+	free(b);
+}
+
 /* The curve against brute force: each bucket's max is the most bytes live
  * at any time in it (the value carried in at its start, or a point in it),
  * over random walks with gaps that make it halve many times. */
@@ -450,6 +473,7 @@ int main(void)
 	    cmocka_unit_test(test_processes),
 	    cmocka_unit_test(test_curve_buckets),
 	    cmocka_unit_test(test_shared_device_bounds),
+	    cmocka_unit_test(test_curves_at_the_end_of_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
