@@ -17,7 +17,7 @@ int vt_export_stream_csv(const struct vt_model *m, FILE *out)
 		const struct vt_live_curve *c = vt_stream_curve(m, pk[i].proc, pk[i].device);
 		for (uint32_t b = 0; c && b < c->n; b++)
 			fprintf(out, "%d,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-			        m->procs[pk[i].proc].pid, pk[i].device, c->t0 + b * c->width,
+			        m->procs[pk[i].proc].pid, pk[i].device, vt_curve_bucket_t(c, b),
 			        c->width, c->max[b]);
 	}
 	return ferror(out) ? -1 : 0;
@@ -54,7 +54,7 @@ static void counter(struct vt_json *j, const struct vt_model *m, const struct vt
 	char name[32];
 	snprintf(name, sizeof name, "GPU %u live bytes", pk->device);
 	for (uint32_t b = 0; c && b < c->n; b++) {
-		event_head(j, name, "C", c->t0 + b * c->width, m->procs[pk->proc].pid);
+		event_head(j, name, "C", vt_curve_bucket_t(c, b), m->procs[pk->proc].pid);
 		vt_json_key(j, "args");
 		vt_json_begin_object(j);
 		vt_json_kv_u64(j, "bytes", c->max[b]);

@@ -61,8 +61,7 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
-/* Start of bucket b of curve k (the end of the curve for b = k->n). */
-static uint64_t bucket_start(const struct vt_live_curve *k, uint64_t b)
+uint64_t vt_curve_bucket_t(const struct vt_live_curve *k, uint64_t b)
 {
 	return sat_add(k->t0, sat_mul(b, k->width));
 }
@@ -74,7 +73,7 @@ static uint64_t grid_of(const struct vt_live_curve *const *c, uint32_t n, uint64
 {
 	uint64_t lo = UINT64_MAX, hi = 0, w = 1;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t end = bucket_start(c[i], c[i]->n);
+		uint64_t end = vt_curve_bucket_t(c[i], c[i]->n);
 		lo = c[i]->t0 < lo ? c[i]->t0 : lo;
 		hi = end > hi ? end : hi;
 		w = c[i]->width > w ? c[i]->width : w;
@@ -108,13 +107,13 @@ uint64_t vt_curves_sum_bound(const struct vt_live_curve *const *c, uint32_t n)
 		for (uint64_t x = 0; x < g; x++)
 			one[x] = 0;                   /* nothing live before the curve starts */
 		for (uint32_t b = 0; b < k->n; b++) { /* a bucket spans one or two of the grid's */
-			uint64_t s = bucket_start(k, b);
+			uint64_t s = vt_curve_bucket_t(k, b);
 			uint64_t g0 = grid_at(s, start, w, g);
 			uint64_t g1 = grid_at(sat_add(s, k->width - 1), start, w, g);
 			for (uint64_t x = g0; x <= g1; x++)
 				one[x] = k->max[b] > one[x] ? k->max[b] : one[x];
 		}
-		uint64_t after = grid_at(bucket_start(k, k->n), start, w, g);
+		uint64_t after = grid_at(vt_curve_bucket_t(k, k->n), start, w, g);
 		for (uint64_t x = after; k->n && x < g; x++) /* its last value goes on */
 			one[x] = k->last[k->n - 1] > one[x] ? k->last[k->n - 1] : one[x];
 		for (uint64_t x = 0; x < g; x++)

@@ -27,6 +27,10 @@ void vt_curve_init(struct vt_live_curve *c, uint64_t t0, unsigned shift);
  * grid, each curve holding its last value after its end. 0 for no curve. */
 uint64_t vt_curves_sum_bound(const struct vt_live_curve *const *c, uint32_t n);
 
+/* When bucket b starts (b = n: where the curve ends), saturated at 2^64-1:
+ * a hostile log's times reach it. */
+uint64_t vt_curve_bucket_t(const struct vt_live_curve *c, uint64_t b);
+
 /* vt_curve_add past the last bucket in use. */
 void vt_curve_add_slow(struct vt_live_curve *c, uint64_t t, uint64_t bytes);
 
