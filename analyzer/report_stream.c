@@ -107,8 +107,9 @@ static void text_curve(const struct vt_model *m, const struct vt_stream_peak *pk
 		uint64_t top = 0;
 		for (uint32_t b = j * c->n / cols; b < (j + 1) * c->n / cols; b++)
 			top = c->max[b] > top ? c->max[b] : top;
-		int lv = (int)(top * 9 / pk->bytes);
-		line[j] = levels[lv > 9 ? 9 : lv ? lv : top ? 1 : 0]; /* ' ' only for nothing */
+		double share = (double)top / (double)pk->bytes; /* no product to overflow */
+		int lv = share >= 1.0 ? 9 : (int)(share * 9.0);
+		line[j] = levels[lv > 0 ? lv : top ? 1 : 0]; /* ' ' only for nothing */
 	}
 	line[cols] = 0;
 	vt_format_seconds(c->t0, from, sizeof from);
