@@ -41,6 +41,7 @@ struct vt_stream {
 	struct snap_item *scratch; /* a snapshot's live allocations */
 	uint32_t cap_scratch;
 	uint32_t procs_on_device[VT_MAX_DEVICES];
+	uint64_t combined[VT_MAX_DEVICES][2]; /* the bounds of each device's peak (finish) */
 	struct vt_stream_peak failures[VT_STREAM_FAILURES]; /* the first failed allocations */
 	uint32_t nfailures;
 };
@@ -330,28 +331,10 @@ void vt_stream_end_process(struct vt_model *m, uint32_t proc)
 	}
 }
 
-/* Each device's peak: the largest of its processes' own peaks (exact when
- * one process used it); at the end, what every process still held. */
-void vt_stream_finish(struct vt_model *m)
-{
-	const struct vt_stream *s = m->stream;
-	for (uint32_t i = 0; i < s->npeaks; i++) {
-		const struct vt_stream_peak *pk = &s->peaks[i];
-		struct vt_device *d = &m->devices[pk->device];
-		d->end_bytes += pk->end_bytes;
-		if (pk->bytes > d->peak_bytes) {
-			d->peak_bytes = pk->bytes;
-			d->peak_t_ns = pk->t_ns;
-			d->peak_proc = pk->proc;
-			d->peak_seq = pk->seq;
-		}
-	}
-}
-
-/* ---- queries ------------------------------------------------------------ */
-
-void vt_stream_combined_peak(const struct vt_model *m, int dev, uint64_t *at_least,
-                             uint64_t *at_most)
+/* The bounds of dev's combined peak (vt_stream_combined_peak), worked out
+ * once: a report asks for every process's entry, and a trace of many short
+ * processes on one GPU would redo the grid for each. */
+static void combine(struct vt_model *m, int dev, uint64_t *at_least, uint64_t *at_most)
 {
 	const struct vt_stream *s = m->stream;
 	const struct vt_live_curve **curves =
@@ -375,6 +358,38 @@ void vt_stream_combined_peak(const struct vt_model *m, int dev, uint64_t *at_lea
 	if (*at_most < *at_least)
 		*at_most = *at_least;
 	free(curves);
+}
+
+/* Each device's peak: the largest of its processes' own peaks (exact when
+ * one process used it); at the end, what every process still held. */
+void vt_stream_finish(struct vt_model *m)
+{
+	struct vt_stream *s = m->stream;
+	for (uint32_t i = 0; i < s->npeaks; i++) {
+		const struct vt_stream_peak *pk = &s->peaks[i];
+		struct vt_device *d = &m->devices[pk->device];
+		d->end_bytes += pk->end_bytes;
+		if (pk->bytes > d->peak_bytes) {
+			d->peak_bytes = pk->bytes;
+			d->peak_t_ns = pk->t_ns;
+			d->peak_proc = pk->proc;
+			d->peak_seq = pk->seq;
+		}
+	}
+	for (int dev = 0; dev < VT_MAX_DEVICES; dev++)
+		if (s->procs_on_device[dev])
+			combine(m, dev, &s->combined[dev][0], &s->combined[dev][1]);
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+void vt_stream_combined_peak(const struct vt_model *m, int dev, uint64_t *at_least,
+                             uint64_t *at_most)
+{
+	const struct vt_stream *s = m->stream;
+	int ok = s && dev >= 0 && dev < VT_MAX_DEVICES;
+	*at_least = ok ? s->combined[dev][0] : 0;
+	*at_most = ok ? s->combined[dev][1] : 0;
 }
 
 const struct vt_stream_peak *vt_stream_peaks(const struct vt_model *m, uint32_t *n)

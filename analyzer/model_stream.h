@@ -93,7 +93,8 @@ uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc);
 /* Processes replayed one after the other give no exact peak for a device
  * several of them charged; their curves bound it: at least the largest one
  * process reached there (or all they left at the end), at most their bucket
- * maxima summed in time (live_curve.h). Both the peak when one process did. */
+ * maxima summed in time (live_curve.h). Both the peak when one process did.
+ * Worked out in vt_model_finish. */
 void vt_stream_combined_peak(const struct vt_model *m, int dev, uint64_t *at_least,
                              uint64_t *at_most);
 /* How many processes charged device dev. */
