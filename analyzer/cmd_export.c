@@ -138,20 +138,27 @@ static int write_format_job(FILE *out, void *ctx)
 	return job->a->format->write(job->x, job->a->dir, out);
 }
 
-static int write_output(const struct export_args *a, const struct vt_export *x)
+/* fn(out, ctx) to standard output for "-o -", else to the file (written
+ * next to it and renamed). 0, or -1 with one line on stderr. */
+static int write_to(const struct export_args *a, vt_export_writer fn, void *ctx)
 {
-	struct format_job job = {a, x};
 	char err[512];
 	if (!strcmp(a->out, "-")) {
-		if (write_format_job(stdout, &job) == 0 && fflush(stdout) == 0)
+		if (fn(stdout, ctx) == 0 && fflush(stdout) == 0)
 			return 0;
 		fprintf(stderr, "vramtrace export: writing the %s export failed\n", a->format->name);
 		return -1;
 	}
-	if (vt_export_write_file(a->out, write_format_job, &job, err, sizeof err) == 0)
+	if (vt_export_write_file(a->out, fn, ctx, err, sizeof err) == 0)
 		return 0;
 	fprintf(stderr, "vramtrace export: %s\n", err);
 	return -1;
+}
+
+static int write_output(const struct export_args *a, const struct vt_export *x)
+{
+	struct format_job job = {a, x};
+	return write_to(a, write_format_job, &job);
 }
 
 static void say_written(const struct export_args *a)
@@ -165,14 +172,17 @@ static void say_written(const struct export_args *a)
 	        a->out, vt_term_color(stderr, VT_COLOR_RESET), a->format->name, size);
 }
 
-static int stream_perfetto_job(FILE *out, void *ctx)
-{
-	return vt_export_stream_perfetto(ctx, out);
-}
+struct stream_job {
+	const struct export_args *a;
+	const struct vt_model *m;
+};
 
-static int stream_csv_job(FILE *out, void *ctx)
+static int write_stream_job(FILE *out, void *ctx)
 {
-	return vt_export_stream_csv(ctx, out);
+	const struct stream_job *job = ctx;
+	return strcmp(job->a->format->name, "perfetto")
+	           ? vt_export_stream_csv(job->m, out)
+	           : vt_export_stream_perfetto(job->m, job->a->dir, out);
 }
 
 /* --stream: the timeline of a streaming model. */
@@ -185,17 +195,8 @@ static int export_stream(const struct export_args *a)
 		return 1;
 	}
 	vt_model_finish(m);
-	int perfetto = !strcmp(a->format->name, "perfetto");
-	vt_export_writer fn = perfetto ? stream_perfetto_job : stream_csv_job;
-	int rc;
-	if (!strcmp(a->out, "-")) {
-		rc = fn(stdout, m) == 0 && fflush(stdout) == 0 ? 0 : -1;
-		if (rc)
-			fprintf(stderr, "vramtrace export: writing the %s export failed\n",
-			        a->format->name);
-	} else if ((rc = vt_export_write_file(a->out, fn, m, err, sizeof err)) != 0) {
-		fprintf(stderr, "vramtrace export: %s\n", err);
-	}
+	struct stream_job job = {a, m};
+	int rc = write_to(a, write_stream_job, &job);
 	if (rc == 0)
 		say_written(a);
 	vt_model_free(m);

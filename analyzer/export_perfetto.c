@@ -1,7 +1,5 @@
-/* Trace Event Format export (see export_perfetto.h). Events are flat
- * objects written straight to the FILE, one per line, so a million events
- * stream out without building a tree; strings go through the JSON writer's
- * escaping. (Not vt_json: its numbers are %.6g and "ts" must be exact.) */
+/* Trace Event Format export (see export_perfetto.h), written with the
+ * flat event writer (trace_event.h). */
 #include "export_perfetto.h"
 
 #include <inttypes.h>
@@ -12,20 +10,10 @@
 #include "json_out.h"
 #include "log_reader.h"
 #include "record_text.h"
+#include "trace_event.h"
 #include "report_site.h"
 #include "units.h"
 
-/* The event being written: `first` says whether a member was written at
- * the current object level. */
-struct pf_writer {
-	FILE *out;
-	int first_event;
-	int first_member;
-};
-
-/* A JSON string: printable ASCII without '"' or '\\' (nearly every name
- * and site) is written as is, the rest through the JSON writer's escaping;
- * a million events spend most of their time here. */
 /* A name from record_text.h, or "unknown" for a value it does not know (a
  * newer writer or a damaged log): NULL must never reach a printer. */
 static const char *known(const char *name)
@@ -33,91 +21,7 @@ static const char *known(const char *name)
 	return name ? name : "unknown";
 }
 
-static void put_string(FILE *out, const char *s)
-{
-	size_t n = 0;
-	for (; s[n]; n++) {
-		unsigned char c = (unsigned char)s[n];
-		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-			vt_json_write_escaped(out, s, strlen(s));
-			return;
-		}
-	}
-	fputc('"', out);
-	fwrite(s, 1, n, out);
-	fputc('"', out);
-}
-
-static void member_key(struct pf_writer *j, const char *key)
-{
-	if (!j->first_member)
-		fputc(',', j->out);
-	j->first_member = 0;
-	put_string(j->out, key);
-	fputc(':', j->out);
-}
-
-static void kv_string(struct pf_writer *j, const char *key, const char *v)
-{
-	member_key(j, key);
-	put_string(j->out, v);
-}
-
-static void kv_u64(struct pf_writer *j, const char *key, uint64_t v)
-{
-	member_key(j, key);
-	fprintf(j->out, "%" PRIu64, v);
-}
-
-static void kv_i64(struct pf_writer *j, const char *key, int64_t v)
-{
-	member_key(j, key);
-	fprintf(j->out, "%" PRId64, v);
-}
-
-static void args_begin(struct pf_writer *j)
-{
-	member_key(j, "args");
-	fputc('{', j->out);
-	j->first_member = 1;
-}
-
-static void object_end(struct pf_writer *j)
-{
-	fputc('}', j->out);
-	j->first_member = 0;
-}
-
-/* Fields every event has: name, ph, ts, pid, tid (the format's required
- * fields; "M" metadata events carry ts 0). ts in exact microseconds. */
-static void event_head(struct pf_writer *j, const char *name, const char *ph, uint64_t t_ns,
-                       uint64_t pid, uint64_t tid)
-{
-	fputs(j->first_event ? "\n{" : ",\n{", j->out);
-	j->first_event = 0;
-	j->first_member = 1;
-	kv_string(j, "name", name);
-	kv_string(j, "ph", ph);
-	member_key(j, "ts");
-	fprintf(j->out, "%" PRIu64 ".%03u", t_ns / 1000, (unsigned)(t_ns % 1000));
-	kv_u64(j, "pid", pid);
-	kv_u64(j, "tid", tid);
-}
-
-static void metadata(struct pf_writer *j, const char *what, uint64_t pid, uint64_t tid,
-                     const char *key, const char *text, int64_t number)
-{
-	event_head(j, what, "M", 0, pid, tid);
-	args_begin(j);
-	if (text)
-		kv_string(j, key, text);
-	else
-		kv_i64(j, key, number);
-	object_end(j);
-	object_end(j);
-}
-
-static void name_processes(const struct vt_export *x, struct pf_writer *j)
+static void name_processes(const struct vt_export *x, struct vt_te_writer *j)
 {
 	int devs[VT_MAX_DEVICES], nd = vt_export_devices(x, devs);
 	char buf[512];
@@ -126,64 +30,65 @@ static void name_processes(const struct vt_export *x, struct pf_writer *j)
 		uint64_t pid = VT_PERFETTO_GPU_PID + (uint64_t)devs[i];
 		snprintf(buf, sizeof buf, "GPU %d%s%s", devs[i], d->name ? " " : "",
 		         d->name ? d->name : "");
-		metadata(j, "process_name", pid, 0, "name", buf, 0);
-		metadata(j, "process_sort_index", pid, 0, "sort_index", NULL, -1000 + devs[i]);
+		vt_te_metadata(j, "process_name", pid, 0, "name", buf, 0);
+		vt_te_metadata(j, "process_sort_index", pid, 0, "sort_index", NULL,
+		               -1000 + devs[i]);
 	}
 	for (uint32_t p = 0; p < x->m->nprocs; p++) {
 		const struct vt_proc *pr = &x->m->procs[p];
 		const char *exe = pr->exe ? strrchr(pr->exe, '/') : NULL;
 		exe = exe ? exe + 1 : pr->exe ? pr->exe : "process";
-		metadata(j, "process_name", (uint64_t)pr->pid, 0, "name", exe, 0);
+		vt_te_metadata(j, "process_name", (uint64_t)pr->pid, 0, "name", exe, 0);
 	}
 }
 
 /* One counter sample: the device's bytes by category after a step, the
  * categories the device ever holds (every sample has the same args, as
  * chrome://tracing's stacked counters want). */
-static void counter(struct pf_writer *j, int dev, uint64_t t_ns, const uint64_t cats[VT_CAT_COUNT],
-                    const uint8_t used[VT_CAT_COUNT])
+static void counter(struct vt_te_writer *j, int dev, uint64_t t_ns,
+                    const uint64_t cats[VT_CAT_COUNT], const uint8_t used[VT_CAT_COUNT])
 {
 	char name[32];
 	snprintf(name, sizeof name, "GPU %d bytes", dev);
-	event_head(j, name, "C", t_ns, VT_PERFETTO_GPU_PID + (uint64_t)dev, 0);
-	args_begin(j);
+	vt_te_event(j, name, "C", t_ns, VT_PERFETTO_GPU_PID + (uint64_t)dev, 0);
+	vt_te_args_begin(j);
 	for (int c = 0; c < VT_CAT_COUNT; c++)
 		if (used[c])
-			kv_u64(j, vt_category_name(c), cats[c]);
-	object_end(j);
-	object_end(j);
+			vt_te_kv_u64(j, vt_category_name(c), cats[c]);
+	vt_te_end_object(j);
+	vt_te_end_object(j);
 }
 
-static void alloc_slice(const struct vt_export *x, struct pf_writer *j, uint32_t idx, int begin,
+static void alloc_slice(const struct vt_export *x, struct vt_te_writer *j, uint32_t idx, int begin,
                         uint64_t t_ns)
 {
 	const struct vt_alloc *a = &x->m->allocs[idx];
 	const char *cat =
 	    vt_category_name(a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN);
-	event_head(j, cat, begin ? "b" : "e", t_ns, VT_PERFETTO_GPU_PID + a->device, 0);
-	kv_string(j, "cat", cat);
+	vt_te_event(j, cat, begin ? "b" : "e", t_ns, VT_PERFETTO_GPU_PID + a->device, 0);
+	vt_te_kv_string(j, "cat", cat);
 	char id[24];
 	snprintf(id, sizeof id, "0x%" PRIx32, idx);
-	kv_string(j, "id", id);
+	vt_te_kv_string(j, "id", id);
 	if (begin) {
-		args_begin(j);
-		kv_u64(j, "bytes", a->bytes);
+		vt_te_args_begin(j);
+		vt_te_kv_u64(j, "bytes", a->bytes);
 		uint32_t s = x->alloc_site[idx];
-		kv_string(j, "site", s == VT_NO_INDEX ? "(no stack)" : x->r.sites[s].name);
-		kv_i64(j, "pid", x->m->procs[a->proc].pid);
+		vt_te_kv_string(j, "site", s == VT_NO_INDEX ? "(no stack)" : x->r.sites[s].name);
+		vt_te_kv_i64(j, "pid", x->m->procs[a->proc].pid);
 		char addr[24];
 		snprintf(addr, sizeof addr, "0x%" PRIx64, a->addr);
-		kv_string(j, "address", addr);
-		kv_string(j, "api", known(vt_api_name(a->api)));
-		kv_u64(j, "confidence", a->confidence);
-		kv_string(j, "reason", vt_alloc_reason(a));
-		object_end(j);
+		vt_te_kv_string(j, "address", addr);
+		vt_te_kv_string(j, "api", known(vt_api_name(a->api)));
+		vt_te_kv_u64(j, "confidence", a->confidence);
+		vt_te_kv_string(j, "reason", vt_alloc_reason(a));
+		vt_te_end_object(j);
 	}
-	object_end(j);
+	vt_te_end_object(j);
 }
 
 /* The timeline: an async slice edge and a counter sample per step. */
-static int write_timeline(const struct vt_export *x, struct pf_writer *j)
+static int write_timeline(const struct vt_export *x, struct vt_te_writer *j)
 {
 	uint32_t n;
 	struct vt_step *steps = vt_export_timeline(x, &n);
@@ -208,14 +113,7 @@ static int write_timeline(const struct vt_export *x, struct pf_writer *j)
 	return 0;
 }
 
-static void instant(struct pf_writer *j, const char *name, const char *scope, uint64_t t_ns,
-                    uint64_t pid, uint64_t tid)
-{
-	event_head(j, name, "i", t_ns, pid, tid);
-	kv_string(j, "s", scope);
-}
-
-static void write_peaks(const struct vt_export *x, struct pf_writer *j)
+static void write_peaks(const struct vt_export *x, struct vt_te_writer *j)
 {
 	int devs[VT_MAX_DEVICES], nd = vt_export_devices(x, devs);
 	for (int i = 0; i < nd; i++) {
@@ -225,16 +123,17 @@ static void write_peaks(const struct vt_export *x, struct pf_writer *j)
 		char name[64], b[32];
 		vt_format_bytes(d->peak_bytes, b, sizeof b);
 		snprintf(name, sizeof name, "peak %s", b);
-		instant(j, name, "p", d->peak_t_ns, VT_PERFETTO_GPU_PID + (uint64_t)devs[i], 0);
-		args_begin(j);
-		kv_u64(j, "bytes", d->peak_bytes);
-		kv_u64(j, "capacity", d->total_bytes);
-		object_end(j);
-		object_end(j);
+		vt_te_instant(j, name, "p", d->peak_t_ns, VT_PERFETTO_GPU_PID + (uint64_t)devs[i],
+		              0);
+		vt_te_args_begin(j);
+		vt_te_kv_u64(j, "bytes", d->peak_bytes);
+		vt_te_kv_u64(j, "capacity", d->total_bytes);
+		vt_te_end_object(j);
+		vt_te_end_object(j);
 	}
 }
 
-static void write_failed(const struct vt_export *x, struct pf_writer *j)
+static void write_failed(const struct vt_export *x, struct vt_te_writer *j)
 {
 	for (uint32_t i = 0; i < x->m->nfailed; i++) {
 		const struct vt_failed_alloc *f = &x->m->failed[i];
@@ -242,56 +141,56 @@ static void write_failed(const struct vt_export *x, struct pf_writer *j)
 		vt_format_bytes(f->bytes, b, sizeof b);
 		snprintf(name, sizeof name, "%s %s failed (CUresult %d)",
 		         known(vt_api_name(f->api)), b, f->result);
-		instant(j, name, "g", f->t_ns, (uint64_t)x->m->procs[f->proc].pid, 0);
-		args_begin(j);
-		kv_u64(j, "bytes", f->bytes);
-		kv_i64(j, "result", f->result);
+		vt_te_instant(j, name, "g", f->t_ns, (uint64_t)x->m->procs[f->proc].pid, 0);
+		vt_te_args_begin(j);
+		vt_te_kv_u64(j, "bytes", f->bytes);
+		vt_te_kv_i64(j, "result", f->result);
 		if (f->device != VT_DEVICE_UNKNOWN)
-			kv_u64(j, "device", f->device);
+			vt_te_kv_u64(j, "device", f->device);
 		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
-		kv_string(j, "site", site);
-		object_end(j);
-		object_end(j);
+		vt_te_kv_string(j, "site", site);
+		vt_te_end_object(j);
+		vt_te_end_object(j);
 	}
 }
 
 /* The report's findings, with their advice, where they happened. */
-static void write_flags(const struct vt_export *x, struct pf_writer *j)
+static void write_flags(const struct vt_export *x, struct vt_te_writer *j)
 {
 	for (uint32_t i = 0; i < x->r.flags.n; i++) {
 		const struct vt_flag *f = &x->r.flags.v[i];
 		char site[256];
 		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
-		instant(j, vt_flag_kind_name(f->kind), "g", f->t_ns,
-		        (uint64_t)x->m->procs[f->proc].pid, 0);
-		kv_string(j, "cat", "flag");
-		args_begin(j);
+		vt_te_instant(j, vt_flag_kind_name(f->kind), "g", f->t_ns,
+		              (uint64_t)x->m->procs[f->proc].pid, 0);
+		vt_te_kv_string(j, "cat", "flag");
+		vt_te_args_begin(j);
 		for (uint32_t d = 0; d < f->ndev; d++) {
 			char key[32];
 			snprintf(key, sizeof key, "bytes on GPU %u", f->devices[d]);
-			kv_u64(j, key, f->bytes[d]);
+			vt_te_kv_u64(j, key, f->bytes[d]);
 		}
-		kv_u64(j, "copies", f->copies);
-		kv_string(j, "site", site);
-		kv_i64(j, "confidence", f->confidence);
-		kv_string(j, "advice", f->advice);
-		object_end(j);
-		object_end(j);
+		vt_te_kv_u64(j, "copies", f->copies);
+		vt_te_kv_string(j, "site", site);
+		vt_te_kv_i64(j, "confidence", f->confidence);
+		vt_te_kv_string(j, "advice", f->advice);
+		vt_te_end_object(j);
+		vt_te_end_object(j);
 	}
 }
 
-static void write_marks(const struct vt_export *x, struct pf_writer *j)
+static void write_marks(const struct vt_export *x, struct vt_te_writer *j)
 {
 	for (uint32_t p = 0; p < x->m->nprocs; p++) {
 		const struct vt_proc *pr = &x->m->procs[p];
 		for (uint32_t i = 0; i < pr->nmarks; i++) {
 			const struct vt_mark *mk = &pr->marks[i];
-			instant(j, mk->text ? mk->text : "mark", "p", mk->t_ns, (uint64_t)pr->pid,
-			        0);
-			args_begin(j);
-			kv_string(j, "kind", known(vt_mark_kind_name(mk->kind)));
-			object_end(j);
-			object_end(j);
+			vt_te_instant(j, mk->text ? mk->text : "mark", "p", mk->t_ns,
+			              (uint64_t)pr->pid, 0);
+			vt_te_args_begin(j);
+			vt_te_kv_string(j, "kind", known(vt_mark_kind_name(mk->kind)));
+			vt_te_end_object(j);
+			vt_te_end_object(j);
 		}
 	}
 }
@@ -300,7 +199,7 @@ static void write_marks(const struct vt_export *x, struct pf_writer *j)
 
 struct copy_ctx {
 	const struct vt_export *x;
-	struct pf_writer *j;
+	struct vt_te_writer *j;
 	uint32_t proc; /* model process = index of the log in the trace */
 };
 
@@ -311,22 +210,22 @@ static void copy_event(struct copy_ctx *c, const struct vt_record_view *rec)
 	char name[64], b[32], site[256], addr[24];
 	vt_format_bytes(ev->bytes, b, sizeof b);
 	snprintf(name, sizeof name, "%s %s", known(vt_copy_dir_name(ev->kind)), b);
-	instant(c->j, name, "t", ev->t_ns + pr->clock_offset_ns, (uint64_t)pr->pid, rec->tid);
-	kv_string(c->j, "cat", "copy");
-	args_begin(c->j);
-	kv_string(c->j, "direction", known(vt_copy_dir_name(ev->kind)));
-	kv_u64(c->j, "bytes", ev->bytes);
+	vt_te_instant(c->j, name, "t", ev->t_ns + pr->clock_offset_ns, (uint64_t)pr->pid, rec->tid);
+	vt_te_kv_string(c->j, "cat", "copy");
+	vt_te_args_begin(c->j);
+	vt_te_kv_string(c->j, "direction", known(vt_copy_dir_name(ev->kind)));
+	vt_te_kv_u64(c->j, "bytes", ev->bytes);
 	if (ev->device != VT_DEVICE_UNKNOWN)
-		kv_u64(c->j, "device", ev->device);
+		vt_te_kv_u64(c->j, "device", ev->device);
 	snprintf(addr, sizeof addr, "0x%" PRIx64, ev->addr);
-	kv_string(c->j, "dst", addr);
+	vt_te_kv_string(c->j, "dst", addr);
 	snprintf(addr, sizeof addr, "0x%" PRIx64, ev->aux);
-	kv_string(c->j, "src", addr);
-	kv_string(c->j, "api", known(vt_api_name(ev->api)));
+	vt_te_kv_string(c->j, "src", addr);
+	vt_te_kv_string(c->j, "api", known(vt_api_name(ev->api)));
 	vt_report_site(c->x->m, c->proc, ev->stack_id, site, sizeof site);
-	kv_string(c->j, "site", site);
-	object_end(c->j);
-	object_end(c->j);
+	vt_te_kv_string(c->j, "site", site);
+	vt_te_end_object(c->j);
+	vt_te_end_object(c->j);
 }
 
 static int copy_or_thread(const struct vt_record_view *rec, void *vctx)
@@ -342,13 +241,13 @@ static int copy_or_thread(const struct vt_record_view *rec, void *vctx)
 		size_t len = t->name_len < max ? t->name_len : max;
 		char name[256];
 		snprintf(name, sizeof name, "%.*s", (int)len, t->name);
-		metadata(c->j, "thread_name", (uint64_t)c->x->m->procs[c->proc].pid, t->tid, "name",
-		         name, 0);
+		vt_te_metadata(c->j, "thread_name", (uint64_t)c->x->m->procs[c->proc].pid, t->tid,
+		               "name", name, 0);
 	}
 	return 0;
 }
 
-static int write_copies(const struct vt_export *x, const char *dir, struct pf_writer *j)
+static int write_copies(const struct vt_export *x, const char *dir, struct vt_te_writer *j)
 {
 	struct vt_trace t;
 	char err[256];
@@ -367,11 +266,8 @@ static int write_copies(const struct vt_export *x, const char *dir, struct pf_wr
 
 int vt_export_perfetto(const struct vt_export *x, const char *dir, FILE *out)
 {
-	struct pf_writer j = {out, 1, 1};
-	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"vramtrace\",\"trace\":",
-	      out);
-	vt_json_write_escaped(out, dir ? dir : "", dir ? strlen(dir) : 0);
-	fputs("},\"traceEvents\":[", out);
+	struct vt_te_writer j;
+	vt_te_open(&j, out, dir);
 	name_processes(x, &j);
 	int rc = write_timeline(x, &j);
 	write_peaks(x, &j);
@@ -380,6 +276,6 @@ int vt_export_perfetto(const struct vt_export *x, const char *dir, FILE *out)
 	write_marks(x, &j);
 	if (dir)
 		write_copies(x, dir, &j);
-	fputs("\n]}\n", out);
+	vt_te_close(&j);
 	return rc || ferror(out) ? -1 : 0;
 }

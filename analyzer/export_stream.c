@@ -3,10 +3,10 @@
 
 #include <inttypes.h>
 
-#include "json_out.h"
 #include "live_curve.h"
 #include "model_stream.h"
 #include "report_site.h"
+#include "trace_event.h"
 
 int vt_export_stream_csv(const struct vt_model *m, FILE *out)
 {
@@ -25,81 +25,52 @@ int vt_export_stream_csv(const struct vt_model *m, FILE *out)
 
 /* ---- Perfetto ------------------------------------------------------------ */
 
-static void event_head(struct vt_json *j, const char *name, const char *ph, uint64_t t_ns, int pid)
-{
-	vt_json_begin_object(j);
-	vt_json_kv_string(j, "name", name);
-	vt_json_kv_string(j, "ph", ph);
-	vt_json_kv_double(j, "ts", (double)t_ns / 1000.0); /* microseconds */
-	vt_json_kv_i64(j, "pid", pid);
-	vt_json_kv_i64(j, "tid", 0);
-}
-
-static void process_name(struct vt_json *j, const struct vt_proc *p)
-{
-	vt_json_begin_object(j);
-	vt_json_kv_string(j, "name", "process_name");
-	vt_json_kv_string(j, "ph", "M");
-	vt_json_kv_i64(j, "pid", p->pid);
-	vt_json_key(j, "args");
-	vt_json_begin_object(j);
-	vt_json_kv_string(j, "name", p->exe);
-	vt_json_end_object(j);
-	vt_json_end_object(j);
-}
-
-static void counter(struct vt_json *j, const struct vt_model *m, const struct vt_stream_peak *pk)
+static void counter(struct vt_te_writer *j, const struct vt_model *m,
+                    const struct vt_stream_peak *pk)
 {
 	const struct vt_live_curve *c = vt_stream_curve(m, pk->proc, pk->device);
 	char name[32];
 	snprintf(name, sizeof name, "GPU %u live bytes", pk->device);
 	for (uint32_t b = 0; c && b < c->n; b++) {
-		event_head(j, name, "C", vt_curve_bucket_t(c, b), m->procs[pk->proc].pid);
-		vt_json_key(j, "args");
-		vt_json_begin_object(j);
-		vt_json_kv_u64(j, "bytes", c->max[b]);
-		vt_json_end_object(j);
-		vt_json_end_object(j);
+		vt_te_event(j, name, "C", vt_curve_bucket_t(c, b), (uint64_t)m->procs[pk->proc].pid,
+		            0);
+		vt_te_args_begin(j);
+		vt_te_kv_u64(j, "bytes", c->max[b]);
+		vt_te_end_object(j);
+		vt_te_end_object(j);
 	}
 }
 
-/* An instant event: what the snapshot holds, its biggest sites first. */
-static void instant(struct vt_json *j, const struct vt_model *m, const struct vt_stream_peak *s,
-                    const char *what)
+/* An instant event: what the snapshot holds, its 10 biggest stacks' sites
+ * first ("site 1" and "site 1 bytes", ...: the args are flat). */
+static void instant(struct vt_te_writer *j, const struct vt_model *m,
+                    const struct vt_stream_peak *s, const char *what)
 {
 	char name[64];
 	snprintf(name, sizeof name, "%s on GPU %u", what, s->device);
-	event_head(j, name, "i", s->t_ns, m->procs[s->proc].pid);
-	vt_json_kv_string(j, "s", "p"); /* drawn across the process */
-	vt_json_key(j, "args");
-	vt_json_begin_object(j);
-	vt_json_kv_u64(j, "live_bytes", s->bytes);
-	vt_json_kv_u64(j, "live_allocs", s->live_allocs);
-	vt_json_key(j, "sites"); /* by stack, largest first: the first 10 */
-	vt_json_begin_array(j);
+	vt_te_instant(j, name, "p", s->t_ns, (uint64_t)m->procs[s->proc].pid, 0);
+	vt_te_args_begin(j);
+	vt_te_kv_u64(j, "live_bytes", s->bytes);
+	vt_te_kv_u64(j, "live_allocs", s->live_allocs);
 	for (uint32_t k = 0; k < s->nsites && k < 10; k++) {
-		char site[256];
+		char site[256], key[32];
 		vt_report_site(m, s->proc, s->sites[k].stack_id, site, sizeof site);
-		vt_json_begin_object(j);
-		vt_json_kv_string(j, "site", site);
-		vt_json_kv_u64(j, "bytes", s->sites[k].bytes);
-		vt_json_end_object(j);
+		snprintf(key, sizeof key, "site %u", k + 1);
+		vt_te_kv_string(j, key, site);
+		snprintf(key, sizeof key, "site %u bytes", k + 1);
+		vt_te_kv_u64(j, key, s->sites[k].bytes);
 	}
-	vt_json_end_array(j);
-	vt_json_end_object(j);
-	vt_json_end_object(j);
+	vt_te_end_object(j);
+	vt_te_end_object(j);
 }
 
-int vt_export_stream_perfetto(const struct vt_model *m, FILE *out)
+int vt_export_stream_perfetto(const struct vt_model *m, const char *dir, FILE *out)
 {
-	struct vt_json j;
-	vt_json_init(&j, out, 0);
-	vt_json_begin_object(&j);
-	vt_json_kv_string(&j, "displayTimeUnit", "ns");
-	vt_json_key(&j, "traceEvents");
-	vt_json_begin_array(&j);
+	struct vt_te_writer j;
+	vt_te_open(&j, out, dir);
 	for (uint32_t i = 0; i < m->nprocs; i++)
-		process_name(&j, &m->procs[i]);
+		vt_te_metadata(&j, "process_name", (uint64_t)m->procs[i].pid, 0, "name",
+		               m->procs[i].exe, 0);
 	uint32_t n, nf;
 	const struct vt_stream_peak *pk = vt_stream_peaks(m, &n);
 	for (uint32_t i = 0; i < n; i++) {
@@ -109,7 +80,6 @@ int vt_export_stream_perfetto(const struct vt_model *m, FILE *out)
 	const struct vt_stream_peak *f = vt_stream_failures(m, &nf);
 	for (uint32_t i = 0; i < nf; i++)
 		instant(&j, m, &f[i], "failed allocation");
-	vt_json_end_array(&j);
-	vt_json_end_object(&j);
-	return vt_json_finish(&j);
+	vt_te_close(&j);
+	return ferror(out) ? -1 : 0;
 }
