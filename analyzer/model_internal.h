@@ -13,6 +13,19 @@ struct vt_stack_entry {
 	UT_hash_handle hh;
 };
 
+/* A process's stack by id through a small direct-mapped cache: a job
+ * allocates through a handful of stacks over and over, and the hash lookup
+ * per allocation was most of the passes that count stack uses. Id 0 is
+ * "no stack" (NULL), as is an id never recorded. A cache serves one process
+ * at a time; asked for another, it starts over. */
+#define VT_STACK_CACHE 64
+struct vt_stack_cache {
+	uint32_t proc;
+	struct vt_stack_entry *slot[VT_STACK_CACHE];
+};
+struct vt_stack_entry *vt_model_cached_stack(struct vt_model *m, struct vt_stack_cache *sc,
+                                             uint32_t proc, uint32_t id);
+
 struct vt_frame_fanin {
 	uint64_t ip;
 	uint32_t stacks;

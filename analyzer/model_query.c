@@ -323,19 +323,8 @@ uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t 
 	return f ? f->stacks : 0;
 }
 
-/* Per process: which stacks allocated, and in how many of them each frame
- * appears (a frame counted once per stack). */
-/* A process's stack by id through a small direct-mapped cache: a job
- * allocates through a handful of stacks over and over, and the hash lookup
- * per allocation was most of this pass. Id 0 is "no stack". */
-#define STACK_CACHE 64
-struct stack_cache {
-	uint32_t proc;
-	struct vt_stack_entry *slot[STACK_CACHE];
-};
-
-static struct vt_stack_entry *cached_stack(struct vt_model *m, struct stack_cache *sc,
-                                           uint32_t proc, uint32_t id)
+struct vt_stack_entry *vt_model_cached_stack(struct vt_model *m, struct vt_stack_cache *sc,
+                                             uint32_t proc, uint32_t id)
 {
 	if (!id)
 		return NULL;
@@ -343,12 +332,12 @@ static struct vt_stack_entry *cached_stack(struct vt_model *m, struct stack_cach
 		memset(sc->slot, 0, sizeof sc->slot);
 		sc->proc = proc;
 	}
-	struct vt_stack_entry *e = sc->slot[id % STACK_CACHE];
+	struct vt_stack_entry *e = sc->slot[id % VT_STACK_CACHE];
 	if (e && e->s.id == id)
 		return e;
 	HASH_FIND(hh, m->procs[proc].stacks, &id, sizeof id, e);
 	if (e)
-		sc->slot[id % STACK_CACHE] = e;
+		sc->slot[id % VT_STACK_CACHE] = e;
 	return e;
 }
 
@@ -356,10 +345,10 @@ static struct vt_stack_entry *cached_stack(struct vt_model *m, struct stack_cach
  * model counted them as it replayed: its records are not the trace's). */
 static void count_stack_uses(struct vt_model *m)
 {
-	struct stack_cache sc = {.proc = UINT32_MAX};
+	struct vt_stack_cache sc = {.proc = UINT32_MAX};
 	for (uint32_t i = 0; i < m->nallocs; i++) {
 		const struct vt_alloc *a = &m->allocs[i];
-		struct vt_stack_entry *e = cached_stack(m, &sc, a->proc, a->stack_id);
+		struct vt_stack_entry *e = vt_model_cached_stack(m, &sc, a->proc, a->stack_id);
 		if (e)
 			e->s.alloc_uses++;
 	}
@@ -367,7 +356,7 @@ static void count_stack_uses(struct vt_model *m)
 	for (uint32_t k = 0; k < m->ncopies; k++) {
 		const struct vt_alloc_copies *c = &m->copies[k];
 		struct vt_stack_entry *e =
-		    cached_stack(m, &sc, m->allocs[c->alloc].proc, c->h2d_stack_id);
+		    vt_model_cached_stack(m, &sc, m->allocs[c->alloc].proc, c->h2d_stack_id);
 		if (e)
 			e->s.copy_uses++;
 	}

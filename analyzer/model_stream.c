@@ -10,14 +10,12 @@
 #include "live_curve.h"
 #include "model_internal.h"
 
-#define STACK_CACHE 64
-
 /* One process's replay state. */
 struct stream_proc {
 	struct vt_replay_peak dev[VT_MAX_DEVICES];   /* live bytes and peak so far */
 	uint32_t entry[VT_MAX_DEVICES];              /* its vt_stream_peak, VT_NO_INDEX none */
 	uint8_t pending[VT_MAX_DEVICES];             /* a peak not yet snapshotted */
-	struct vt_stack_entry *stacks[STACK_CACHE];  /* stack lookups, by id % STACK_CACHE */
+	struct vt_stack_cache stacks;                /* this process's stack lookups */
 	struct vt_live_curve *curve[VT_MAX_DEVICES]; /* live bytes over time, NULL unused */
 	uint64_t steps;                              /* step markers */
 	int ended;
@@ -148,17 +146,12 @@ uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc)
 
 void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy)
 {
-	if (!stack_id || proc >= m->nprocs)
+	if (proc >= m->nprocs)
 		return;
-	struct stream_proc *sp = proc_state(m->stream, proc);
-	struct vt_stack_entry **slot = &sp->stacks[stack_id % STACK_CACHE];
-	struct vt_stack_entry *e = *slot;
-	if (!e || e->s.id != stack_id) {
-		HASH_FIND(hh, m->procs[proc].stacks, &stack_id, sizeof stack_id, e);
-		if (!e)
-			return; /* never recorded: counted as unknown by the replay */
-		*slot = e;
-	}
+	struct vt_stack_entry *e =
+	    vt_model_cached_stack(m, &proc_state(m->stream, proc)->stacks, proc, stack_id);
+	if (!e)
+		return; /* never recorded: counted as unknown by the replay */
 	if (copy)
 		e->s.copy_uses++;
 	else
