@@ -49,6 +49,9 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 void vt_report_free(struct vt_report *r);
 
 int vt_report_write_text(const struct vt_report *r, FILE *out);
+/* How process p ended, in the text report's words ("exited 0", "exec'd",
+ * "did NOT exit cleanly"); 1 when it died. */
+int vt_report_proc_status(const struct vt_proc *p, char *buf, size_t len);
 int vt_report_write_json(const struct vt_report *r, FILE *out);
 
 /* The index in r->sites of the site that (process, stack) allocates at:

@@ -196,10 +196,7 @@ static void text_processes(const struct vt_model *m, FILE *out)
 	for (uint32_t i = 0; i < m->nprocs; i++) {
 		const struct vt_proc *p = &m->procs[i];
 		char exe[1024], status[64];
-		if (p->clean_exit)
-			snprintf(status, sizeof status, "exited %d", p->exit_code);
-		else
-			snprintf(status, sizeof status, "did NOT exit cleanly");
+		vt_report_proc_status(p, status, sizeof status);
 		fprintf(out, "  pid %-7d %s  %s, %" PRIu64 " step markers\n", p->pid,
 		        vt_term_safe(p->exe, exe, sizeof exe), status, vt_stream_steps(m, i));
 	}

@@ -65,19 +65,24 @@ static void bar(FILE *out, uint64_t part, uint64_t whole, enum vt_color color)
 	}
 }
 
+int vt_report_proc_status(const struct vt_proc *p, char *buf, size_t len)
+{
+	if (p->clean_exit)
+		snprintf(buf, len, "exited %d", p->exit_code);
+	else if (VT_STATE_OF(p->state_word) == VT_STATE_EXECED)
+		snprintf(buf, len, "exec'd");
+	else
+		return snprintf(buf, len, "did NOT exit cleanly") > 0;
+	return 0;
+}
+
 static void processes(const struct vt_report *r, FILE *out)
 {
 	heading(out, "", "Processes");
 	for (uint32_t i = 0; i < r->m->nprocs; i++) {
 		const struct vt_proc *p = &r->m->procs[i];
 		char status[64], exe[1024];
-		int died = 0;
-		if (p->clean_exit)
-			snprintf(status, sizeof status, "exited %d", p->exit_code);
-		else if (VT_STATE_OF(p->state_word) == VT_STATE_EXECED)
-			snprintf(status, sizeof status, "exec'd");
-		else
-			died = snprintf(status, sizeof status, "did NOT exit cleanly") > 0;
+		int died = vt_report_proc_status(p, status, sizeof status);
 		fprintf(out, "  pid %-7d %s  %s%s%s, %s allocator, %u steps (%s)%s%s\n", p->pid,
 		        vt_term_safe(p->exe, exe, sizeof exe),
 		        died ? on(out, VT_COLOR_RED) : "", status, died ? off(out) : "", p->pool_mode ? "pool" : "per-tensor", p->nsteps,
