@@ -405,7 +405,15 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	}
 	m->totals.alloc_calls++;
 	int handle = is_handle_kind(ev->kind);
-	if (!handle) {
+	/* the stale one is closed before the new record exists, so no state of
+	 * the replay (a streaming snapshot taken at that free) ever holds both */
+	struct vt_handle_entry *h = NULL;
+	if (handle) {
+		/* a handle value still live: its release was lost; close it now */
+		HASH_FIND(hh, p->handles, &ev->addr, sizeof ev->addr, h);
+		if (h)
+			record_free(m, p, h->alloc, t, ev->seq);
+	} else {
 		/* an ALLOC over a live address: its FREE was lost; close it now */
 		const struct vt_ival *old = vt_ival_find(p->live, ev->addr);
 		if (old && !old->is_mapping) {
@@ -441,19 +449,15 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	p->alloc_end = m->nallocs;
 	if (handle) {
 		a->flags |= VT_AF_HANDLE;
-		struct vt_handle_entry *h;
-		HASH_FIND(hh, p->handles, &ev->addr, sizeof ev->addr, h);
 		if (!h) {
 			h = calloc(1, sizeof *h);
 			if (!h)
 				vt_nomem();
 			h->handle = ev->addr;
 			HASH_ADD(hh, p->handles, handle, sizeof h->handle, h);
-		} else {
-			record_free(m, p, h->alloc, t, ev->seq); /* handle value reused */
 		}
 		h->alloc = idx;
-		replay_charge(m, &m->allocs[idx], 0, t, ev->seq); /* after the free it implies */
+		replay_charge(m, a, 0, t, ev->seq);
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};

@@ -211,9 +211,9 @@ static void keep_largest(struct vt_stream_peak *pk, const struct vt_model *m, ui
 	pk->nlargest = n;
 }
 
-/* What process proc holds on dev now and made at or before seq: its live
- * allocations there by stack, and the largest. Returns their bytes. */
-static uint64_t fill_snapshot(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t seq,
+/* What process proc holds on dev now: its live allocations there by stack,
+ * and the largest. Returns their bytes. */
+static uint64_t fill_snapshot(struct vt_model *m, uint32_t proc, uint8_t dev,
                               struct vt_stream_peak *pk)
 {
 	struct vt_stream *s = m->stream;
@@ -223,10 +223,8 @@ static uint64_t fill_snapshot(struct vt_model *m, uint32_t proc, uint8_t dev, ui
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < m->nallocs; i++) {
 		const struct vt_alloc *a = &m->allocs[i];
-		/* made after seq: a reused handle value's new record exists while
-		 * the free of the old one is being charged */
 		if (a->t_free != VT_T_NEVER || a->proc != proc || a->device != dev ||
-		    !(a->flags & VT_AF_CHARGED) || a->seq_alloc > seq)
+		    !(a->flags & VT_AF_CHARGED))
 			continue;
 		s->scratch[n++] = (struct snap_item){a->stack_id, i, a->bytes};
 		bytes += a->bytes;
@@ -264,7 +262,7 @@ static void snapshot(struct vt_model *m, uint32_t proc, uint8_t dev)
 	pk->bytes = r->peak;
 	pk->t_ns = r->t_ns;
 	pk->seq = r->seq;
-	fill_snapshot(m, proc, dev, r->seq, pk);
+	fill_snapshot(m, proc, dev, pk);
 	sp->pending[dev] = 0;
 }
 
@@ -276,7 +274,7 @@ void vt_stream_failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t
 	struct vt_stream_peak *f = &s->failures[s->nfailures++];
 	*f = (struct vt_stream_peak){.proc = proc, .device = dev, .t_ns = t, .seq = seq};
 	if (dev != VT_DEVICE_UNKNOWN) /* else nothing is charged to it: empty */
-		f->bytes = fill_snapshot(m, proc, dev, seq, f);
+		f->bytes = fill_snapshot(m, proc, dev, f);
 }
 
 const struct vt_stream_peak *vt_stream_failures(const struct vt_model *m, uint32_t *n)
