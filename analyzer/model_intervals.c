@@ -11,6 +11,7 @@ enum node_state { NODE_LIVE = 0, NODE_DEAD, NODE_FREE };
 struct vt_ival_node {
 	struct vt_ival iv;
 	uint32_t left, right;
+	uint32_t prev, next; /* neighbours in start order among the tree's nodes */
 	uint32_t prio;
 	uint8_t state; /* enum node_state */
 };
@@ -121,6 +122,7 @@ static uint32_t new_node(struct vt_ival_map *m, const struct vt_ival *iv)
 	}
 	m->nodes[n].iv = *iv;
 	m->nodes[n].left = m->nodes[n].right = 0;
+	m->nodes[n].prev = m->nodes[n].next = 0;
 	m->nodes[n].prio = next_prio(m);
 	m->nodes[n].state = NODE_LIVE;
 	return n;
@@ -162,6 +164,50 @@ static uint32_t merge(struct vt_ival_node *nd, uint32_t a, uint32_t b)
 	return root;
 }
 
+/* The node with the greatest start <= addr, dead or alive; 0 if none. */
+static uint32_t floor_node(const struct vt_ival_map *m, uint64_t addr)
+{
+	uint32_t t = m->root, best = 0;
+	while (t) {
+		if (m->nodes[t].iv.start <= addr) {
+			best = t;
+			t = m->nodes[t].right;
+		} else {
+			t = m->nodes[t].left;
+		}
+	}
+	return best;
+}
+
+/* Thread n into the start order, before it joins the tree (so the floor
+ * below its start is its predecessor). */
+static void link_in_order(struct vt_ival_map *m, uint32_t n)
+{
+	struct vt_ival_node *nd = m->nodes;
+	uint64_t start = nd[n].iv.start;
+	uint32_t prev = start ? floor_node(m, start - 1) : 0;
+	uint32_t next = prev ? nd[prev].next : m->head;
+	nd[n].prev = prev;
+	nd[n].next = next;
+	if (prev)
+		nd[prev].next = n;
+	else
+		m->head = n;
+	if (next)
+		nd[next].prev = n;
+}
+
+static void unlink_in_order(struct vt_ival_map *m, uint32_t n)
+{
+	struct vt_ival_node *nd = m->nodes;
+	if (nd[n].prev)
+		nd[nd[n].prev].next = nd[n].next;
+	else
+		m->head = nd[n].next;
+	if (nd[n].next)
+		nd[nd[n].next].prev = nd[n].prev;
+}
+
 /* A new node for iv, in the tree and the hash (no node has its start). */
 static int tree_insert(struct vt_ival_map *m, const struct vt_ival *iv)
 {
@@ -170,6 +216,7 @@ static int tree_insert(struct vt_ival_map *m, const struct vt_ival *iv)
 	uint32_t n = new_node(m, iv);
 	if (!n)
 		return -1;
+	link_in_order(m, n);
 	/* One descent: down by key to where the new node's priority puts it,
 	 * then split only the subtree below. The same tree as split + two
 	 * merges of the whole (a treap's shape is fixed by keys and
@@ -194,6 +241,7 @@ static void tree_remove(struct vt_ival_map *m, uint32_t n)
 		link = start < m->nodes[*link].iv.start ? &m->nodes[*link].left
 		                                        : &m->nodes[*link].right;
 	*link = merge(m->nodes, m->nodes[n].left, m->nodes[n].right);
+	unlink_in_order(m, n);
 	index_remove(m, start);
 	m->nodes[n].state = NODE_FREE;
 	m->nodes[n].left = m->free_head;
@@ -249,21 +297,6 @@ int vt_ival_erase(struct vt_ival_map *m, uint64_t start, struct vt_ival *out)
 	return 1;
 }
 
-/* The node with the greatest start <= addr, dead or alive; 0 if none. */
-static uint32_t floor_node(const struct vt_ival_map *m, uint64_t addr)
-{
-	uint32_t t = m->root, best = 0;
-	while (t) {
-		if (m->nodes[t].iv.start <= addr) {
-			best = t;
-			t = m->nodes[t].right;
-		} else {
-			t = m->nodes[t].left;
-		}
-	}
-	return best;
-}
-
 /* Dead nodes a lookup steps over before it takes them out of the tree: the
  * node of a free whose address is about to be handed out again is better
  * left for vt_ival_insert to bring back. */
@@ -272,16 +305,20 @@ static uint32_t floor_node(const struct vt_ival_map *m, uint64_t addr)
 const struct vt_ival *vt_ival_find(struct vt_ival_map *m, uint64_t addr)
 {
 	/* the greatest live start <= addr: one that is addr itself is in the
-	 * hash; below it, the tree (an allocation asks at its own address,
-	 * where the node of the last free there usually lies dead) */
+	 * hash; below it, the node before it in start order. An allocation
+	 * asks at its own address, where the node of the last free there
+	 * usually lies dead: then no descent of the tree at all (it was a
+	 * seventh of a streaming replay's time). */
 	uint32_t best = index_find(m, addr);
-	if (!best || m->nodes[best].state != NODE_LIVE)
+	if (best && m->nodes[best].state != NODE_LIVE)
+		best = m->nodes[best].prev;
+	else if (!best)
 		best = addr ? floor_node(m, addr - 1) : 0;
 	for (unsigned skipped = 0; best && m->nodes[best].state == NODE_DEAD; skipped++) {
-		uint64_t below = m->nodes[best].iv.start;
+		uint32_t below = m->nodes[best].prev;
 		if (skipped >= SKIP_DEAD) /* a crowd of them: no later lookup meets these again */
 			tree_remove(m, best);
-		best = below ? floor_node(m, below - 1) : 0;
+		best = below;
 	}
 	if (!best)
 		return NULL;

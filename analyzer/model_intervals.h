@@ -13,7 +13,11 @@
  * steps over a few dead nodes (a freed address about to come back) and takes
  * out of the tree for good the ones of a longer run, and dead nodes are swept
  * when they outnumber the live ones by a margin, so neither lookups nor
- * memory grow with what was freed. */
+ * memory grow with what was freed.
+ *
+ * The tree's nodes are also threaded in start order (prev, next), so a
+ * lookup at an address whose node lies dead steps to the node before it
+ * instead of descending the tree again. */
 #ifndef VT_MODEL_INTERVALS_H
 #define VT_MODEL_INTERVALS_H
 
@@ -30,6 +34,7 @@ struct vt_ival {
 struct vt_ival_map {
 	struct vt_ival_node *nodes;
 	uint32_t cap, used, root, free_head, count;
+	uint32_t head; /* the node with the smallest start (nodes are threaded in start order) */
 	uint64_t rng;
 	uint32_t *index;   /* open addressing by start: node, 0 empty */
 	uint32_t slots;    /* a power of two, or 0 before the first insert */
