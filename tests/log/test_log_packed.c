@@ -3,7 +3,8 @@
  *    (seq and time before the chunk's bases, all bits set, negative results);
  *  - a damaged packed record is refused, never half-decoded;
  *  - the word-at-a-time decoder agrees with a byte-at-a-time reference
- *    decoder on random events and on every kind of damage done to them;
+ *    decoder on random events and on every kind of damage done to them,
+ *    in each form the reader may call (portable, BMI2);
  *  - written by the writer across many chunks (each with its own bases) and
  *    read back, every event arrives as the plain vt_event it stands for, in
  *    seq order with plain events, smaller on disk than the 64-byte form;
@@ -21,6 +22,7 @@
 
 #include "log_test_util.h"
 #include "log_writer.h"
+#include "packed_decode.h"
 #include "vramtrace/event_packed.h"
 
 static const struct vt_event samples[] = {
@@ -199,9 +201,8 @@ static uint32_t damage(uint8_t *buf, uint32_t size)
 /* Random events, half of them damaged, each decoded in place (random bytes
  * after the record, as the next record in a log) and from the end of a
  * mapping (nothing readable after it). */
-static void fast_decoder_matches_reference(void **state)
+static void decoder_matches_reference(vt_packed_decode_fn decode)
 {
-	(void)state;
 	unsigned accepted_damaged = 0, refused = 0;
 	for (unsigned i = 0; i < 200000; i++) {
 		uint8_t buf[VT_PACKED_MAX_SIZE + 16] = {0};
@@ -217,7 +218,7 @@ static void fast_decoder_matches_reference(void **state)
 			buf[k] = (uint8_t)rnd();
 		uint64_t readable = i % 4 < 2 ? size : sizeof buf;
 		int ref = ref_decode(buf, size, bs, bt, &want);
-		const char *fast = vt_packed_decode(buf, size, readable, bs, bt, &got);
+		const char *fast = decode(buf, size, readable, bs, bt, &got);
 		assert_int_equal(ref == 0, fast == NULL);
 		if (ref == 0)
 			assert_memory_equal(&got, &want, sizeof want);
@@ -228,6 +229,39 @@ static void fast_decoder_matches_reference(void **state)
 	}
 	/* both sides of the comparison were exercised */
 	assert_true(refused > 10000 && accepted_damaged > 1000);
+}
+
+/* The decoder as the header inlines it, and each form the analyzer's
+ * reader may call (packed_decode.h). */
+static const char *inline_decode(const uint8_t *rec, uint32_t size, uint64_t readable, uint64_t bs,
+                                 uint64_t bt, struct vt_event *ev)
+{
+	return vt_packed_decode(rec, size, readable, bs, bt, ev);
+}
+
+static void fast_decoder_matches_reference(void **state)
+{
+	(void)state;
+	decoder_matches_reference(inline_decode);
+}
+
+static void portable_form_matches_reference(void **state)
+{
+	(void)state;
+	decoder_matches_reference(vt_packed_decode_portable);
+}
+
+/* Checked wherever the CPU has BMI2, fast PEXT or not. */
+static void bmi2_form_matches_reference(void **state)
+{
+	(void)state;
+#if defined(__x86_64__)
+	if (vt_packed_decode_bmi2 && __builtin_cpu_supports("bmi2")) {
+		decoder_matches_reference(vt_packed_decode_bmi2);
+		return;
+	}
+#endif
+	skip(); /* not built for this machine, or its CPU lacks BMI2 */
 }
 
 static uint32_t encode_one(uint8_t *buf, const struct vt_event *ev)
@@ -446,6 +480,8 @@ int main(void)
 	    cmocka_unit_test(codec_round_trip),
 	    cmocka_unit_test(damage_is_refused),
 	    cmocka_unit_test(fast_decoder_matches_reference),
+	    cmocka_unit_test(portable_form_matches_reference),
+	    cmocka_unit_test(bmi2_form_matches_reference),
 	    cmocka_unit_test(written_and_read_back),
 	    cmocka_unit_test(damaged_record_skipped),
 	};

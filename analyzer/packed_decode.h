@@ -1,0 +1,37 @@
+/* Which compiled form of the packed-event decoder (vramtrace/event_packed.h)
+ * the reader calls. The decoder is the replay's largest single cost (a
+ * quarter of a streaming report's instructions), and most of it is
+ * squeezing the 7-bit groups of each varint together: one PEXT instruction
+ * where the CPU has a fast one, three shift-and-mask steps where not. The
+ * same source is compiled twice, so both forms decode the same bytes the
+ * same way (tests/log/test_log_packed.c checks each against a reference). */
+#ifndef VT_PACKED_DECODE_H
+#define VT_PACKED_DECODE_H
+
+#include <stdint.h>
+
+#include "vramtrace/format.h"
+
+typedef const char *(*vt_packed_decode_fn)(const uint8_t *rec, uint32_t size, uint64_t readable,
+                                           uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
+                                           struct vt_event *ev);
+
+/* vt_packed_decode compiled for any CPU. */
+const char *vt_packed_decode_portable(const uint8_t *rec, uint32_t size, uint64_t readable,
+                                      uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
+                                      struct vt_event *ev);
+
+/* vt_packed_decode compiled with BMI2 (x86-64), or NULL where this build has
+ * no such form. Call it only when vt_packed_bmi2_fast() says so. */
+extern const vt_packed_decode_fn vt_packed_decode_bmi2;
+
+/* Does this CPU run PEXT fast? BMI2, and not an AMD core before Zen 3,
+ * where PEXT is microcoded (tens of cycles: slower than the portable
+ * form). */
+int vt_packed_bmi2_fast(void);
+
+/* The form the reader uses: the BMI2 one where it is compiled and fast,
+ * unless VRAMTRACE_DECODER=portable asks for the other (to compare them). */
+vt_packed_decode_fn vt_packed_decoder(void);
+
+#endif
