@@ -171,6 +171,7 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, 
 	*clean = 1;
 	uint64_t nominal_end = off + log->hdr.chunk_size;
 	uint64_t pos = off + sizeof(struct vt_chunk_header);
+	uint64_t types = 0; /* a local: the compiler keeps it in a register */
 	while (pos + 4 <= file_end && pos + 4 <= nominal_end) {
 		uint32_t word = load_word(log->map + pos);
 		if (word == 0)
@@ -185,22 +186,27 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, 
 		}
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
-		/* nearly every record is a packed event: its check inline */
-		const char *problem =
-		    type == VT_REC_PACKED     ? vt_packed_header_problem(log->map + pos, size)
-		    : plain_event(type, size) ? NULL
-		                              : vt_record_problem(log->map + pos, type, size);
+		/* nearly every record is a packed event: its check first, and it
+		 * is delivered as its event (whose type is below 64) */
+		const char *problem = NULL;
+		if (type == VT_REC_PACKED &&
+		    !(problem = vt_packed_header_problem(log->map + pos, size))) {
+			types |= 1ull << VT_REC_PACKED | 1ull << log->map[pos + 4];
+			pos += size;
+			continue;
+		}
+		if (!problem && !plain_event(type, size))
+			problem = vt_record_problem(log->map + pos, type, size);
 		if (problem)
 			*clean = 0;
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
 		if (type < 64)
-			log->types_seen |= 1ull << type;
-		if (type == VT_REC_PACKED && !problem) /* it is delivered as its event */
-			log->types_seen |= 1ull << log->map[pos + 4];
+			types |= 1ull << type;
 		pos += size;
 	}
+	log->types_seen |= types;
 	return pos;
 }
 
