@@ -25,8 +25,9 @@ int vt_packed_bmi2_fast(void)
 {
 #if defined(__x86_64__)
 	unsigned a, b, c, d;
-	if (!vt_packed_decode_bmi2 || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_BMI2))
-		return 0;
+	if (!vt_packed_decode_bmi2 || !__get_cpuid_count(7, 0, &a, &b, &c, &d) ||
+	    (b & (bit_BMI | bit_BMI2)) != (bit_BMI | bit_BMI2))
+		return 0; /* the form is built with both (BMI1: blsmsk, tzcnt) */
 	char vendor[13] = {0};
 	__get_cpuid(0, &a, &b, &c, &d);
 	memcpy(vendor, &b, 4);

@@ -1,11 +1,11 @@
-/* vt_packed_decode compiled with -mbmi2 (see packed_decode.h): its varints
- * squeeze their 7-bit groups with one PEXT. Built only for x86-64, in a file
+/* vt_packed_decode compiled with -mbmi -mbmi2 (see packed_decode.h): its
+ * varints squeeze their 7-bit groups with one PEXT. Built only for x86-64, in a file
  * of its own so that no other code of the analyzer may use BMI2. */
 #include "packed_decode.h"
 #include "vramtrace/event_packed.h"
 
-#if !defined(__BMI2__)
-#error "this file is to be compiled with -mbmi2"
+#if !defined(__BMI2__) || !defined(__BMI__)
+#error "this file is to be compiled with -mbmi -mbmi2"
 #endif
 
 static const char *decode_bmi2(const uint8_t *rec, uint32_t size, uint64_t readable,

@@ -192,7 +192,8 @@ static inline const uint8_t *vt_packed_varint(const uint8_t *p, const uint8_t *e
 	uint64_t stop = ~x & 0x8080808080808080ull; /* bytes without the "more" bit */
 	if (__builtin_expect(stop == 0, 0))
 		return vt_get_varint(&p, end, out) ? NULL : p;
-	const uint8_t *next = p + (__builtin_ctzll(stop) >> 3) + 1;
+	const uint8_t *next =
+	    p + ((size_t)__builtin_ctzll(stop) >> 3) + 1; /* size_t: no sign extension */
 	if (__builtin_expect(next > end, 0))
 		return NULL;
 	x &= stop ^ (stop - 1); /* the bytes up to and including the last one */

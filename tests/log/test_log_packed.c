@@ -256,7 +256,8 @@ static void bmi2_form_matches_reference(void **state)
 {
 	(void)state;
 #if defined(__x86_64__)
-	if (vt_packed_decode_bmi2 && __builtin_cpu_supports("bmi2")) {
+	if (vt_packed_decode_bmi2 && __builtin_cpu_supports("bmi") &&
+	    __builtin_cpu_supports("bmi2")) {
 		decoder_matches_reference(vt_packed_decode_bmi2);
 		return;
 	}
