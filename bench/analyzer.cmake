@@ -11,6 +11,7 @@ add_executable(bench_analyzer ${CMAKE_CURRENT_LIST_DIR}/bench_analyzer.c
 target_include_directories(bench_analyzer PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(bench_analyzer PRIVATE vtanalysis)
 target_compile_options(bench_analyzer PRIVATE -O2)
+vt_analyzer_lto(bench_analyzer) # as the vramtrace command is linked
 add_executable(gen_trace ${CMAKE_CURRENT_LIST_DIR}/gen_trace.c)
 target_include_directories(gen_trace PRIVATE ${VT_INCLUDE})
 target_compile_definitions(gen_trace PRIVATE VT_GEN_TRACE_MAIN)
