@@ -331,8 +331,7 @@ static int parse_args(int argc, char **argv, struct diff_options *o)
 static struct vt_model *load(const char *dir, int stream)
 {
 	char err[1024];
-	struct vt_model *m = stream ? vt_model_load_trace_streaming(dir, err, sizeof err)
-	                            : vt_model_load_trace(dir, err, sizeof err);
+	struct vt_model *m = vt_cmd_load(dir, stream, err, sizeof err);
 	if (!m)
 		fprintf(stderr, "vramtrace diff: %s\n", err);
 	return m;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "commands.h"
 #include "export_csv.h"
 #include "export_data.h"
 #include "export_folded.h"
@@ -116,17 +117,6 @@ static int parse(int argc, char **argv, struct export_args *a)
 	return 0;
 }
 
-static struct vt_model *load(const char *dir, char *err, size_t errlen)
-{
-	struct vt_progress bar;
-	vt_progress_begin(&bar, "reading trace");
-	vt_model_set_load_progress(vt_progress_hook, &bar);
-	struct vt_model *m = vt_model_load_trace(dir, err, errlen);
-	vt_model_set_load_progress(NULL, NULL);
-	vt_progress_end(&bar);
-	return m;
-}
-
 struct format_job {
 	const struct export_args *a;
 	const struct vt_export *x;
@@ -189,7 +179,7 @@ static int write_stream_job(FILE *out, void *ctx)
 static int export_stream(const struct export_args *a)
 {
 	char err[512] = "";
-	struct vt_model *m = vt_model_load_trace_streaming(a->dir, err, sizeof err);
+	struct vt_model *m = vt_cmd_load(a->dir, 1, err, sizeof err);
 	if (!m) {
 		fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : "cannot read the trace");
 		return 1;
@@ -212,7 +202,7 @@ int cmd_export(int argc, char **argv)
 	if (a.stream)
 		return export_stream(&a);
 	char err[512] = "";
-	struct vt_model *m = load(a.dir, err, sizeof err);
+	struct vt_model *m = vt_cmd_load(a.dir, 0, err, sizeof err);
 	if (!m) {
 		fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : "cannot read the trace");
 		return 1;

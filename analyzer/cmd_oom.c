@@ -429,7 +429,7 @@ int cmd_oom(int argc, char **argv)
 		return 2;
 	}
 	char err[1024];
-	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);
+	struct vt_model *m = vt_cmd_load(dir, 0, err, sizeof err);
 	if (!m) {
 		fprintf(stderr, "vramtrace oom: %s\n", err);
 		return 1;

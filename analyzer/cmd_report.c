@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
 #include "export_html.h" /* --html (export part, issue 11) */
 #include "model.h"
 #include "model_stream.h"
@@ -82,7 +83,7 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 static int report_stream(const char *dir, const struct vt_report_options *opt)
 {
 	char err[512] = "";
-	struct vt_model *m = vt_model_load_trace_streaming(dir, err, sizeof err);
+	struct vt_model *m = vt_cmd_load(dir, 1, err, sizeof err);
 	if (!m) {
 		fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "cannot read the trace");
 		return 1;
@@ -107,7 +108,7 @@ int cmd_report(int argc, char **argv)
 		return report_stream(dir, &opt);
 	opt.title = dir;
 	char err[512] = "";
-	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);
+	struct vt_model *m = vt_cmd_load(dir, 0, err, sizeof err);
 	if (!m) {
 		fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "cannot read the trace");
 		return 1;

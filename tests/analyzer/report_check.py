@@ -13,13 +13,7 @@ import sys
 import tempfile
 import time
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+from checklib import check, failures
 
 
 def report(vt, trace, *args):

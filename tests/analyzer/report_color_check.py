@@ -5,36 +5,11 @@ NO_COLOR=1 under the same pty, and piped, there is no escape at all; the
 coloured text minus its escapes is the piped text.
     report_color_check.py VRAMTRACE TRACE_DIR"""
 import os
-import pty
 import re
 import subprocess
 import sys
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def under_pty(cmd, env):
-    master, slave = pty.openpty()
-    p = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.DEVNULL, env=env)
-    os.close(slave)
-    out = b""
-    while True:  # until the child closes its end (EIO on Linux)
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
-    os.close(master)
-    p.wait()
-    return p.returncode, out.decode().replace("\r\n", "\n")
+from checklib import check, failures, under_pty
 
 
 def main():
@@ -42,12 +17,14 @@ def main():
     cmd = [vt, "report", trace]
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     rc, tty = under_pty(cmd, env)
+    tty = tty.replace("\r\n", "\n")
     check(rc == 0, "report under a pty exits 0")
     check("\x1b[1mProcesses\x1b[0m" in tty, "headings bold on a terminal")
     check(re.search(r"dataset +[0-9.]+ MiB +\x1b\[31m#+\x1b\[0m", tty) is not None,
           "the dataset's bar is red on a terminal")
     check("\x1b[31m[whole_dataset_upload]\x1b[0m" in tty, "the upload flag is red")
     rc, no_color = under_pty(cmd, dict(env, NO_COLOR="1"))
+    no_color = no_color.replace("\r\n", "\n")
     check(rc == 0 and "\x1b" not in no_color and "Processes" in no_color,
           "NO_COLOR=1 on a terminal: no escape")
     piped = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout

@@ -1,0 +1,36 @@
+"""What the analyzer's check scripts share: a named check that is printed
+and remembered, and a run on a pseudo-terminal (for what the commands do
+only on a terminal: colour, the progress bar)."""
+import os
+import pty
+import subprocess
+
+failures = []
+
+
+def check(cond, what):
+    """Print "ok" or "FAIL" and what was checked; remember a failure."""
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def under_pty(cmd, env=None, stderr_too=False):
+    """stdout (and stderr with stderr_too, else /dev/null) on a new pty:
+    (exit code, what the terminal received, decoded)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, stdout=slave, stderr=slave if stderr_too else subprocess.DEVNULL,
+                         env=env)
+    os.close(slave)
+    out = b""
+    while True:  # until the child closes its end (EIO on Linux)
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    os.close(master)
+    p.wait()
+    return p.returncode, out.decode(errors="replace")

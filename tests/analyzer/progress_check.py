@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""A progress bar while a command reads a big trace, on a terminal only:
+`report`, `report --stream` and `diff --stream` of a generated 16 M-event
+trace (long enough to pass the bar's half-second delay, even at 24 M
+events/s) draw "reading trace [###...] NN%" on stderr under a pty and clear
+the line after it; with stderr piped there is none, and stdout is the same.
+    progress_check.py VRAMTRACE GEN_TRACE"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from checklib import check, failures, under_pty
+
+BAR = re.compile(r"\rreading trace \[[#.]{30}\] +\d+%")
+
+
+def main():
+    vt, gen = sys.argv[1:3]
+    tmp = tempfile.mkdtemp(prefix="vt-progress-")
+    try:
+        trace = os.path.join(tmp, "trace")
+        subprocess.run([gen, trace, "16000000"], check=True, stdout=subprocess.DEVNULL)
+        for args in (["report", trace], ["report", trace, "--stream"],
+                     ["diff", trace, trace, "--stream"]):
+            name = " ".join(a if a != trace else "TRACE" for a in args)
+            rc, shown = under_pty([vt] + args, stderr_too=True)
+            check(rc == 0, f"{name} under a pty exits 0")
+            check(BAR.search(shown) is not None, f"{name}: a progress bar on the terminal")
+            check("\r\x1b[K" in shown, f"{name}: the bar's line is cleared after it")
+            piped = subprocess.run([vt] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+            check("reading trace" not in piped.stderr, f"{name}: no bar with stderr piped")
+            text = re.sub(r"\x1b\[[0-9;]*[mK]", "", BAR.sub("", shown)).replace("\r\n", "\n")
+            check(text.strip() == piped.stdout.strip(),
+                  f"{name}: the terminal shows the piped report, bar aside")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
