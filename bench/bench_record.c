@@ -1,7 +1,8 @@
 /* What recording costs, next to its floor and a peer, in the same run.
  *
  *   bench_record                 run every case (children), print TSV rows
- *   bench_record pairs KIND N    child: N allocate+free pairs, KIND cuda|malloc
+ *   bench_record pairs KIND N    child: N allocate+free pairs, KIND cuda|malloc,
+ *                                or cuda-unwound (each pair unwinds by hand)
  *   bench_record floor           child: unw_backtrace where the pairs allocate
  *   bench_record threads T N     child: T threads x N cuda pairs; prints
  *                                "ns_per_call lock_calls_per_call"
@@ -91,6 +92,20 @@ static __attribute__((noinline)) void one_unwind(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* A pair with the unwinding the shim does, done by hand and nothing else:
+ * the same frames, unwound where the shim's wrapper unwinds (before the
+ * allocation, after the last pair's free). Its slope over the plain pairs
+ * is the floor in context: the unwinder after the driver's work has left
+ * the caches, not in a hot loop of its own. */
+static __attribute__((noinline)) void one_cuda_pair_unwound(void)
+{
+	unsigned long long p = 0;
+	one_unwind();
+	if (mem_alloc(&p, 256) == 0)
+		mem_free(p);
+	__asm__ volatile("" ::: "memory");
+}
+
 /* Phases of one loop (warm-up, measured), with `between` called after
  * each: every op is called from the same instruction, so every phase has
  * the same stack. */
@@ -159,10 +174,10 @@ static int setup_driver(void)
 static int child_pairs(const char *kind, long n)
 {
 	void (*op)(void) = one_malloc_pair;
-	if (!strcmp(kind, "cuda")) {
+	if (!strcmp(kind, "cuda") || !strcmp(kind, "cuda-unwound")) {
 		if (setup_driver())
 			return 3;
-		op = one_cuda_pair;
+		op = strcmp(kind, "cuda") ? one_cuda_pair_unwound : one_cuda_pair;
 	}
 	run_deep(op, n);
 	return 0;
@@ -254,7 +269,8 @@ static int child(int argc, char **argv)
 		return child_floor();
 	if (!strcmp(argv[1], "threads") && argc > 3)
 		return child_threads(atoi(argv[2]), atol(argv[3]));
-	fprintf(stderr, "usage: bench_record [pairs cuda|malloc N | floor | threads T N]\n");
+	fprintf(stderr,
+	        "usage: bench_record [pairs cuda|cuda-unwound|malloc N | floor | threads T N]\n");
 	return 2;
 }
 
@@ -397,7 +413,12 @@ struct slope {
  * percent within minutes, and a baseline timed minutes before the shim's
  * runs put that drift into the difference, which is smaller than it. */
 #define MAX_TRACERS 8
-static void pair_slopes(const enum tracer *tr, int n, const char *kind, struct slope *out)
+struct pair_case {
+	enum tracer tr;
+	const char *kind; /* of pairs: cuda, cuda-unwound, malloc */
+};
+
+static void pair_slopes(const struct pair_case *cases, int n, struct slope *out)
 {
 	const long lens[2] = {N_SHORT, N_LONG};
 	double wall[MAX_TRACERS][2], cpu[MAX_TRACERS][2];
@@ -413,8 +434,8 @@ static void pair_slopes(const enum tracer *tr, int n, const char *kind, struct s
 			for (int l = 0; l < 2 && out[t].ok; l++) {
 				char len[32];
 				snprintf(len, sizeof len, "%ld", lens[l]);
-				char *args[] = {"pairs", (char *)kind, len, NULL};
-				struct outcome o = spawn(tr[t], args, NULL);
+				char *args[] = {"pairs", (char *)cases[t].kind, len, NULL};
+				struct outcome o = spawn(cases[t].tr, args, NULL);
 				out[t].ok = o.ok;
 				if (o.wall_ns < wall[t][l])
 					wall[t][l] = o.wall_ns;
@@ -432,7 +453,8 @@ static void pair_slopes(const enum tracer *tr, int n, const char *kind, struct s
 static struct slope pair_slope(enum tracer tr, const char *kind)
 {
 	struct slope s;
-	pair_slopes(&tr, 1, kind, &s);
+	struct pair_case c = {tr, kind};
+	pair_slopes(&c, 1, &s);
 	return s;
 }
 
@@ -514,10 +536,14 @@ static void row_pair(const char *name, double wall, double cpu, const char *unit
 
 static void bench_pairs(void)
 {
-	static const enum tracer cuda_tracers[] = {NONE, SHIM_NOSTACKS, SHIM, SHIM_FREESTACKS};
-	struct slope cuda[4];
-	pair_slopes(cuda_tracers, 4, "cuda", cuda);
-	struct slope base = cuda[0], off = cuda[1], on = cuda[2], both = cuda[3];
+	static const struct pair_case cuda_cases[] = {{NONE, "cuda"},
+	                                              {SHIM_NOSTACKS, "cuda"},
+	                                              {SHIM, "cuda"},
+	                                              {SHIM_FREESTACKS, "cuda"},
+	                                              {NONE, "cuda-unwound"}};
+	struct slope cuda[5];
+	pair_slopes(cuda_cases, 5, cuda);
+	struct slope base = cuda[0], off = cuda[1], on = cuda[2], both = cuda[3], unw = cuda[4];
 	if (!base.ok) {
 		row_na("cuMemAlloc+cuMemFree pair, no shim", "no simulated driver");
 		return;
@@ -530,10 +556,10 @@ static void bench_pairs(void)
 		         (off.wall - base.wall) / 2, (off.cpu - base.cpu) / 2, "ns/call");
 	/* the same stacks-off pairs against a driver that does nothing: the
 	 * shim's own cost, without the simulated driver's run-to-run noise */
-	static const enum tracer null_tracers[] = {NONE, SHIM_NOSTACKS};
+	static const struct pair_case null_cases[] = {{NONE, "cuda"}, {SHIM_NOSTACKS, "cuda"}};
 	struct slope nul[2];
 	driver_dir = VT_BENCH_NULLDRIVER_DIR;
-	pair_slopes(null_tracers, 2, "cuda", nul);
+	pair_slopes(null_cases, 2, nul);
 	driver_dir = VT_BENCH_SIMDRIVER_DIR;
 	if (nul[0].ok && nul[1].ok)
 		row_pair("  ... the same against a do-nothing driver (the shim alone)",
@@ -546,6 +572,14 @@ static void bench_pairs(void)
 		if (floor_ns > 0)
 			row_pair("  ... minus the floor (goal <= 80)", wall - floor_ns,
 			         cpu - floor_ns, "ns/pair");
+		if (unw.ok) {
+			double uw = unw.wall - base.wall, uc = unw.cpu - base.cpu;
+			row_pair("floor in context: the same unwinding by hand between the same "
+			         "driver calls, no shim",
+			         uw, uc, "ns/pair");
+			row_pair("  ... vramtrace 24-frame pair minus that floor", wall - uw,
+			         cpu - uc, "ns/pair");
+		}
 	}
 	if (both.ok)
 		row_pair("  ... with --free-stacks (the free unwound too)", both.wall - base.wall,
@@ -555,9 +589,9 @@ static void bench_pairs(void)
 		       "heaptrack not installed: apt-get install heaptrack");
 		return;
 	}
-	static const enum tracer malloc_tracers[] = {NONE, HEAPTRACK};
+	static const struct pair_case malloc_cases[] = {{NONE, "malloc"}, {HEAPTRACK, "malloc"}};
 	struct slope m[2];
-	pair_slopes(malloc_tracers, 2, "malloc", m);
+	pair_slopes(malloc_cases, 2, m);
 	struct slope mbase = m[0], ht = m[1];
 	if (!mbase.ok || !ht.ok) {
 		row_na("heaptrack: extra per malloc+free pair", "heaptrack run failed");
