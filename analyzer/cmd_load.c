@@ -1,16 +1,43 @@
 /* How every command loads its trace (commands.h): a progress bar on stderr
  * while the logs are read, when stderr is a terminal and the read takes
  * longer than half a second (a 100 M-event trace takes the full model half a
- * minute, which should not look like a hang). */
+ * minute, which should not look like a hang); and before the full model, a
+ * line when the trace looks too big for the memory the analyzer may take. */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "commands.h"
+#include "log_reader.h"
+#include "mem_budget.h"
 #include "model.h"
 #include "model_stream.h"
 #include "term.h"
+#include "units.h"
+
+/* Said before the load: under Linux's overcommit the full model of a huge
+ * trace is more often killed than refused, and a killed analyzer says
+ * nothing (mem_budget.h). A warning, not a refusal: the estimate errs high. */
+static void warn_if_too_big(const char *dir)
+{
+	uint64_t logs = vt_trace_log_bytes(dir);
+	uint64_t need = vt_full_model_estimate(logs), have = vt_mem_available(logs);
+	if (logs == 0 || need <= have)
+		return;
+	char l[32], n[32], h[32];
+	vt_format_bytes(logs, l, sizeof l);
+	vt_format_bytes(need, n, sizeof n);
+	vt_format_bytes(have, h, sizeof h);
+	fprintf(stderr,
+	        "vramtrace: this trace (%s of logs) may need up to %s for the full model and %s "
+	        "is available to it; if it runs out, `report --stream` and `diff --stream` read it "
+	        "in memory that follows only what is live\n",
+	        l, n, h);
+}
 
 struct vt_model *vt_cmd_load(const char *dir, int streaming, char *err, size_t errlen)
 {
+	if (!streaming)
+		warn_if_too_big(dir);
 	struct vt_progress bar;
 	vt_progress_begin(&bar, "reading trace");
 	vt_model_set_load_progress(vt_progress_hook, &bar);

@@ -68,6 +68,10 @@ void vt_trace_close(struct vt_trace *t);
  * return of fn and returns it. For passes that need nothing per log. */
 int vt_trace_for_each(const struct vt_trace *t, vt_record_fn fn, void *ctx);
 
+/* The bytes the logs of a trace directory (or one log file) hold on disk,
+ * without opening them; 0 if there are none. */
+uint64_t vt_trace_log_bytes(const char *dir);
+
 /* Trace start: the smallest clock_base_ns over its logs (same host clock). */
 uint64_t vt_trace_start_ns(const struct vt_trace *t);
 

@@ -161,6 +161,35 @@ int vt_trace_for_each(const struct vt_trace *t, vt_record_fn fn, void *ctx)
 	return rc;
 }
 
+/* Bytes the file holds on disk: a log's claimed but never written chunks
+ * are holes, and they cost the reader nothing. */
+static uint64_t stored_bytes(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return 0;
+	uint64_t on_disk = (uint64_t)st.st_blocks * 512u;
+	return on_disk < (uint64_t)st.st_size ? on_disk : (uint64_t)st.st_size;
+}
+
+uint64_t vt_trace_log_bytes(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return 0;
+	if (!S_ISDIR(st.st_mode))
+		return stored_bytes(dir);
+	char err[256];
+	size_t n = 0;
+	struct named_log *names = list_logs(dir, &n, err, sizeof err);
+	uint64_t bytes = 0;
+	for (size_t i = 0; names && i < n; i++)
+		bytes += stored_bytes(names[i].path);
+	if (names)
+		free_names(names, n);
+	return bytes;
+}
+
 uint64_t vt_trace_start_ns(const struct vt_trace *t)
 {
 	uint64_t start = UINT64_MAX;

@@ -1,9 +1,12 @@
 """What the analyzer's check scripts share: a named check that is printed
 and remembered, and a run on a pseudo-terminal (for what the commands do
 only on a terminal: colour, the progress bar)."""
+import contextlib
 import os
 import pty
+import shutil
 import subprocess
+import tempfile
 
 failures = []
 
@@ -13,6 +16,25 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
     if not cond:
         failures.append(what)
+
+
+def summary():
+    """Print how many checks failed; the script's exit code."""
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
+@contextlib.contextmanager
+def generated_trace(gen_trace, events):
+    """A trace of `events` generated events (bench/gen_trace.c) in a
+    temporary directory, removed afterwards."""
+    tmp = tempfile.mkdtemp(prefix="vt-check-")
+    try:
+        trace = os.path.join(tmp, "trace")
+        subprocess.run([gen_trace, trace, str(events)], check=True, stdout=subprocess.DEVNULL)
+        yield trace
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def under_pty(cmd, env=None, stderr_too=False):

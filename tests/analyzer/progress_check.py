@@ -5,24 +5,18 @@ trace (long enough to pass the bar's half-second delay, even at 24 M
 events/s) draw "reading trace [###...] NN%" on stderr under a pty and clear
 the line after it; with stderr piped there is none, and stdout is the same.
     progress_check.py VRAMTRACE GEN_TRACE"""
-import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
-from checklib import check, failures, under_pty
+from checklib import check, generated_trace, summary, under_pty
 
 BAR = re.compile(r"\rreading trace \[[#.]{30}\] +\d+%")
 
 
 def main():
     vt, gen = sys.argv[1:3]
-    tmp = tempfile.mkdtemp(prefix="vt-progress-")
-    try:
-        trace = os.path.join(tmp, "trace")
-        subprocess.run([gen, trace, "16000000"], check=True, stdout=subprocess.DEVNULL)
+    with generated_trace(gen, 16000000) as trace:
         for args in (["report", trace], ["report", trace, "--stream"],
                      ["diff", trace, trace, "--stream"]):
             name = " ".join(a if a != trace else "TRACE" for a in args)
@@ -36,10 +30,7 @@ def main():
             text = re.sub(r"\x1b\[[0-9;]*[mK]", "", BAR.sub("", shown)).replace("\r\n", "\n")
             check(text.strip() == piped.stdout.strip(),
                   f"{name}: the terminal shows the piped report, bar aside")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":
