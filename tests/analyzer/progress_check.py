@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A progress bar while a command reads a big trace, on a terminal only:
-`report`, `report --stream` and `diff --stream` of a generated 16 M-event
-trace (long enough to pass the bar's half-second delay, even at 24 M
-events/s) draw "reading trace [###...] NN%" on stderr under a pty and clear
+`report`, `report --stream` and `diff --stream` of a generated 24 M-event
+trace (about a second for the streaming model at 25 M events/s: well past
+the bar's half-second delay) draw "reading trace [###...] NN%" on stderr under a pty and clear
 the line after it; with stderr piped there is none, and stdout is the same.
     progress_check.py VRAMTRACE GEN_TRACE"""
 import re
@@ -16,7 +16,7 @@ BAR = re.compile(r"\rreading trace \[[#.]{30}\] +\d+%")
 
 def main():
     vt, gen = sys.argv[1:3]
-    with generated_trace(gen, 16000000) as trace:
+    with generated_trace(gen, 24000000) as trace:
         for args in (["report", trace], ["report", trace, "--stream"],
                      ["diff", trace, trace, "--stream"]):
             name = " ".join(a if a != trace else "TRACE" for a in args)
