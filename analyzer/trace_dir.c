@@ -133,8 +133,8 @@ int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errle
 	if (!out->logs || !out->dir) {
 		snprintf(err, errlen, "%s: out of memory", dir);
 	} else if (n == 0) {
-		snprintf(err, errlen, "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory",
-		         dir);
+		snprintf(err, errlen,
+		         "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory", dir);
 	} else if (out->nlogs == 0) {
 		snprintf(err, errlen, "%s: none of its %zu logs is readable", dir, skipped);
 	} else {
