@@ -328,23 +328,14 @@ static int parse_args(int argc, char **argv, struct diff_options *o)
 	return 0;
 }
 
-static struct vt_model *load(const char *dir, int stream)
-{
-	char err[1024];
-	struct vt_model *m = vt_cmd_load(dir, stream, err, sizeof err);
-	if (!m)
-		fprintf(stderr, "vramtrace diff: %s\n", err);
-	return m;
-}
-
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_options o;
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	struct vt_model *base = load(o.base_dir, o.stream);
-	struct vt_model *new_ = base ? load(o.new_dir, o.stream) : NULL;
+	struct vt_model *base = vt_cmd_load("diff", o.base_dir, o.stream);
+	struct vt_model *new_ = base ? vt_cmd_load("diff", o.new_dir, o.stream) : NULL;
 	if (!base || !new_) {
 		if (base)
 			vt_model_free(base);

@@ -178,13 +178,9 @@ static int write_stream_job(FILE *out, void *ctx)
 /* --stream: the timeline of a streaming model. */
 static int export_stream(const struct export_args *a)
 {
-	char err[512] = "";
-	struct vt_model *m = vt_cmd_load(a->dir, 1, err, sizeof err);
-	if (!m) {
-		fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : "cannot read the trace");
+	struct vt_model *m = vt_cmd_load("export", a->dir, 1);
+	if (!m)
 		return 1;
-	}
-	vt_model_finish(m);
 	struct stream_job job = {a, m};
 	int rc = write_to(a, write_stream_job, &job);
 	if (rc == 0)
@@ -201,12 +197,10 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	if (a.stream)
 		return export_stream(&a);
-	char err[512] = "";
-	struct vt_model *m = vt_cmd_load(a.dir, 0, err, sizeof err);
-	if (!m) {
-		fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : "cannot read the trace");
+	struct vt_model *m = vt_cmd_load("export", a.dir, 0);
+	if (!m)
 		return 1;
-	}
+	char err[512] = "";
 	struct vt_export x;
 	if (vt_export_open(&x, m, a.at, err, sizeof err) != 0) {
 		fprintf(stderr, "vramtrace export: %s\n", err);

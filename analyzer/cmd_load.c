@@ -34,16 +34,19 @@ static void warn_if_too_big(const char *dir)
 	        l, n, h);
 }
 
-struct vt_model *vt_cmd_load(const char *dir, int streaming, char *err, size_t errlen)
+struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming)
 {
 	if (!streaming)
 		warn_if_too_big(dir);
+	char err[1024] = "";
 	struct vt_progress bar;
 	vt_progress_begin(&bar, "reading trace");
 	vt_model_set_load_progress(vt_progress_hook, &bar);
-	struct vt_model *m = streaming ? vt_model_load_trace_streaming(dir, err, errlen)
-	                               : vt_model_load_trace(dir, err, errlen);
+	struct vt_model *m = streaming ? vt_model_load_trace_streaming(dir, err, sizeof err)
+	                               : vt_model_load_trace(dir, err, sizeof err);
 	vt_model_set_load_progress(NULL, NULL);
 	vt_progress_end(&bar);
+	if (!m)
+		fprintf(stderr, "vramtrace %s: %s\n", cmd, err[0] ? err : "cannot read the trace");
 	return m;
 }

@@ -428,12 +428,10 @@ int cmd_oom(int argc, char **argv)
 		fprintf(stderr, OOM_USAGE);
 		return 2;
 	}
-	char err[1024];
-	struct vt_model *m = vt_cmd_load(dir, 0, err, sizeof err);
-	if (!m) {
-		fprintf(stderr, "vramtrace oom: %s\n", err);
+	struct vt_model *m = vt_cmd_load("oom", dir, 0);
+	if (!m)
 		return 1;
-	}
+	char err[1024];
 	struct vt_oom_report r;
 	int rc = 0;
 	if (vt_oom_build(&r, m, index, err, sizeof err) < 0) {

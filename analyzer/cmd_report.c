@@ -82,12 +82,9 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 /* --stream: a streaming model, memory for what is live (model_stream.h). */
 static int report_stream(const char *dir, const struct vt_report_options *opt)
 {
-	char err[512] = "";
-	struct vt_model *m = vt_cmd_load(dir, 1, err, sizeof err);
-	if (!m) {
-		fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "cannot read the trace");
+	struct vt_model *m = vt_cmd_load("report", dir, 1);
+	if (!m)
 		return 1;
-	}
 	int rc = opt->json ? vt_report_stream_json(m, dir, opt->top, stdout)
 	                   : vt_report_stream_text(m, dir, opt->top, stdout);
 	if (rc)
@@ -107,12 +104,10 @@ int cmd_report(int argc, char **argv)
 	if (stream)
 		return report_stream(dir, &opt);
 	opt.title = dir;
-	char err[512] = "";
-	struct vt_model *m = vt_cmd_load(dir, 0, err, sizeof err);
-	if (!m) {
-		fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "cannot read the trace");
+	struct vt_model *m = vt_cmd_load("report", dir, 0);
+	if (!m)
 		return 1;
-	}
+	char err[512] = "";
 	struct vt_report r;
 	if (vt_report_build(&r, m, &opt, err, sizeof err) != 0) {
 		fprintf(stderr, "vramtrace report: %s\n", err);

@@ -14,16 +14,15 @@
 	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]")                 \
 	X(export, "export DIR --format html|perfetto|folded|csv [--at T] [--stream] -o FILE")
 
-#include <stddef.h>
-
 /* Each returns the process exit code. */
 #define VT_DECLARE_COMMAND(name, usage) int cmd_##name(int argc, char **argv);
 VT_COMMAND_LIST(VT_DECLARE_COMMAND)
 #undef VT_DECLARE_COMMAND
 
 /* The trace in dir as a model (streaming: the streaming model), with a
- * progress bar on a terminal (cmd_load.c); NULL with err set. */
+ * progress bar on a terminal (cmd_load.c); NULL after one line on stderr,
+ * "vramtrace CMD: why". */
 struct vt_model;
-struct vt_model *vt_cmd_load(const char *dir, int streaming, char *err, size_t errlen);
+struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming);
 
 #endif

@@ -433,6 +433,20 @@ struct cursor {
 	struct vt_event kev; /* the keyed record expanded, when it is packed */
 };
 
+/* Where chunk ci's records begin. */
+static inline uint64_t records_start(const struct vt_log *log, uint32_t ci)
+{
+	return log->chunks[ci].off + sizeof(struct vt_chunk_header);
+}
+
+/* Did the open-time scan find the record at p unknown or invalid? It was
+ * warned about then; every pass skips it. */
+static inline int skipped_at_open(const struct vt_chunk_ref *c, const uint8_t *p, uint32_t type,
+                                  uint32_t size)
+{
+	return !c->clean && !plain_event(type, size) && vt_record_problem(p, type, size) != NULL;
+}
+
 /* Move (ci, pos) onto the next record worth delivering; NULL at stream end. */
 static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32_t cend,
                                   uint64_t *pos)
@@ -443,13 +457,12 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 			const uint8_t *p = log->map + *pos;
 			uint32_t word = load_word(p);
 			uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
-			if (c->clean || plain_event(type, size) ||
-			    vt_record_problem(p, type, size) == NULL)
+			if (!skipped_at_open(c, p, type, size))
 				return p;
-			*pos += size; /* unknown or invalid (warned at open): skip */
+			*pos += size;
 		}
 		if (++*ci < cend)
-			*pos = log->chunks[*ci].off + sizeof(struct vt_chunk_header);
+			*pos = records_start(log, *ci);
 	}
 	return NULL;
 }
@@ -573,9 +586,8 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 		    .offset = pos,
 		};
 		pos += v.size;
-		if (!ch->clean && !plain_event(v.type, v.size) &&
-		    vt_record_problem(p, v.type, v.size) != NULL)
-			continue; /* unknown or invalid (warned at open): skipped */
+		if (skipped_at_open(ch, p, v.type, v.size))
+			continue;
 		if (v.type == VT_REC_PACKED) {
 			if (v.offset < key_pos ||
 			    (v.offset > key_pos && expand_packed(log, c->ci, p, &expanded) != 0))
@@ -614,7 +626,7 @@ static int drain(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn 
 			return rc;
 		release_chunks(log, c->ci, c->ci + 1); /* the cursor only moves forward */
 		if (++c->ci < c->cend)
-			c->pos = log->chunks[c->ci].off + sizeof(struct vt_chunk_header);
+			c->pos = records_start(log, c->ci);
 	}
 	return 0;
 }
@@ -649,8 +661,7 @@ static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap,
 		const struct vt_stream *st = &log->streams[s];
 		cur[s] = (struct cursor){.ci = st->first,
 		                         .cend = st->first + st->count,
-		                         .pos = log->chunks[st->first].off +
-		                                sizeof(struct vt_chunk_header)};
+		                         .pos = records_start(log, st->first)};
 		find_key(log, &cur[s]);
 		heap[n++] = s;
 	}

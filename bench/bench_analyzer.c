@@ -290,6 +290,15 @@ static void streaming(const char *self, const char *dir, uint64_t events, double
 		row("streaming model vs the floor (CPU)", r.cpu / c_floor, "%.1f", "x");
 }
 
+/* A row of the at-scale case: its name starts with the event count. */
+static void scale_row(uint64_t events, const char *what, double v, const char *fmt,
+                      const char *unit)
+{
+	char name[128];
+	snprintf(name, sizeof name, "%.0f M events, %s", (double)events / 1e6, what);
+	row(name, v, fmt, unit);
+}
+
 /* Issue 10's own case: the streaming model on a generated trace of
  * `events` (default 100 M: 2.6 GiB of logs, so only where the temporary
  * directory has room for it), against `cat` of the same files. */
@@ -318,18 +327,12 @@ static void streaming_at_scale(const char *self, uint64_t events)
 	} else {
 		double t_cat = cat_time(dir, &bytes);
 		row(name, (double)events / (r.cpu > 0 ? r.cpu : 1e-9) / 1e6, "%.2f", "M ev/s");
-		snprintf(name, sizeof name, "%.0f M events, streaming model, wall, best of 3",
-		         (double)events / 1e6);
-		row(name, r.wall, "%.2f", "s");
-		snprintf(name, sizeof name, "%.0f M events, streaming model peak RSS",
-		         (double)events / 1e6);
-		row(name, (double)r.rss_kib / 1024.0, "%.0f", "MiB");
-		snprintf(name, sizeof name, "%.0f M events, log files", (double)events / 1e6);
-		row(name, (double)bytes / (1024.0 * 1024.0), "%.0f", "MiB");
+		scale_row(events, "streaming model, wall, best of 3", r.wall, "%.2f", "s");
+		scale_row(events, "streaming model peak RSS", (double)r.rss_kib / 1024.0, "%.0f",
+		          "MiB");
+		scale_row(events, "log files", (double)bytes / (1024.0 * 1024.0), "%.0f", "MiB");
 		if (t_cat > 0) {
-			snprintf(name, sizeof name, "%.0f M events, cat of the logs",
-			         (double)events / 1e6);
-			row(name, t_cat, "%.3f", "s");
+			scale_row(events, "cat of the logs", t_cat, "%.3f", "s");
 			row("streaming model vs cat (wall)", r.wall / t_cat, "%.1f", "x");
 		}
 	}
