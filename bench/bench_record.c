@@ -44,8 +44,8 @@
 /* frames outside the recursion: run_work, child_pairs, child, main,
  * __libc_start_call_main, __libc_start_main (libunwind stops before _start) */
 #define FIXED_FRAMES 6
-#define N_SHORT 1000000L
-#define N_LONG 3000000L
+#define N_SHORT 500000L
+#define N_LONG 1500000L
 #define RUNS 5
 #define THREAD_PAIRS 200000L
 
