@@ -16,6 +16,7 @@
 #include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
+#include "dwarf_scopes.h"
 #include "sidecar.h"
 
 #define MAX_INLINE 64
@@ -34,6 +35,14 @@ struct cu_range {
 	Dwarf_Die cu;
 };
 
+/* A compile unit's scope index (dwarf_scopes.h), built on its first
+ * address. */
+struct cu_scopes {
+	Dwarf_Off cu_offset;
+	struct vt_scope_index *index;
+	UT_hash_handle hh;
+};
+
 struct mod_cache {
 	char *key;
 	unsigned keylen;
@@ -45,6 +54,7 @@ struct mod_cache {
 	struct cu_range *cu_ranges;    /* built when the file has no aranges */
 	size_t ncu_ranges;
 	int cu_ranges_built;
+	struct cu_scopes *cu_scopes;
 	struct addr_entry *addrs;      /* answers of vt_symbolize */
 	struct addr_entry *file_addrs; /* answers of vt_symbolize_from_file */
 };
@@ -289,45 +299,44 @@ static Dwarf_Die *find_cu(struct mod_cache *mc, Dwarf_Addr addr, Dwarf_Addr *bia
 	return NULL;
 }
 
-/* The inline chain at addr: the deepest inlined function first, each at the
- * line it is executing, ending with the real (out-of-line) function.
- * dwarf_getscopes follows an inline into its *abstract* definition; the
- * concrete callers are the DIE tree parents of the innermost scope, which
- * dwarf_getscopes_die gives (the eu-addr2line -i way). */
-static size_t inline_chain(Dwfl_Module *mod, Dwarf_Die *cu, Dwarf_Addr bias, Dwarf_Addr addr,
-			   const char *file, uint32_t line, struct vt_symbol *out, size_t max)
+static const struct vt_scope_index *scopes_of(struct mod_cache *mc, Dwarf_Die *cu)
 {
-	Dwarf_Die *scopes = NULL;
-	int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
-	if (nscopes <= 0) {
-		free(scopes);
-		return 0;
+	Dwarf_Off off = dwarf_dieoffset(cu);
+	struct cu_scopes *c = NULL;
+	HASH_FIND(hh, mc->cu_scopes, &off, sizeof off, c);
+	if (!c) {
+		c = xmalloc0(sizeof *c);
+		c->cu_offset = off;
+		c->index = vt_scope_index_build(cu);
+		HASH_ADD(hh, mc->cu_scopes, cu_offset, sizeof c->cu_offset, c);
 	}
-	Dwarf_Die innermost;
-	Dwarf_Addr dwbias;
-	Dwarf *dw = dwfl_module_getdwarf(mod, &dwbias);
-	int ok = dw && dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &innermost);
-	free(scopes);
-	scopes = NULL;
-	nscopes = ok ? dwarf_getscopes_die(&innermost, &scopes) : 0;
-	size_t n = 0;
-	for (int i = 0; i < nscopes && n < max; i++) {
+	return c->index;
+}
+
+/* The inline chain at addr: the deepest inlined function first, each at the
+ * line it is executing, ending with the real (out-of-line) function: the
+ * concrete inlined-subroutine DIEs holding addr and the subprogram they sit
+ * in (what dwarf_getscopes_die gives, the eu-addr2line -i way), from the
+ * unit's scope index. */
+static size_t inline_chain(struct mod_cache *mc, Dwarf_Die *cu, Dwarf_Addr bias, Dwarf_Addr addr,
+                           const char *file, uint32_t line, struct vt_symbol *out, size_t max)
+{
+	if (!cu)
+		return 0;
+	Dwarf_Die scopes[MAX_INLINE];
+	size_t nscopes = vt_scope_chain(scopes_of(mc, cu), addr - bias, scopes,
+	                                max < MAX_INLINE ? max : MAX_INLINE);
+	for (size_t i = 0; i < nscopes; i++) {
 		int tag = dwarf_tag(&scopes[i]);
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-			continue;
-		out[n].function = readable_name(die_name(&scopes[i]));
-		out[n].file = xstrdup(file);
-		out[n].line = line;
-		out[n].inlined = tag == DW_TAG_inlined_subroutine;
-		n++;
-		if (tag == DW_TAG_subprogram)
-			break;
+		out[i].function = readable_name(die_name(&scopes[i]));
+		out[i].file = xstrdup(file);
+		out[i].line = line;
+		out[i].inlined = tag == DW_TAG_inlined_subroutine;
 		/* where it was inlined: a line of the next outer function */
 		file = call_file(cu, &scopes[i]);
 		line = call_line(&scopes[i]);
 	}
-	free(scopes);
-	return n;
+	return nscopes;
 }
 
 static void resolve_in_file(struct mod_cache *mc, uint64_t offset, struct addr_entry *e)
@@ -342,8 +351,8 @@ static void resolve_in_file(struct mod_cache *mc, uint64_t offset, struct addr_e
 		file = dwarf_linesrc(dl, NULL, NULL);
 		dwarf_lineno(dl, &line);
 	}
-	size_t n = inline_chain(mc->mod, cu, bias, addr, file, line > 0 ? (uint32_t)line : 0, syms,
-				MAX_INLINE);
+	size_t n =
+	    inline_chain(mc, cu, bias, addr, file, line > 0 ? (uint32_t)line : 0, syms, MAX_INLINE);
 	const char *source = "dwarf";
 	if (n == 0) {
 		GElf_Off off;
@@ -496,6 +505,13 @@ void vt_symbolizer_close(struct vt_symbolizer *sym)
 		free_entries(&mc->addrs, 0);
 		free_entries(&mc->file_addrs, 1);
 		free(mc->cu_ranges);
+		struct cu_scopes *c, *ct;
+		HASH_ITER(hh, mc->cu_scopes, c, ct)
+		{
+			HASH_DEL(mc->cu_scopes, c);
+			vt_scope_index_free(c->index);
+			free(c);
+		}
 		if (mc->dwfl)
 			dwfl_end(mc->dwfl);
 		free(mc->key);

@@ -1,6 +1,8 @@
 /* Symbolization from module files (libdwfl): function, file:line, inline
  * chains; refuses a file whose build id differs; says why a frame is
- * unnamed; formats frames and sites; caches. */
+ * unnamed; formats frames and sites; caches. The per-unit scope index
+ * (dwarf_scopes.h) gives the inline chain libdw's own dwarf_getscopes walk
+ * gives, at thousands of addresses of this program's optimised code. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -15,6 +17,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 
 #include "sites.h"
 #include "stack_store.h"
@@ -105,6 +111,179 @@ static void resolves_inline_chain(void **state)
 	vt_symbolizer_close(sym);
 }
 
+/* ---- the chain as libdw finds it: the reference --------------------------- */
+
+struct ref_frame {
+	const char *name;
+	int inlined;
+	int call_line; /* where it was inlined: the next frame's line */
+};
+
+static const char *ref_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	return n ? n : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
+/* dwarf_getscopes at pc, then the concrete ancestors of its innermost scope
+ * (dwarf_getscopes_die), functions and inlined calls only: the walk from
+ * the unit's top for every address that the index replaces. */
+static int ref_chain(Dwfl_Module *mod, Dwarf_Addr addr, struct ref_frame *out, int max)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+	for (Dwarf_Die *c = NULL; !cu && (c = dwfl_module_nextcu(mod, c, &bias)) != NULL;)
+		if (dwarf_haspc(c, addr - bias) > 0) /* a unit without aranges */
+			cu = c;
+	Dwarf_Die *scopes = NULL, innermost;
+	int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+	if (n <= 0) {
+		free(scopes);
+		return 0;
+	}
+	Dwarf_Addr dwbias;
+	Dwarf *dw = dwfl_module_getdwarf(mod, &dwbias);
+	int ok = dw && dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &innermost);
+	free(scopes);
+	scopes = NULL;
+	n = ok ? dwarf_getscopes_die(&innermost, &scopes) : 0;
+	int k = 0;
+	for (int i = 0; i < n && k < max; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		Dwarf_Attribute attr;
+		Dwarf_Word line = 0;
+		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &line);
+		out[k++] = (struct ref_frame){ref_name(&scopes[i]),
+		                              tag == DW_TAG_inlined_subroutine, (int)line};
+		if (tag == DW_TAG_subprogram)
+			break;
+	}
+	free(scopes);
+	return k;
+}
+
+extern char __executable_start[], etext[];
+
+#define MAX_ONLY_INDEX 16384
+
+/* Where only the index names an inline chain, binutils' addr2line -i (its
+ * own DWARF reader) must name the same functions, innermost first. */
+static void check_with_addr2line(struct vt_symbolizer *sym, const uint64_t *at, unsigned n)
+{
+	if (n == 0 || system("command -v addr2line >/dev/null 2>&1") != 0)
+		return; /* binutils comes with build-essential; nothing to compare without it */
+	char list[] = "/tmp/vt-symtest-XXXXXX";
+	int fd = mkstemp(list);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "0x%llx\n", (unsigned long long)at[i]);
+	fclose(f);
+	char cmd[8400];
+	snprintf(cmd, sizeof cmd, "addr2line -a -f -i -e '%s' < %s", self_path, list);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char line[4096];
+	int rec = -1;
+	unsigned frame = 0, pending_name = 0;
+	struct vt_frame_names fn = {0};
+	while (fgets(line, sizeof line, p)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "0x", 2)) { /* a new address: the last one's chain ended */
+			if (rec >= 0)
+				assert_int_equal(frame, fn.n);
+			rec++;
+			assert_true(rec < (int)n);
+			vt_symbolize_from_file(sym, &self_module, at[rec], &fn);
+			frame = 0;
+			pending_name = 1;
+		} else if (pending_name) {
+			if (frame >= fn.n || strcmp(line, fn.sym[frame].function) != 0)
+				fail_msg("0x%llx frame %u: addr2line says %s, the index %s",
+				         (unsigned long long)at[rec], frame, line,
+				         frame < fn.n ? fn.sym[frame].function : "(none)");
+			frame++;
+			pending_name = 0;
+		} else {
+			pending_name = 1; /* the file:line; a name follows, or an address */
+		}
+	}
+	if (rec >= 0)
+		assert_int_equal(frame, fn.n);
+	assert_int_equal(rec + 1, n);
+	pclose(p);
+	unlink(list);
+}
+
+static void index_matches_libdw_walk(void **state)
+{
+	(void)state;
+	static const Dwfl_Callbacks cb = {
+	    .find_elf = dwfl_build_id_find_elf,
+	    .find_debuginfo = dwfl_standard_find_debuginfo,
+	    .section_address = dwfl_offline_section_address,
+	};
+	Dwfl *dwfl = dwfl_begin(&cb);
+	assert_non_null(dwfl);
+	dwfl_report_begin(dwfl);
+	Dwfl_Module *mod = dwfl_report_elf(dwfl, "self", self_path, -1, 0, false);
+	dwfl_report_end(dwfl, NULL, NULL);
+	assert_non_null(mod);
+	struct vt_symbolizer *sym = vt_symbolizer_open(NULL, 0);
+	uint64_t lo = (uintptr_t)__executable_start - self_bias, hi = (uintptr_t)etext - self_bias;
+	unsigned with_chain = 0, inlined = 0, only_index = 0;
+	static uint64_t only_index_at[MAX_ONLY_INDEX];
+	for (uint64_t off = lo; off < hi; off += 7) {
+		struct ref_frame want[64];
+		int n = ref_chain(mod, off, want, 64);
+		struct vt_frame_names fn;
+		vt_symbolize_from_file(sym, &self_module, off, &fn);
+		if (n == 0) {
+			/* libdw's walk finds no scope in some of GCC's LTO units
+			 * (dwarf_getscopes gives up there, addr2line -i does not):
+			 * the index may; then its outermost frame is the function
+			 * the symbol table names (cmp_range for cmp_range.lto_priv.1) */
+			if (fn.n > 1 && only_index < MAX_ONLY_INDEX)
+				only_index_at[only_index++] = off;
+			if (fn.n > 1 && strcmp(fn.source, "dwarf") == 0) {
+				GElf_Off symoff;
+				GElf_Sym esym;
+				const char *sname = dwfl_module_addrinfo(mod, off, &symoff, &esym,
+				                                         NULL, NULL, NULL);
+				const char *outer = fn.sym[fn.n - 1].function;
+				size_t len = strlen(outer);
+				assert_non_null(sname);
+				assert_false(fn.sym[fn.n - 1].inlined);
+				if (strncmp(sname, outer, len) != 0 ||
+				    (sname[len] && sname[len] != '.'))
+					fail_msg("0x%llx: index says %s, the symbol table %s",
+					         (unsigned long long)off, outer, sname);
+			}
+			continue;
+		}
+		with_chain++;
+		inlined += n > 1;
+		if ((int)fn.n != n)
+			fail_msg("0x%llx: %u frames, libdw finds %d", (unsigned long long)off, fn.n,
+			         n);
+		for (int i = 0; i < n; i++) {
+			assert_string_equal(fn.sym[i].function, want[i].name);
+			assert_int_equal(fn.sym[i].inlined, want[i].inlined);
+			if (i > 0)
+				assert_int_equal(fn.sym[i].line, want[i - 1].call_line);
+		}
+	}
+	/* the walk saw real code: named functions, and inlined calls in them */
+	assert_true(with_chain > 1000);
+	assert_true(inlined > 50);
+	check_with_addr2line(sym, only_index_at, only_index);
+	vt_symbolizer_close(sym);
+	dwfl_end(dwfl);
+}
+
 static void refuses_other_builds_and_missing_files(void **state)
 {
 	(void)state;
@@ -163,10 +342,11 @@ static void files_off_means_sidecar_only(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(names_function_file_and_line),
-		cmocka_unit_test(resolves_inline_chain),
-		cmocka_unit_test(refuses_other_builds_and_missing_files),
-		cmocka_unit_test(files_off_means_sidecar_only),
+	    cmocka_unit_test(names_function_file_and_line),
+	    cmocka_unit_test(resolves_inline_chain),
+	    cmocka_unit_test(index_matches_libdw_walk),
+	    cmocka_unit_test(refuses_other_builds_and_missing_files),
+	    cmocka_unit_test(files_off_means_sidecar_only),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,0 +1,193 @@
+/* Function scopes of a compile unit by address (dwarf_scopes.h). */
+#include "dwarf_scopes.h"
+
+#include <dwarf.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "nomem.h"
+
+/* DIE nesting deeper than this is not followed (a damaged or hostile file
+ * must not exhaust the stack; real code nests a few dozen deep). */
+#define MAX_NESTING 256
+
+struct scope {
+	Dwarf_Die die;
+	int32_t parent; /* the enclosing scope in the DIE tree, -1 at the top */
+	int tag;
+};
+
+struct range {
+	Dwarf_Addr lo, hi;
+	uint32_t scope;
+	uint32_t depth;
+	int32_t parent; /* the innermost range holding this one, -1 none */
+};
+
+struct vt_scope_index {
+	struct scope *scopes;
+	size_t nscopes, cap_scopes;
+	struct range *ranges; /* by lo, then the outer first */
+	size_t nranges, cap_ranges;
+};
+
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return arr;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *p = realloc(arr, c * elem);
+	if (!p)
+		vt_nomem();
+	*cap = c;
+	return p;
+}
+
+/* The tags that can hold code-bearing DIEs (libdw's own choice for
+ * dwarf_getscopes, so that both find the same scopes). */
+static int may_hold_scopes(int tag)
+{
+	switch (tag) {
+	case DW_TAG_compile_unit:
+	case DW_TAG_partial_unit:
+	case DW_TAG_module:
+	case DW_TAG_lexical_block:
+	case DW_TAG_with_stmt:
+	case DW_TAG_catch_block:
+	case DW_TAG_try_block:
+	case DW_TAG_entry_point:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_subprogram:
+	case DW_TAG_namespace:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A subprogram or inlined subroutine: a scope, with each of its address
+ * ranges; returns its index, or parent when it covers no code (an abstract
+ * instance, a declaration). */
+static int32_t add_scope(struct vt_scope_index *ix, Dwarf_Die *die, int tag, int32_t parent,
+                         uint32_t depth)
+{
+	int32_t self = (int32_t)ix->nscopes;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	size_t before = ix->nranges;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		ix->ranges = grow(ix->ranges, &ix->cap_ranges, ix->nranges, sizeof *ix->ranges);
+		ix->ranges[ix->nranges++] = (struct range){lo, hi, (uint32_t)self, depth, -1};
+	}
+	if (ix->nranges == before)
+		return parent;
+	ix->scopes = grow(ix->scopes, &ix->cap_scopes, ix->nscopes, sizeof *ix->scopes);
+	ix->scopes[ix->nscopes++] = (struct scope){*die, parent, tag};
+	return self;
+}
+
+static void walk(struct vt_scope_index *ix, Dwarf_Die *die, int32_t parent, uint32_t depth)
+{
+	if (depth >= MAX_NESTING)
+		return;
+	Dwarf_Die child;
+	if (dwarf_child(die, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_imported_unit) {
+			Dwarf_Attribute attr;
+			Dwarf_Die unit;
+			if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit))
+				walk(ix, &unit, parent, depth + 1);
+			continue;
+		}
+		if (!may_hold_scopes(tag))
+			continue;
+		int32_t inner = parent;
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
+			inner = add_scope(ix, &child, tag, parent, depth);
+		if (dwarf_haschildren(&child) > 0)
+			walk(ix, &child, inner, depth + 1);
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (x->hi != y->hi)
+		return x->hi > y->hi ? -1 : 1; /* the outer first */
+	return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+/* Each range's innermost holder: ranges nest (a function holds the calls
+ * inlined into it), so one sweep with a stack of the open ones finds it. */
+static void link_ranges(struct vt_scope_index *ix)
+{
+	int32_t *open = malloc((ix->nranges ? ix->nranges : 1) * sizeof *open);
+	if (!open)
+		vt_nomem();
+	size_t nopen = 0;
+	for (size_t i = 0; i < ix->nranges; i++) {
+		struct range *r = &ix->ranges[i];
+		while (nopen && ix->ranges[open[nopen - 1]].hi <= r->lo)
+			nopen--;
+		r->parent = nopen ? open[nopen - 1] : -1;
+		open[nopen++] = (int32_t)i;
+	}
+	free(open);
+}
+
+struct vt_scope_index *vt_scope_index_build(Dwarf_Die *cu)
+{
+	struct vt_scope_index *ix = calloc(1, sizeof *ix);
+	if (!ix)
+		vt_nomem();
+	walk(ix, cu, -1, 0);
+	if (ix->nranges) /* qsort(NULL, 0) is undefined */
+		qsort(ix->ranges, ix->nranges, sizeof *ix->ranges, cmp_range);
+	link_ranges(ix);
+	return ix;
+}
+
+void vt_scope_index_free(struct vt_scope_index *ix)
+{
+	if (!ix)
+		return;
+	free(ix->scopes);
+	free(ix->ranges);
+	free(ix);
+}
+
+size_t vt_scope_chain(const struct vt_scope_index *ix, Dwarf_Addr pc, Dwarf_Die *out, size_t max)
+{
+	size_t lo = 0, hi = ix->nranges;
+	while (lo < hi) { /* the last range starting at or below pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->ranges[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the innermost range holding pc is that one or one of its holders:
+	 * any range holding pc starts at or below the last one to, so holds it */
+	int32_t r = (int32_t)lo - 1;
+	while (r >= 0 && pc >= ix->ranges[r].hi)
+		r = ix->ranges[r].parent;
+	if (r < 0)
+		return 0;
+	size_t n = 0;
+	for (int32_t s = (int32_t)ix->ranges[r].scope; s >= 0 && n < max;
+	     s = ix->scopes[s].parent) {
+		out[n++] = ix->scopes[s].die;
+		if (ix->scopes[s].tag == DW_TAG_subprogram)
+			break;
+	}
+	return n;
+}
