@@ -10,6 +10,10 @@
 /* DIE nesting deeper than this is not followed (a damaged or hostile file
  * must not exhaust the stack; real code nests a few dozen deep). */
 #define MAX_NESTING 256
+/* Imported units followed from one compile unit: each once (a unit that
+ * imports itself, or two that import each other, would otherwise be walked
+ * again at every level: exponential work on a hostile file). */
+#define MAX_IMPORTS 4096
 
 struct scope {
 	Dwarf_Die die;
@@ -29,6 +33,8 @@ struct vt_scope_index {
 	size_t nscopes, cap_scopes;
 	struct range *ranges; /* by lo, then the outer first */
 	size_t nranges, cap_ranges;
+	Dwarf_Off *imported; /* units already walked */
+	size_t nimported, cap_imported;
 };
 
 static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
@@ -90,6 +96,28 @@ static int32_t add_scope(struct vt_scope_index *ix, Dwarf_Die *die, int tag, int
 	return self;
 }
 
+static void walk(struct vt_scope_index *ix, Dwarf_Die *die, int32_t parent, uint32_t depth);
+
+/* The first import of a unit is walked; later ones, and any past
+ * MAX_IMPORTS, are not. */
+static void walk_import(struct vt_scope_index *ix, Dwarf_Die *import, int32_t parent,
+                        uint32_t depth)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die unit;
+	if (!dwarf_formref_die(dwarf_attr(import, DW_AT_import, &attr), &unit))
+		return;
+	Dwarf_Off off = dwarf_dieoffset(&unit);
+	for (size_t i = 0; i < ix->nimported; i++)
+		if (ix->imported[i] == off)
+			return;
+	if (ix->nimported == MAX_IMPORTS)
+		return;
+	ix->imported = grow(ix->imported, &ix->cap_imported, ix->nimported, sizeof *ix->imported);
+	ix->imported[ix->nimported++] = off;
+	walk(ix, &unit, parent, depth + 1);
+}
+
 static void walk(struct vt_scope_index *ix, Dwarf_Die *die, int32_t parent, uint32_t depth)
 {
 	if (depth >= MAX_NESTING)
@@ -100,10 +128,7 @@ static void walk(struct vt_scope_index *ix, Dwarf_Die *die, int32_t parent, uint
 	do {
 		int tag = dwarf_tag(&child);
 		if (tag == DW_TAG_imported_unit) {
-			Dwarf_Attribute attr;
-			Dwarf_Die unit;
-			if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit))
-				walk(ix, &unit, parent, depth + 1);
+			walk_import(ix, &child, parent, depth);
 			continue;
 		}
 		if (!may_hold_scopes(tag))
@@ -149,10 +174,16 @@ struct vt_scope_index *vt_scope_index_build(Dwarf_Die *cu)
 	struct vt_scope_index *ix = calloc(1, sizeof *ix);
 	if (!ix)
 		vt_nomem();
+	/* the unit itself counts as walked: an import of it adds nothing */
+	ix->imported = grow(ix->imported, &ix->cap_imported, 0, sizeof *ix->imported);
+	ix->imported[ix->nimported++] = dwarf_dieoffset(cu);
 	walk(ix, cu, -1, 0);
 	if (ix->nranges) /* qsort(NULL, 0) is undefined */
 		qsort(ix->ranges, ix->nranges, sizeof *ix->ranges, cmp_range);
 	link_ranges(ix);
+	free(ix->imported); /* needed while walking only */
+	ix->imported = NULL;
+	ix->nimported = ix->cap_imported = 0;
 	return ix;
 }
 
@@ -162,7 +193,13 @@ void vt_scope_index_free(struct vt_scope_index *ix)
 		return;
 	free(ix->scopes);
 	free(ix->ranges);
+	free(ix->imported);
 	free(ix);
+}
+
+size_t vt_scope_index_count(const struct vt_scope_index *ix)
+{
+	return ix->nscopes;
 }
 
 size_t vt_scope_chain(const struct vt_scope_index *ix, Dwarf_Addr pc, Dwarf_Die *out, size_t max)

@@ -25,6 +25,9 @@ struct vt_scope_index;
 struct vt_scope_index *vt_scope_index_build(Dwarf_Die *cu);
 void vt_scope_index_free(struct vt_scope_index *ix);
 
+/* How many functions and inlined calls with code the index holds. */
+size_t vt_scope_index_count(const struct vt_scope_index *ix);
+
 /* The scopes at pc, innermost first: the inlined subroutines, each inside
  * the next, then the function they were inlined into (the DIE-tree
  * ancestors dwarf_getscopes_die gives, lexical blocks left out); at most
