@@ -17,6 +17,7 @@
 #include <uthash.h>
 
 #include "dwarf_scopes.h"
+#include "elf_symbols.h"
 #include "sidecar.h"
 
 #define MAX_INLINE 64
@@ -55,6 +56,7 @@ struct mod_cache {
 	size_t ncu_ranges;
 	int cu_ranges_built;
 	struct cu_scopes *cu_scopes;
+	struct vt_symtab_index *symtab; /* built on the first symbol-table answer */
 	struct addr_entry *addrs;      /* answers of vt_symbolize */
 	struct addr_entry *file_addrs; /* answers of vt_symbolize_from_file */
 };
@@ -355,9 +357,9 @@ static void resolve_in_file(struct mod_cache *mc, uint64_t offset, struct addr_e
 	    inline_chain(mc, cu, bias, addr, file, line > 0 ? (uint32_t)line : 0, syms, MAX_INLINE);
 	const char *source = "dwarf";
 	if (n == 0) {
-		GElf_Off off;
-		GElf_Sym esym;
-		const char *name = dwfl_module_addrinfo(mc->mod, addr, &off, &esym, NULL, NULL, NULL);
+		if (!mc->symtab)
+			mc->symtab = vt_symtab_index_build(mc->mod);
+		const char *name = vt_symtab_name_at(mc->symtab, mc->mod, addr);
 		if (!name) {
 			e->names.status = VT_SYM_NO_SYMBOL;
 			return;
@@ -512,6 +514,7 @@ void vt_symbolizer_close(struct vt_symbolizer *sym)
 			vt_scope_index_free(c->index);
 			free(c);
 		}
+		vt_symtab_index_free(mc->symtab);
 		if (mc->dwfl)
 			dwfl_end(mc->dwfl);
 		free(mc->key);

@@ -14,7 +14,10 @@
  * 10 000 DISTINCT addresses in this program's own code: the per-address
  * cost when nothing repeats; and as many in the text of the Python library
  * python3 runs on, when that library carries DWARF (a real library's
- * compile units: ceval.c alone holds thousands of inlined calls).
+ * compile units: ceval.c alone holds thousands of inlined calls); and as
+ * many in libc, which Debian ships with its dynamic symbol table only (as
+ * framework wheels ship theirs), through the symbolizer and through
+ * dwfl_module_addrinfo alone, which reads the whole table every time.
  * Rows: "symbolize<TAB>case<TAB>value<TAB>unit".
  */
 #define _GNU_SOURCE
@@ -221,16 +224,25 @@ static void python_library(char *out, size_t len)
 	pclose(p);
 }
 
-/* The file's .text as ELF virtual addresses (what a frame's offset is). */
-static int text_range(const char *path, uint64_t *lo, uint64_t *hi)
+/* The file at path as a module at its own addresses (bias 0, as the
+ * symbolizer reports files), in a session of its own: dwfl_end(*dwfl). */
+static Dwfl_Module *open_offline(const char *path, Dwfl **dwfl)
 {
 	static const Dwfl_Callbacks cb = {.find_elf = dwfl_build_id_find_elf,
 	                                  .find_debuginfo = dwfl_standard_find_debuginfo,
 	                                  .section_address = dwfl_offline_section_address};
-	Dwfl *dwfl = dwfl_begin(&cb);
-	dwfl_report_begin(dwfl);
-	Dwfl_Module *mod = dwfl_report_elf(dwfl, "lib", path, -1, 0, false);
-	dwfl_report_end(dwfl, NULL, NULL);
+	*dwfl = dwfl_begin(&cb);
+	dwfl_report_begin(*dwfl);
+	Dwfl_Module *mod = dwfl_report_elf(*dwfl, "lib", path, -1, 0, false);
+	dwfl_report_end(*dwfl, NULL, NULL);
+	return mod;
+}
+
+/* The file's .text as ELF virtual addresses (what a frame's offset is). */
+static int text_range(const char *path, uint64_t *lo, uint64_t *hi)
+{
+	Dwfl *dwfl;
+	Dwfl_Module *mod = open_offline(path, &dwfl);
 	GElf_Addr bias;
 	Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
 	size_t strndx;
@@ -290,6 +302,49 @@ static void name_python_addresses(void)
 	row(name, ms, "ms cpu");
 }
 
+/* libc by its symbol table: the symbolizer (a frame with no DWARF ends at
+ * elf_symbols.c's index) against dwfl_module_addrinfo on the same
+ * addresses. */
+static void name_libc_addresses(void)
+{
+	Dl_info info;
+	uint64_t lo, hi;
+	if (!dladdr((void *)printf, &info) || !info.dli_fname || info.dli_fname[0] != '/' ||
+	    text_range(info.dli_fname, &lo, &hi) != 0) {
+		printf("symbolize\t10000 distinct addresses in libc\tn/a (libc not found)\t\n");
+		return;
+	}
+	const char *path = info.dli_fname;
+	struct vt_module_info mod = {.index = 1, .path = path};
+	struct vt_symbolizer *sym = vt_symbolizer_open(NULL, VT_SYM_NO_SIDECAR);
+	size_t named = 0;
+	double t0 = now_ns();
+	for (unsigned i = 0; i < STACKS; i++) {
+		struct vt_frame_names fn;
+		named += vt_symbolize(sym, &mod, lo + (hi - lo) * i / STACKS, &fn) == VT_SYM_OK;
+	}
+	double ms = (now_ns() - t0) / 1e6;
+	vt_symbolizer_close(sym);
+
+	Dwfl *dwfl;
+	Dwfl_Module *m = open_offline(path, &dwfl);
+	double t1 = now_ns();
+	for (unsigned i = 0; m && i < STACKS; i++) {
+		GElf_Off off;
+		GElf_Sym esym;
+		dwfl_module_addrinfo(m, lo + (hi - lo) * i / STACKS, &off, &esym, NULL, NULL, NULL);
+	}
+	double dwfl_ms = (now_ns() - t1) / 1e6;
+	dwfl_end(dwfl);
+	char name[200];
+	snprintf(name, sizeof name,
+	         "%u distinct addresses in %s, symbol table only (%.0f%% named): vramtrace / "
+	         "dwfl_module_addrinfo alone, cold",
+	         STACKS, vt_path_basename(path), 100.0 * named / STACKS);
+	printf("symbolize\t%s\t%.1f / %.1f\tms cpu\n", name, ms, dwfl_ms);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "record"))
@@ -311,6 +366,7 @@ int main(int argc, char **argv)
 		vt_trace_close(&t);
 	}
 	name_python_addresses();
+	name_libc_addresses();
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : 1;
