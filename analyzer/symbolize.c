@@ -238,11 +238,7 @@ static uint32_t call_line(Dwarf_Die *inl)
 	return (uint32_t)line;
 }
 
-/* The inline chain at addr: the deepest inlined function first, each at the
- * line it is executing, ending with the real (out-of-line) function.
- * dwarf_getscopes follows an inline into its *abstract* definition; the
- * concrete callers are the DIE tree parents of the innermost scope, which
- * dwarf_getscopes_die gives (the eu-addr2line -i way). */
+/* cu_range by start address. */
 static int cmp_range(const void *a, const void *b)
 {
 	const struct cu_range *x = a, *y = b;
@@ -497,6 +493,16 @@ static void free_entries(struct addr_entry **head, int owns_strings)
 	}
 }
 
+static void free_cu_scopes(struct cu_scopes **head)
+{
+	struct cu_scopes *c, *t;
+	HASH_ITER(hh, *head, c, t) {
+		HASH_DEL(*head, c);
+		vt_scope_index_free(c->index);
+		free(c);
+	}
+}
+
 void vt_symbolizer_close(struct vt_symbolizer *sym)
 {
 	if (!sym)
@@ -507,13 +513,7 @@ void vt_symbolizer_close(struct vt_symbolizer *sym)
 		free_entries(&mc->addrs, 0);
 		free_entries(&mc->file_addrs, 1);
 		free(mc->cu_ranges);
-		struct cu_scopes *c, *ct;
-		HASH_ITER(hh, mc->cu_scopes, c, ct)
-		{
-			HASH_DEL(mc->cu_scopes, c);
-			vt_scope_index_free(c->index);
-			free(c);
-		}
+		free_cu_scopes(&mc->cu_scopes);
 		vt_symtab_index_free(mc->symtab);
 		if (mc->dwfl)
 			dwfl_end(mc->dwfl);
