@@ -111,11 +111,19 @@ struct vt_symtab_index *vt_symtab_index_build(Dwfl_Module *mod)
 		/* dwfl's first pass: the globals, or all when only the dynamic
 		 * table was found (first_global 0) */
 		int global = first_global == 0 || i >= first_global;
-		if (sym.st_size)
-			ix->syms[ix->n++] =
-			    (struct sized){value,       value + sym.st_size, name,
-			                   (uint32_t)i, (uint8_t)global,     binding_rank(&sym)};
-		else {
+		if (sym.st_size) {
+			/* a size past the end of the address space (a damaged
+			 * table) ends there: dwfl's "addr - value < size" does
+			 * not wrap */
+			GElf_Addr end =
+			    value + sym.st_size < value ? UINT64_MAX : value + sym.st_size;
+			ix->syms[ix->n++] = (struct sized){.lo = value,
+			                                   .hi = end,
+			                                   .name = name,
+			                                   .index = (uint32_t)i,
+			                                   .global = (uint8_t)global,
+			                                   .binding = binding_rank(&sym)};
+		} else {
 			if (sym.st_shndx >= SHN_LORESERVE)
 				ix->abs_label[ix->nabs_label++] = value;
 			else
