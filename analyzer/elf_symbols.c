@@ -89,6 +89,48 @@ static int plain_module(Dwfl_Module *mod)
 	return elf && bias == 0 && gelf_getehdr(elf, &eh) && eh.e_machine != EM_PPC64;
 }
 
+/* One symbol dwfl searches: a sized one into syms, a label (no size) into
+ * the label lists. */
+static void add_symbol(struct vt_symtab_index *ix, int i, int global, const char *name,
+                       const GElf_Sym *sym, GElf_Addr value)
+{
+	if (sym->st_size) {
+		/* a size past the end of the address space (a damaged table)
+		 * ends there: dwfl's "addr - value < size" does not wrap */
+		GElf_Addr end = value + sym->st_size < value ? UINT64_MAX : value + sym->st_size;
+		ix->syms[ix->n++] = (struct sized){.lo = value,
+		                                   .hi = end,
+		                                   .name = name,
+		                                   .index = (uint32_t)i,
+		                                   .global = (uint8_t)global,
+		                                   .binding = binding_rank(sym)};
+		return;
+	}
+	if (sym->st_shndx >= SHN_LORESERVE)
+		ix->abs_label[ix->nabs_label++] = value;
+	else
+		ix->any_label[ix->nany_label++] = value;
+	if (global)
+		ix->label[ix->nlabel++] = value;
+}
+
+/* Sort what add_symbol gathered; each sized symbol's reach. */
+static void sort_index(struct vt_symtab_index *ix)
+{
+	if (ix->n)
+		qsort(ix->syms, ix->n, sizeof *ix->syms, cmp_sized);
+	if (ix->nlabel)
+		qsort(ix->label, ix->nlabel, sizeof *ix->label, cmp_addr);
+	if (ix->nany_label)
+		qsort(ix->any_label, ix->nany_label, sizeof *ix->any_label, cmp_addr);
+	if (ix->nabs_label)
+		qsort(ix->abs_label, ix->nabs_label, sizeof *ix->abs_label, cmp_addr);
+	ix->reach = xcalloc(ix->n, sizeof *ix->reach);
+	for (size_t i = 0; i < ix->n; i++)
+		ix->reach[i] =
+		    i && ix->reach[i - 1] > ix->syms[i].hi ? ix->reach[i - 1] : ix->syms[i].hi;
+}
+
 struct vt_symtab_index *vt_symtab_index_build(Dwfl_Module *mod)
 {
 	struct vt_symtab_index *ix = xcalloc(1, sizeof *ix);
@@ -106,44 +148,13 @@ struct vt_symtab_index *vt_symtab_index_build(Dwfl_Module *mod)
 		GElf_Sym sym;
 		GElf_Addr value;
 		const char *name = dwfl_module_getsym_info(mod, i, &sym, &value, NULL, NULL, NULL);
-		if (!searched(name, &sym))
-			continue;
 		/* dwfl's first pass: the globals, or all when only the dynamic
 		 * table was found (first_global 0) */
-		int global = first_global == 0 || i >= first_global;
-		if (sym.st_size) {
-			/* a size past the end of the address space (a damaged
-			 * table) ends there: dwfl's "addr - value < size" does
-			 * not wrap */
-			GElf_Addr end =
-			    value + sym.st_size < value ? UINT64_MAX : value + sym.st_size;
-			ix->syms[ix->n++] = (struct sized){.lo = value,
-			                                   .hi = end,
-			                                   .name = name,
-			                                   .index = (uint32_t)i,
-			                                   .global = (uint8_t)global,
-			                                   .binding = binding_rank(&sym)};
-		} else {
-			if (sym.st_shndx >= SHN_LORESERVE)
-				ix->abs_label[ix->nabs_label++] = value;
-			else
-				ix->any_label[ix->nany_label++] = value;
-			if (global)
-				ix->label[ix->nlabel++] = value;
-		}
+		if (searched(name, &sym))
+			add_symbol(ix, i, first_global == 0 || i >= first_global, name, &sym,
+			           value);
 	}
-	if (ix->n)
-		qsort(ix->syms, ix->n, sizeof *ix->syms, cmp_sized);
-	if (ix->nlabel)
-		qsort(ix->label, ix->nlabel, sizeof *ix->label, cmp_addr);
-	if (ix->nany_label)
-		qsort(ix->any_label, ix->nany_label, sizeof *ix->any_label, cmp_addr);
-	if (ix->nabs_label)
-		qsort(ix->abs_label, ix->nabs_label, sizeof *ix->abs_label, cmp_addr);
-	ix->reach = xcalloc(ix->n, sizeof *ix->reach);
-	for (size_t i = 0; i < ix->n; i++)
-		ix->reach[i] =
-		    i && ix->reach[i - 1] > ix->syms[i].hi ? ix->reach[i - 1] : ix->syms[i].hi;
+	sort_index(ix);
 	ix->usable = 1;
 	return ix;
 }
