@@ -218,6 +218,37 @@ static void check_with_addr2line(struct vt_symbolizer *sym, const uint64_t *at, 
 	unlink(list);
 }
 
+/* Where libdw's walk finds no scope and the index names a chain: its
+ * outermost frame is the function the symbol table names at off (cmp_range
+ * for cmp_range.lto_priv.1). */
+static void outer_frame_is_symbol(Dwfl_Module *mod, uint64_t off, const struct vt_frame_names *fn)
+{
+	GElf_Off symoff;
+	GElf_Sym esym;
+	const char *sname = dwfl_module_addrinfo(mod, off, &symoff, &esym, NULL, NULL, NULL);
+	const char *outer = fn->sym[fn->n - 1].function;
+	size_t len = strlen(outer);
+	assert_non_null(sname);
+	assert_false(fn->sym[fn->n - 1].inlined);
+	if (strncmp(sname, outer, len) != 0 || (sname[len] && sname[len] != '.'))
+		fail_msg("0x%llx: index says %s, the symbol table %s", (unsigned long long)off,
+		         outer, sname);
+}
+
+/* The index's chain at off is libdw's (want[0..n)), frame for frame. */
+static void same_chain(uint64_t off, const struct vt_frame_names *fn, const struct ref_frame *want,
+                       int n)
+{
+	if ((int)fn->n != n)
+		fail_msg("0x%llx: %u frames, libdw finds %d", (unsigned long long)off, fn->n, n);
+	for (int i = 0; i < n; i++) {
+		assert_string_equal(fn->sym[i].function, want[i].name);
+		assert_int_equal(fn->sym[i].inlined, want[i].inlined);
+		if (i > 0)
+			assert_int_equal(fn->sym[i].line, want[i - 1].call_line);
+	}
+}
+
 static void index_matches_libdw_walk(void **state)
 {
 	(void)state;
@@ -243,38 +274,18 @@ static void index_matches_libdw_walk(void **state)
 		vt_symbolize_from_file(sym, &self_module, off, &fn);
 		if (n == 0) {
 			/* libdw's walk finds no scope in some of GCC's LTO units
-			 * (dwarf_getscopes gives up there, addr2line -i does not):
-			 * the index may; then its outermost frame is the function
-			 * the symbol table names (cmp_range for cmp_range.lto_priv.1) */
+			 * (dwarf_getscopes gives up there, addr2line -i does not);
+			 * the index may: checked against the symbol table here,
+			 * against addr2line below */
 			if (fn.n > 1 && only_index < MAX_ONLY_INDEX)
 				only_index_at[only_index++] = off;
-			if (fn.n > 1 && strcmp(fn.source, "dwarf") == 0) {
-				GElf_Off symoff;
-				GElf_Sym esym;
-				const char *sname = dwfl_module_addrinfo(mod, off, &symoff, &esym,
-				                                         NULL, NULL, NULL);
-				const char *outer = fn.sym[fn.n - 1].function;
-				size_t len = strlen(outer);
-				assert_non_null(sname);
-				assert_false(fn.sym[fn.n - 1].inlined);
-				if (strncmp(sname, outer, len) != 0 ||
-				    (sname[len] && sname[len] != '.'))
-					fail_msg("0x%llx: index says %s, the symbol table %s",
-					         (unsigned long long)off, outer, sname);
-			}
+			if (fn.n > 1 && strcmp(fn.source, "dwarf") == 0)
+				outer_frame_is_symbol(mod, off, &fn);
 			continue;
 		}
 		with_chain++;
 		inlined += n > 1;
-		if ((int)fn.n != n)
-			fail_msg("0x%llx: %u frames, libdw finds %d", (unsigned long long)off, fn.n,
-			         n);
-		for (int i = 0; i < n; i++) {
-			assert_string_equal(fn.sym[i].function, want[i].name);
-			assert_int_equal(fn.sym[i].inlined, want[i].inlined);
-			if (i > 0)
-				assert_int_equal(fn.sym[i].line, want[i - 1].call_line);
-		}
+		same_chain(off, &fn, want, n);
 	}
 	/* the walk saw real code: named functions, and inlined calls in them */
 	assert_true(with_chain > 1000);
@@ -293,7 +304,8 @@ static void refuses_other_builds_and_missing_files(void **state)
 	other.index = 2;
 	other.build_id[0] ^= 0xff;
 	struct vt_frame_names fn;
-	assert_int_equal(vt_symbolize(sym, &other, offset_of_last(), &fn), VT_SYM_BUILD_ID_MISMATCH);
+	assert_int_equal(vt_symbolize(sym, &other, offset_of_last(), &fn),
+	                 VT_SYM_BUILD_ID_MISMATCH);
 	assert_int_equal(fn.n, 0);
 
 	struct vt_module_info gone = self_module;
