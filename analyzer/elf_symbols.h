@@ -6,12 +6,16 @@
  * address it is asked about (elfutils 0.188), so naming the distinct
  * addresses of a library known by its symbol table alone (the usual case
  * for framework wheels: no DWARF, tens of thousands of exported symbols)
- * costs the table's length each time. Here the table is read once; an
- * address held by exactly one sized symbol (the common case) is answered
- * from a sorted array, with dwfl's own preferences applied (global symbols
- * first); anything else (nested or overlapping symbols, assembly labels
- * without a size, an exact sizeless global, function descriptors) is
- * still asked of dwfl, so the answer is always dwfl's. */
+ * costs the table's length each time. Here the table is read once and
+ * an address is answered from sorted arrays by dwfl's own rules: a sized
+ * symbol holding it (global symbols first, then the stronger binding,
+ * then the first in the table), else the label (a symbol without a size)
+ * dwfl's fallback would take: the greatest one at or below the address,
+ * past every sized symbol's end, in the address's section, the last of
+ * its ties in dwfl's search order. What the arrays cannot settle (nested
+ * or overlapping sized symbols, crowds of them, function descriptors, a
+ * load bias) is still asked of dwfl, so the answer is always dwfl's.
+ */
 #ifndef VT_ELF_SYMBOLS_H
 #define VT_ELF_SYMBOLS_H
 
