@@ -70,14 +70,14 @@ static __attribute__((noinline)) void leaf(void)
 	mem_alloc(&p, 256);
 }
 
-#define PATH_FN(name)                                                       \
-	static __attribute__((noinline)) void name(int level, unsigned path) \
-	{                                                                   \
-		if (level == 0)                                             \
-			leaf();                                             \
-		else                                                        \
-			paths[path & 3](level - 1, path >> 2);              \
-		__asm__ volatile("" ::: "memory"); /* not a tail call */    \
+#define PATH_FN(name)                                                                              \
+	static __attribute__((noinline)) void name(int level, unsigned path)                       \
+	{                                                                                          \
+		if (level == 0)                                                                    \
+			leaf();                                                                    \
+		else                                                                               \
+			paths[path & 3](level - 1, path >> 2);                                     \
+		__asm__ volatile("" ::: "memory"); /* not a tail call */                           \
 	}
 PATH_FN(path_a)
 PATH_FN(path_b)
@@ -150,8 +150,9 @@ static void name_all_frames(const char *dir, struct vt_stack_store *st)
 	vt_symbolizer_close(sym);
 	double ms = (now_ns() - t0) / 1e6;
 	char name[160];
-	snprintf(name, sizeof name, "%zu unique stacks, every frame (%zu frames, %.0f%% named), cold", nstacks,
-		 frames, frames ? 100.0 * named / frames : 0.0);
+	snprintf(name, sizeof name,
+	         "%zu unique stacks, every frame (%zu frames, %.0f%% named), cold", nstacks, frames,
+	         frames ? 100.0 * named / frames : 0.0);
 	row(name, ms, "ms cpu");
 }
 
@@ -195,7 +196,8 @@ static void name_distinct_addresses(struct vt_stack_store *st)
 	size_t named = 0;
 	double t0 = now_ns();
 	for (unsigned i = 0; i < STACKS; i++) {
-		uint64_t offset = lo + (hi - lo) * i / STACKS - lo; /* ELF vaddr of a PIE = offset */
+		uint64_t offset =
+		    lo + (hi - lo) * i / STACKS - lo; /* ELF vaddr of a PIE = offset */
 		struct vt_frame_names fn;
 		if (vt_symbolize(sym, self, offset, &fn) == VT_SYM_OK)
 			named++;
@@ -203,8 +205,8 @@ static void name_distinct_addresses(struct vt_stack_store *st)
 	double ms = (now_ns() - t0) / 1e6;
 	vt_symbolizer_close(sym);
 	char name[160];
-	snprintf(name, sizeof name, "%u distinct addresses in one module (%.0f%% named), cold", STACKS,
-		 100.0 * named / STACKS);
+	snprintf(name, sizeof name, "%u distinct addresses in one module (%.0f%% named), cold",
+	         STACKS, 100.0 * named / STACKS);
 	row(name, ms, "ms cpu");
 }
 
@@ -381,7 +383,8 @@ int main(int argc, char **argv)
 	struct vt_trace t;
 	char err[256] = "";
 	if (record(dir) != 0 || vt_trace_open(dir, &t, err, sizeof err) != 0) {
-		printf("symbolize\t10000 unique stacks\tn/a (recording failed%s%s)\t\n", *err ? ": " : "", err);
+		printf("symbolize\t10000 unique stacks\tn/a (recording failed%s%s)\t\n",
+		       *err ? ": " : "", err);
 	} else {
 		struct vt_stack_store *st = vt_stack_store_new();
 		vt_stack_store_load_trace(st, &t);
