@@ -12,15 +12,6 @@
 #include "report_stream.h"
 #include "nomem.h"
 
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-	if (!p) {
-		vt_nomem();
-	}
-	return p;
-}
-
 /* ---- matching names ------------------------------------------------------- */
 
 /* An unsymbolized site "0x55d0c0de1234 (module+0x1234)": the address moves
@@ -87,7 +78,7 @@ typedef void (*key_fn)(const char *name, char *out, size_t len);
 static struct keyed *keys_of(char *const *names, uint32_t n, const int32_t *paired, key_fn key,
                              uint32_t *out_n)
 {
-	struct keyed *k = xcalloc(n, sizeof *k);
+	struct keyed *k = vt_xcalloc(n, sizeof *k);
 	uint32_t m = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (paired[i] >= 0)
@@ -151,7 +142,7 @@ void vt_diff_match_names(char *const *a, uint32_t na, char *const *b, uint32_t n
 
 static char **site_names(const struct vt_report *r)
 {
-	char **v = xcalloc(r->nsites, sizeof *v);
+	char **v = vt_xcalloc(r->nsites, sizeof *v);
 	for (uint32_t i = 0; i < r->nsites; i++)
 		v[i] = (char *)r->sites[i].name;
 	return v;
@@ -191,9 +182,10 @@ static void diff_sites(struct vt_diff *d)
 {
 	const struct vt_report *rb = &d->base, *rn = &d->new_;
 	char **nb = site_names(rb), **nn = site_names(rn);
-	int32_t *b2n = xcalloc(rb->nsites, sizeof *b2n), *n2b = xcalloc(rn->nsites, sizeof *n2b);
+	int32_t *b2n = vt_xcalloc(rb->nsites, sizeof *b2n),
+	        *n2b = vt_xcalloc(rn->nsites, sizeof *n2b);
 	vt_diff_match_names(nb, rb->nsites, nn, rn->nsites, b2n, n2b);
-	d->sites = xcalloc(rb->nsites + rn->nsites, sizeof *d->sites);
+	d->sites = vt_xcalloc(rb->nsites + rn->nsites, sizeof *d->sites);
 	for (uint32_t i = 0; i < rb->nsites; i++)
 		add_site(d, &rb->sites[i], b2n[i] >= 0 ? &rn->sites[b2n[i]] : NULL);
 	for (uint32_t i = 0; i < rn->nsites; i++)
@@ -212,13 +204,13 @@ static void diff_sites(struct vt_diff *d)
 /* "kind site" for every flag of a report (site without its run's address). */
 static char **flag_keys(const struct vt_report *r)
 {
-	char **v = xcalloc(r->flags.n, sizeof *v);
+	char **v = vt_xcalloc(r->flags.n, sizeof *v);
 	for (uint32_t i = 0; i < r->flags.n; i++) {
 		const struct vt_flag *f = &r->flags.v[i];
 		char site[256], key[256];
 		vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
 		whole_name(site, key, sizeof key);
-		v[i] = xcalloc(1, 300);
+		v[i] = vt_xcalloc(1, 300);
 		snprintf(v[i], 300, "%s %s", vt_flag_kind_name(f->kind), key);
 	}
 	return v;
@@ -235,16 +227,17 @@ static void diff_flags(struct vt_diff *d)
 {
 	const struct vt_report *rb = &d->base, *rn = &d->new_;
 	char **kb = flag_keys(rb), **kn = flag_keys(rn);
-	int32_t *b2n = xcalloc(rb->flags.n, sizeof *b2n), *n2b = xcalloc(rn->flags.n, sizeof *n2b);
+	int32_t *b2n = vt_xcalloc(rb->flags.n, sizeof *b2n),
+	        *n2b = vt_xcalloc(rn->flags.n, sizeof *n2b);
 	vt_diff_match_names(kb, rb->flags.n, kn, rn->flags.n, b2n, n2b);
 	/* the only flag of its kind on both sides, named from another site
 	 * (site naming depends on each trace's population of stacks): moved */
-	int32_t *before = xcalloc(rb->flags.n, sizeof *before);
+	int32_t *before = vt_xcalloc(rb->flags.n, sizeof *before);
 	memcpy(before, b2n, rb->flags.n * sizeof *before);
 	match_pass(kb, rb->flags.n, kn, rn->flags.n, b2n, n2b, first_word, 1);
-	d->flags_gone = xcalloc(rb->flags.n, sizeof *d->flags_gone);
-	d->flags_new = xcalloc(rn->flags.n, sizeof *d->flags_new);
-	d->flags_moved = xcalloc(rb->flags.n, sizeof *d->flags_moved);
+	d->flags_gone = vt_xcalloc(rb->flags.n, sizeof *d->flags_gone);
+	d->flags_new = vt_xcalloc(rn->flags.n, sizeof *d->flags_new);
+	d->flags_moved = vt_xcalloc(rb->flags.n, sizeof *d->flags_moved);
 	for (uint32_t i = 0; i < rb->flags.n; i++) {
 		if (b2n[i] < 0) {
 			fill_flag(&d->flags_gone[d->nflags_gone++], rb, i);

@@ -37,18 +37,6 @@ struct vt_scope_index {
 	size_t nimported, cap_imported;
 };
 
-static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-	if (n < *cap)
-		return arr;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *p = realloc(arr, c * elem);
-	if (!p)
-		vt_nomem();
-	*cap = c;
-	return p;
-}
-
 /* The tags that can hold code-bearing DIEs (libdw's own choice for
  * dwarf_getscopes, so that both find the same scopes). */
 static int may_hold_scopes(int tag)
@@ -86,12 +74,13 @@ static int32_t add_scope(struct vt_scope_index *ix, Dwarf_Die *die, int tag, int
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		if (hi <= lo)
 			continue;
-		ix->ranges = grow(ix->ranges, &ix->cap_ranges, ix->nranges, sizeof *ix->ranges);
+		ix->ranges =
+		    vt_xgrow(ix->ranges, &ix->cap_ranges, ix->nranges + 1, sizeof *ix->ranges);
 		ix->ranges[ix->nranges++] = (struct range){lo, hi, (uint32_t)self, depth, -1};
 	}
 	if (ix->nranges == before)
 		return parent;
-	ix->scopes = grow(ix->scopes, &ix->cap_scopes, ix->nscopes, sizeof *ix->scopes);
+	ix->scopes = vt_xgrow(ix->scopes, &ix->cap_scopes, ix->nscopes + 1, sizeof *ix->scopes);
 	ix->scopes[ix->nscopes++] = (struct scope){*die, parent, tag};
 	return self;
 }
@@ -113,7 +102,8 @@ static void walk_import(struct vt_scope_index *ix, Dwarf_Die *import, int32_t pa
 			return;
 	if (ix->nimported == MAX_IMPORTS)
 		return;
-	ix->imported = grow(ix->imported, &ix->cap_imported, ix->nimported, sizeof *ix->imported);
+	ix->imported =
+	    vt_xgrow(ix->imported, &ix->cap_imported, ix->nimported + 1, sizeof *ix->imported);
 	ix->imported[ix->nimported++] = off;
 	walk(ix, &unit, parent, depth + 1);
 }
@@ -155,9 +145,7 @@ static int cmp_range(const void *a, const void *b)
  * inlined into it), so one sweep with a stack of the open ones finds it. */
 static void link_ranges(struct vt_scope_index *ix)
 {
-	int32_t *open = malloc((ix->nranges ? ix->nranges : 1) * sizeof *open);
-	if (!open)
-		vt_nomem();
+	int32_t *open = vt_xcalloc(ix->nranges, sizeof *open);
 	size_t nopen = 0;
 	for (size_t i = 0; i < ix->nranges; i++) {
 		struct range *r = &ix->ranges[i];
@@ -171,11 +159,9 @@ static void link_ranges(struct vt_scope_index *ix)
 
 struct vt_scope_index *vt_scope_index_build(Dwarf_Die *cu)
 {
-	struct vt_scope_index *ix = calloc(1, sizeof *ix);
-	if (!ix)
-		vt_nomem();
+	struct vt_scope_index *ix = vt_xcalloc(1, sizeof *ix);
 	/* the unit itself counts as walked: an import of it adds nothing */
-	ix->imported = grow(ix->imported, &ix->cap_imported, 0, sizeof *ix->imported);
+	ix->imported = vt_xgrow(ix->imported, &ix->cap_imported, 1, sizeof *ix->imported);
 	ix->imported[ix->nimported++] = dwarf_dieoffset(cu);
 	walk(ix, cu, -1, 0);
 	if (ix->nranges) /* qsort(NULL, 0) is undefined */

@@ -96,14 +96,6 @@ static uint8_t binding_rank(const GElf_Sym *sym)
 	}
 }
 
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-	if (!p)
-		vt_nomem();
-	return p;
-}
-
 /* Function descriptors (ppc64 ELFv1) make dwfl match a symbol at two
  * values, and with a load bias its search compares st_value where
  * getsym_info gives the moved address: such modules are left to dwfl (the
@@ -147,7 +139,7 @@ static void add_sections(struct vt_symtab_index *ix, Elf *elf)
 	size_t count = 0;
 	if (elf_getshdrnum(elf, &count) != 0)
 		return;
-	ix->sections = xcalloc(count, sizeof *ix->sections);
+	ix->sections = vt_xcalloc(count, sizeof *ix->sections);
 	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) || ix->nsections == count)
@@ -166,8 +158,8 @@ static void sort_index(struct vt_symtab_index *ix)
 		qsort(ix->syms, ix->n, sizeof *ix->syms, cmp_sized);
 	if (ix->nlabels)
 		qsort(ix->labels, ix->nlabels, sizeof *ix->labels, cmp_label);
-	ix->reach = xcalloc(ix->n, sizeof *ix->reach);
-	ix->reach_g = xcalloc(ix->n, sizeof *ix->reach_g);
+	ix->reach = vt_xcalloc(ix->n, sizeof *ix->reach);
+	ix->reach_g = vt_xcalloc(ix->n, sizeof *ix->reach_g);
 	for (size_t i = 0; i < ix->n; i++) {
 		GElf_Addr hi = ix->syms[i].hi, before = i ? ix->reach[i - 1] : 0,
 		          before_g = i ? ix->reach_g[i - 1] : 0;
@@ -178,7 +170,7 @@ static void sort_index(struct vt_symtab_index *ix)
 
 struct vt_symtab_index *vt_symtab_index_build(Dwfl_Module *mod)
 {
-	struct vt_symtab_index *ix = xcalloc(1, sizeof *ix);
+	struct vt_symtab_index *ix = vt_xcalloc(1, sizeof *ix);
 	ix->own = &ix->counts[0];
 	ix->asked = &ix->counts[1];
 	int n = dwfl_module_getsymtab(mod);
@@ -186,8 +178,8 @@ struct vt_symtab_index *vt_symtab_index_build(Dwfl_Module *mod)
 	if (n <= 1 || first_global < 0 || !plain_module(mod))
 		return ix;
 	ix->first_global = first_global;
-	ix->syms = xcalloc((size_t)n, sizeof *ix->syms);
-	ix->labels = xcalloc((size_t)n, sizeof *ix->labels);
+	ix->syms = vt_xcalloc((size_t)n, sizeof *ix->syms);
+	ix->labels = vt_xcalloc((size_t)n, sizeof *ix->labels);
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr value;

@@ -24,3 +24,25 @@ _Noreturn void vt_nomem(void)
 	}
 	exit(3); /* stdio flushed: what was printed before stays whole */
 }
+
+void *vt_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		vt_nomem();
+	return p;
+}
+
+void *vt_xgrow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return arr;
+	size_t c = *cap ? *cap * 2 : 16;
+	while (c < need)
+		c *= 2;
+	void *p = realloc(arr, c * elem);
+	if (!p)
+		vt_nomem();
+	*cap = c;
+	return p;
+}

@@ -10,6 +10,16 @@
 
 _Noreturn void vt_nomem(void);
 
+#include <stddef.h>
+
+/* calloc that ends in vt_nomem() instead of returning NULL (0 elements or
+ * 0 bytes still give a unique pointer). */
+void *vt_xcalloc(size_t n, size_t size);
+
+/* arr with room for at least `need` elements of `elem` bytes, *cap
+ * doubling as it grows; vt_nomem() when it cannot. */
+void *vt_xgrow(void *arr, size_t *cap, size_t need, size_t elem);
+
 #undef uthash_fatal
 #define uthash_fatal(msg) vt_nomem()
 

@@ -15,15 +15,6 @@
 
 #define CUDA_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY */
 
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-	if (!p) {
-		vt_nomem();
-	}
-	return p;
-}
-
 static int proc_is_launcher(const struct vt_proc *p)
 {
 	for (uint32_t i = 0; i < p->nmarks; i++)
@@ -51,7 +42,7 @@ static int event_cmp(const void *x, const void *y)
 
 static struct event_ref *driver_ooms(const struct vt_model *m, uint32_t *n)
 {
-	struct event_ref *v = xcalloc(m->nfailed, sizeof *v);
+	struct event_ref *v = vt_xcalloc(m->nfailed, sizeof *v);
 	*n = 0;
 	for (uint32_t i = 0; i < m->nfailed; i++)
 		if (m->failed[i].result == CUDA_OOM)
@@ -66,7 +57,7 @@ static struct event_ref *framework_ooms(const struct vt_model *m, uint32_t *n)
 	uint32_t total = 0;
 	for (uint32_t p = 0; p < m->nprocs; p++)
 		total += m->procs[p].nmarks;
-	struct event_ref *v = xcalloc(total, sizeof *v);
+	struct event_ref *v = vt_xcalloc(total, sizeof *v);
 	*n = 0;
 	for (uint32_t p = 0; p < m->nprocs; p++)
 		for (uint32_t i = 0; i < m->procs[p].nmarks; i++) {
@@ -202,7 +193,7 @@ static struct vt_oom_site *site_slot(struct live_scan *s, const char *name)
 	struct vt_oom_site *site = &r->sites[r->nsites];
 	memset(site, 0, sizeof *site);
 	snprintf(site->name, sizeof site->name, "%s", name);
-	e = xcalloc(1, sizeof *e);
+	e = vt_xcalloc(1, sizeof *e);
 	e->name = strdup(name);
 	if (!e->name)
 		vt_nomem();
@@ -343,7 +334,7 @@ static const char *last_mark_text(const struct vt_proc *p)
 static void describe_procs(struct vt_oom_report *r)
 {
 	const struct vt_model *m = r->m;
-	r->procs = xcalloc(m->nprocs, sizeof *r->procs);
+	r->procs = vt_xcalloc(m->nprocs, sizeof *r->procs);
 	r->clean_exit = 1;
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		const struct vt_proc *p = &m->procs[pi];

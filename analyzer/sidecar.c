@@ -40,15 +40,6 @@ struct vt_sidecar {
 	char first_warning[160];
 };
 
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (!p) {
-		vt_nomem();
-	}
-	return p;
-}
-
 /* ---- escaping ------------------------------------------------------------ */
 
 static void put_escaped(FILE *out, const char *s)
@@ -84,7 +75,7 @@ static int hexval(char c)
  * "none"). */
 static char *unescape(const char *s, size_t len)
 {
-	char *out = xcalloc(1, len + 1), *o = out;
+	char *out = vt_xcalloc(1, len + 1), *o = out;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
 		if (c == '\0')
@@ -249,11 +240,11 @@ static int parse_module(struct parser *ps, const char *line, size_t len)
 		free(path);
 		return -1; /* a module number twice */
 	}
-	m = xcalloc(1, sizeof *m);
+	m = vt_xcalloc(1, sizeof *m);
 	m->n = num;
 	size_t bid_len = f[2].len / 2, plen = strlen(path);
 	m->keylen = (unsigned)(bid_len ? bid_len : 1 + plen);
-	m->key = xcalloc(1, m->keylen);
+	m->key = vt_xcalloc(1, m->keylen);
 	if (bid_len)
 		memcpy(m->key, bid, bid_len);
 	else
@@ -282,9 +273,9 @@ static int parse_addr(struct parser *ps, const char *line, size_t len)
 		return -1;
 	ps->a_lines++;
 	ps->cur_mod = m;
-	ps->pending = xcalloc(1, sizeof *ps->pending);
+	ps->pending = vt_xcalloc(1, sizeof *ps->pending);
 	ps->pending->offset = off;
-	ps->pending->syms = xcalloc(k, sizeof *ps->pending->syms);
+	ps->pending->syms = vt_xcalloc(k, sizeof *ps->pending->syms);
 	ps->want_frames = k;
 	return 0;
 }
@@ -364,7 +355,7 @@ struct vt_sidecar *vt_sidecar_parse(const char *data, size_t len, const char *na
 			 name, (unsigned long long)version, VT_SIDECAR_VERSION);
 		return NULL;
 	}
-	struct parser ps = {xcalloc(1, sizeof(struct vt_sidecar)), name, 1, NULL, NULL, 0, 0};
+	struct parser ps = {vt_xcalloc(1, sizeof(struct vt_sidecar)), name, 1, NULL, NULL, 0, 0};
 	size_t pos = nl ? first + 1 : len;
 	while (pos < len) {
 		ps.lineno++;
@@ -402,7 +393,7 @@ struct vt_sidecar *vt_sidecar_load(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	size_t size = (size_t)sb.st_size, got = 0;
-	char *buf = xcalloc(1, size + 1);
+	char *buf = vt_xcalloc(1, size + 1);
 	while (got < size) {
 		ssize_t r = read(fd, buf + got, size - got);
 		if (r <= 0)
@@ -444,7 +435,7 @@ int vt_sidecar_lookup(const struct vt_sidecar *sc, const struct vt_module_info *
 		return -1;
 	size_t plen = strlen(mod->path);
 	unsigned keylen = (unsigned)(mod->build_id_len ? mod->build_id_len : 1 + plen);
-	char *key = xcalloc(1, keylen);
+	char *key = vt_xcalloc(1, keylen);
 	if (mod->build_id_len)
 		memcpy(key, mod->build_id, mod->build_id_len);
 	else
@@ -502,7 +493,7 @@ static struct used *collect_used(const struct vt_stack_store *st, size_t *count)
 	size_t n = 0, cap = 0;
 	for (uint32_t id = 1; id <= vt_stack_store_count(st); id++)
 		cap += vt_stack_store_stack(st, id)->depth;
-	struct used *u = xcalloc(cap, sizeof *u);
+	struct used *u = vt_xcalloc(cap, sizeof *u);
 	for (uint32_t id = 1; id <= vt_stack_store_count(st); id++) {
 		const struct vt_stack *s = vt_stack_store_stack(st, id);
 		for (unsigned i = 0; i < s->depth; i++)

@@ -57,33 +57,9 @@ struct vt_stack_store {
 	struct vt_pystrs *pystrs; /* Python names, trace-wide ids (issue 8) */
 };
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t c = *cap ? *cap * 2 : 16;
-	while (c < need)
-		c *= 2;
-	void *q = realloc(p, c * elem);
-	if (!q) {
-		vt_nomem();
-	}
-	*cap = c;
-	return q;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (!p) {
-		vt_nomem();
-	}
-	return p;
-}
-
 struct vt_stack_store *vt_stack_store_new(void)
 {
-	struct vt_stack_store *st = xcalloc(1, sizeof(struct vt_stack_store));
+	struct vt_stack_store *st = vt_xcalloc(1, sizeof(struct vt_stack_store));
 	st->pystrs = vt_pystrs_new();
 	if (!st->pystrs) {
 		vt_nomem();
@@ -145,7 +121,7 @@ static uint32_t intern_module(struct vt_stack_store *st, const char *path, size_
 			      const uint8_t *bid, uint8_t bid_len)
 {
 	unsigned keylen = (unsigned)(bid_len + 1 + path_len);
-	char *key = xcalloc(1, keylen);
+	char *key = vt_xcalloc(1, keylen);
 	memcpy(key, bid, bid_len);
 	memcpy(key + bid_len + 1, path, path_len);
 	struct module_entry *m = NULL;
@@ -154,15 +130,16 @@ static uint32_t intern_module(struct vt_stack_store *st, const char *path, size_
 		free(key);
 		return m->info.index;
 	}
-	m = xcalloc(1, sizeof *m);
+	m = vt_xcalloc(1, sizeof *m);
 	m->key = key;
 	m->keylen = keylen;
-	m->path = xcalloc(1, path_len + 1);
+	m->path = vt_xcalloc(1, path_len + 1);
 	memcpy(m->path, path, path_len);
 	m->info.path = m->path;
 	memcpy(m->info.build_id, bid, bid_len);
 	m->info.build_id_len = bid_len;
-	st->modules = grow(st->modules, &st->modules_cap, st->nmodules + 1, sizeof *st->modules);
+	st->modules =
+	    vt_xgrow(st->modules, &st->modules_cap, st->nmodules + 1, sizeof *st->modules);
 	st->modules[st->nmodules++] = m;
 	m->info.index = (uint32_t)st->nmodules;
 	HASH_ADD_KEYPTR(hh, st->modules_by_key, m->key, m->keylen, m);
@@ -196,7 +173,7 @@ static void live_add(struct log_state *l, const struct live_module *m)
 {
 	/* a new mapping replaces whatever the log still thought was there */
 	live_remove_overlaps(l, m->lo, m->hi);
-	l->live = grow(l->live, &l->cap, l->n + 1, sizeof *l->live);
+	l->live = vt_xgrow(l->live, &l->cap, l->n + 1, sizeof *l->live);
 	size_t at = live_search(l, m->lo);
 	memmove(&l->live[at + 1], &l->live[at], (l->n - at) * sizeof *l->live);
 	l->live[at] = *m;
@@ -252,7 +229,7 @@ static struct canon_entry *intern_stack(struct vt_stack_store *st, uint32_t log_
 	/* key: depth word, space (log index if any frame is unknown, else all
 	 * ones), (module, offset) pairs, Python words */
 	size_t nkey = 2 + 2 * (size_t)s->depth + 2 * (size_t)s->py_depth;
-	uint64_t *key = xcalloc(nkey, sizeof *key);
+	uint64_t *key = vt_xcalloc(nkey, sizeof *key);
 	int unknown = 0;
 	key[0] = s->depth | (uint64_t)s->py_depth << 16;
 	for (unsigned i = 0; i < s->depth; i++) {
@@ -274,12 +251,12 @@ static struct canon_entry *intern_stack(struct vt_stack_store *st, uint32_t log_
 		free(frames);
 		return c;
 	}
-	c = xcalloc(1, sizeof *c);
+	c = vt_xcalloc(1, sizeof *c);
 	c->key = key;
 	c->frames = frames;
-	c->py = xcalloc(2 * (size_t)s->py_depth, sizeof *c->py);
+	c->py = vt_xcalloc(2 * (size_t)s->py_depth, sizeof *c->py);
 	memcpy(c->py, key + 2 + 2 * s->depth, 2 * s->py_depth * sizeof *c->py);
-	st->canon = grow(st->canon, &st->canon_cap, st->ncanon + 1, sizeof *st->canon);
+	st->canon = vt_xgrow(st->canon, &st->canon_cap, st->ncanon + 1, sizeof *st->canon);
 	st->canon[st->ncanon++] = c;
 	c->stack = (struct vt_stack){(uint32_t)st->ncanon, s->depth, s->py_depth, c->frames,
 				     c->py, log_index, 0};
@@ -303,12 +280,12 @@ static int add_stack(struct vt_stack_store *st, uint32_t log_index,
 	if (e)
 		return 0; /* ids are process-unique: a repeat is a duplicate */
 	struct log_state *l = log_index < st->nlogs ? &st->logs[log_index] : NULL;
-	struct vt_frame *frames = xcalloc(s->depth, sizeof *frames);
+	struct vt_frame *frames = vt_xcalloc(s->depth, sizeof *frames);
 	for (unsigned i = 0; i < s->depth; i++)
 		rebase(l, s->frames[i], &frames[i]);
 	struct canon_entry *c = intern_stack(st, log_index, s, frames);
 	c->stack.records++;
-	e = xcalloc(1, sizeof *e);
+	e = vt_xcalloc(1, sizeof *e);
 	e->key = idkey;
 	e->canonical = c->stack.id;
 	HASH_ADD(hh, st->ids, key, sizeof e->key, e);

@@ -67,15 +67,6 @@ struct vt_symbolizer {
 	struct mod_cache *mods;
 };
 
-static void *xmalloc0(size_t n)
-{
-	void *p = calloc(1, n ? n : 1);
-	if (!p) {
-		vt_nomem();
-	}
-	return p;
-}
-
 static char *xstrdup(const char *s)
 {
 	if (!s)
@@ -143,7 +134,7 @@ static struct mod_cache *module_cache(struct vt_symbolizer *sym, const struct vt
 {
 	size_t plen = strlen(mod->path);
 	unsigned keylen = (unsigned)(mod->build_id_len + 1 + plen);
-	char *key = xmalloc0(keylen);
+	char *key = vt_xcalloc(1, keylen);
 	memcpy(key, mod->build_id, mod->build_id_len);
 	memcpy(key + mod->build_id_len + 1, mod->path, plen);
 	struct mod_cache *mc = NULL;
@@ -152,7 +143,7 @@ static struct mod_cache *module_cache(struct vt_symbolizer *sym, const struct vt
 		free(key);
 		return mc;
 	}
-	mc = xmalloc0(sizeof *mc);
+	mc = vt_xcalloc(1, sizeof *mc);
 	mc->key = key;
 	mc->keylen = keylen;
 	HASH_ADD_KEYPTR(hh, sym->mods, mc->key, mc->keylen, mc);
@@ -303,7 +294,7 @@ static const struct vt_scope_index *scopes_of(struct mod_cache *mc, Dwarf_Die *c
 	struct cu_scopes *c = NULL;
 	HASH_FIND(hh, mc->cu_scopes, &off, sizeof off, c);
 	if (!c) {
-		c = xmalloc0(sizeof *c);
+		c = vt_xcalloc(1, sizeof *c);
 		c->cu_offset = off;
 		c->index = vt_scope_index_build(cu);
 		HASH_ADD(hh, mc->cu_scopes, cu_offset, sizeof c->cu_offset, c);
@@ -365,14 +356,14 @@ static void resolve_in_file(struct mod_cache *mc, uint64_t offset, struct addr_e
 		n = 1;
 		source = file ? "dwarf" : "symtab";
 	}
-	e->syms = xmalloc0(n * sizeof *e->syms);
+	e->syms = vt_xcalloc(n, sizeof *e->syms);
 	memcpy(e->syms, syms, n * sizeof *e->syms);
 	e->names = (struct vt_frame_names){VT_SYM_OK, source, n, e->syms};
 }
 
 static struct addr_entry *new_entry(uint64_t offset)
 {
-	struct addr_entry *e = xmalloc0(sizeof *e);
+	struct addr_entry *e = vt_xcalloc(1, sizeof *e);
 	e->offset = offset;
 	return e;
 }
@@ -465,7 +456,7 @@ int vt_format_frame(const struct vt_frame_names *n, const struct vt_stack_store 
 
 struct vt_symbolizer *vt_symbolizer_open(const char *trace_dir, unsigned flags)
 {
-	struct vt_symbolizer *sym = xmalloc0(sizeof *sym);
+	struct vt_symbolizer *sym = vt_xcalloc(1, sizeof *sym);
 	sym->flags = flags;
 	if (trace_dir && !(flags & VT_SYM_NO_SIDECAR)) {
 		char path[4096], err[512];
