@@ -46,10 +46,8 @@ struct vt_symtab_index {
 	struct section *sections; /* by start */
 	size_t nsections;
 	int first_global;
-	int usable; /* 0: every address goes to dwfl */
-	/* counters, not part of the answer: mutable through a const index */
-	unsigned long *own, *asked;
-	unsigned long counts[2];
+	int usable;               /* 0: every address goes to dwfl */
+	unsigned long own, asked; /* addresses answered here, asked of dwfl */
 };
 
 static int cmp_sized(const void *a, const void *b)
@@ -171,8 +169,6 @@ static void sort_index(struct vt_symtab_index *ix)
 struct vt_symtab_index *vt_symtab_index_build(Dwfl_Module *mod)
 {
 	struct vt_symtab_index *ix = vt_xcalloc(1, sizeof *ix);
-	ix->own = &ix->counts[0];
-	ix->asked = &ix->counts[1];
 	int n = dwfl_module_getsymtab(mod);
 	int first_global = dwfl_module_getsymtab_first_global(mod);
 	if (n <= 1 || first_global < 0 || !plain_module(mod))
@@ -355,7 +351,7 @@ static enum holders holders_of(const struct vt_symtab_index *ix, GElf_Addr addr,
 	return *one ? ONE : NONE;
 }
 
-const char *vt_symtab_name_at(const struct vt_symtab_index *ix, Dwfl_Module *mod, GElf_Addr addr)
+const char *vt_symtab_name_at(struct vt_symtab_index *ix, Dwfl_Module *mod, GElf_Addr addr)
 {
 	const struct sized *s = NULL;
 	size_t nsized = 0;
@@ -365,14 +361,14 @@ const char *vt_symtab_name_at(const struct vt_symtab_index *ix, Dwfl_Module *mod
 	 * when that pass found nothing, and it skips the locals when a
 	 * first-pass label sits exactly at addr */
 	if (h == ONE && (s->global || !global_label_at(ix, addr))) {
-		(*ix->own)++;
+		ix->own++;
 		return s->name;
 	}
 	if (h == NONE && label_answer(ix, addr, nsized, &name)) {
-		(*ix->own)++;
+		ix->own++;
 		return name;
 	}
-	(*ix->asked)++;
+	ix->asked++;
 	GElf_Off off;
 	GElf_Sym sym;
 	return dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
@@ -381,6 +377,6 @@ const char *vt_symtab_name_at(const struct vt_symtab_index *ix, Dwfl_Module *mod
 void vt_symtab_index_stats(const struct vt_symtab_index *ix, unsigned long *own,
                            unsigned long *asked)
 {
-	*own = ix->counts[0];
-	*asked = ix->counts[1];
+	*own = ix->own;
+	*asked = ix->asked;
 }

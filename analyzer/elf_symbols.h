@@ -28,7 +28,7 @@ struct vt_symtab_index *vt_symtab_index_build(Dwfl_Module *mod);
 void vt_symtab_index_free(struct vt_symtab_index *ix);
 
 /* The symbol name dwfl_module_addrinfo(mod, addr, ...) returns, or NULL. */
-const char *vt_symtab_name_at(const struct vt_symtab_index *ix, Dwfl_Module *mod, GElf_Addr addr);
+const char *vt_symtab_name_at(struct vt_symtab_index *ix, Dwfl_Module *mod, GElf_Addr addr);
 
 /* How many addresses the index answered itself, and how many it asked
  * dwfl about (for tests and benchmarks). */
