@@ -270,10 +270,20 @@ static int s_signal_at_open(void)
 	if (!mark)
 		die("no vramtrace_mark: run under the shim");
 	signal(SIGUSR1, alloc_handler);
+	/* as in signal-alloc, no current context while the signals land: the
+	 * mark then never calls into the driver, so the handler interrupts the
+	 * shim's work only, never a driver call (the simulated driver, like a
+	 * real one, is not async-signal-safe: a handler's allocation landing in
+	 * this thread's cuMemFree waited forever on the driver's own lock) */
+	CUcontext popped;
+	if (cuCtxPopCurrent(&popped))
+		die("cannot drop the context");
 	timer_t timer = sigusr1_here_every_300us();
 	mark("first record: it creates the log"); /* as the hang did (issue 10 session 4) */
-	alloc_free(4096);
 	timer_delete(timer);
+	if (cuCtxPushCurrent(g_ctx))
+		die("cannot restore the context");
+	alloc_free(4096);
 	signal(SIGUSR1, SIG_IGN);
 	printf("signal-at-open: %lu handler allocations, %lu failed\n",
 	       atomic_load(&g_handler_allocs), atomic_load(&g_handler_fail));
