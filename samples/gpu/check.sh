@@ -10,7 +10,8 @@
 # print driver/CUDA/framework versions, run each job of samples/frameworks/
 # without vramtrace and under `vramtrace run` (default and --per-tensor),
 # check each trace against the job's own truth line, write summary.md,
-# summary.json, versions.txt, traces.tar.gz and check.log into OUT.
+# summary.json, versions.txt, traces.tar.gz and check.log into OUT; then
+# time recording on this driver (overhead.py -> OUT/overhead.md).
 # Exit: 0 all hard checks passed, 1 a check failed, 2 usage or setup error.
 set -uo pipefail
 
@@ -26,6 +27,7 @@ jobs=all
 modes=default,per-tensor
 budget=480        # seconds for the whole script
 run_timeout=150   # seconds for one job run
+overhead_seconds=90 # step 3, when bench_record is there
 
 usage() {
 	cat <<-EOF
@@ -151,12 +153,33 @@ if ((dry_run)); then
 fi
 
 # ---- 2. versions, the jobs, the checks (kit.py) -------------------------------
-step "versions and jobs (budget $((budget - SECONDS))s)"
-left=$((budget - SECONDS - 15)) # keep time for the tarball
+# bench_record's pair child, timed on this driver by overhead.py (step 3):
+# carried in bin/, or built here in bench/
+bench=
+for candidate in "$prefix/bin/bench_record" "$prefix/bench/bench_record"; do
+	[[ -x $candidate ]] && bench=$candidate && break
+done
+overhead_budget=0
+[[ -n $bench ]] && overhead_budget=$overhead_seconds
+
+step "versions and jobs (budget $((budget - SECONDS - overhead_budget))s)"
+left=$((budget - SECONDS - 15 - overhead_budget)) # keep time for the tarball and step 3
 ((left > 30)) || die "no time left for the jobs ($left s)"
 command -v python3 >/dev/null || die "python3 is needed"
 python3 "$here/kit.py" --vramtrace "$vramtrace" --out "$out" --work "$work" --jobs "$jobs" \
 	--modes "$modes" --budget "$left" --run-timeout "$run_timeout" "${sim_args[@]}"
 status=$?
+
+# ---- 3. what recording costs on this driver (a table, never a check) --------
+if [[ -n $bench ]]; then
+	step "recording cost on this driver (budget ${overhead_budget}s)"
+	overhead_env=()
+	((dry_run)) && overhead_env=(LD_LIBRARY_PATH="$sim")
+	env "${overhead_env[@]}" python3 "$here/overhead.py" --bench "$bench" \
+		--shim "$prefix/lib/libvramtrace.so" --out "$out/overhead.md" --budget "$((overhead_budget - 5))" ||
+		echo "overhead.py: some case failed (see above); the checks' result stands"
+else
+	step "recording cost: skipped (no bench_record in $prefix)"
+fi
 step "done: exit $status; summary in $out/summary.md"
 exit $status

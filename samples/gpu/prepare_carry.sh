@@ -31,15 +31,17 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMAKE_INSTALL_RPATH='$ORIGIN/../lib;$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
 	-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags \
 	-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
-cmake --build "$build" -j"$(nproc)" --target vramtrace-cli
+cmake --build "$build" -j"$(nproc)" --target vramtrace-cli bench_record
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib"
 cp "$build/bin/vramtrace" "$dest/bin/"
+# the recording-cost child, timed on the real driver by overhead.py
+cp "$build/bench/bench_record" "$dest/bin/"
 cp "$build/lib/libvramtrace.so" "$dest/lib/"
 
 # Every shared library they load that is not part of glibc.
 glibc='^(linux-vdso|ld-linux(-x86-64)?|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.so'
-for binary in "$dest/bin/vramtrace" "$dest/lib/libvramtrace.so"; do
+for binary in "$dest"/bin/* "$dest/lib/libvramtrace.so"; do
 	ldd "$binary" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
 	[[ $name =~ $glibc ]] && continue

@@ -21,7 +21,7 @@ rm -rf "$out/gpu-carry" "$out/trace"
 bash "$repo/samples/gpu/prepare_carry.sh" "$out/gpu-carry" "$out/build-carry" || fail "prepare_carry.sh failed"
 carry=$out/gpu-carry
 # Every library the two binaries need, beyond glibc, lies beside them.
-for file in "$carry/bin/vramtrace" "$carry/lib/libvramtrace.so"; do
+for file in "$carry/bin/vramtrace" "$carry/bin/bench_record" "$carry/lib/libvramtrace.so"; do
 	for lib in $(ldd "$file" | awk '$3 ~ /^\// {print $1}'); do
 		[[ $lib =~ ^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.) ]] && continue
 		[[ -f $carry/lib/$lib ]] || fail "$(basename "$file") needs $lib, which is not carried"
@@ -48,4 +48,6 @@ python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --require-path get_pro
 # (to a file first: grep -q would close the pipe under the writer)
 python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --json >"$out/lookups.json" || fail "trace_lookups --json"
 grep -q '"allocs": 4,' "$out/lookups.json" || fail "the trace does not hold the job's 4 allocations"
+# The carried recording-cost child runs from there too (check.sh step 3).
+LD_LIBRARY_PATH=$sim "$carry/bin/bench_record" pairs cuda 100 || fail "the carried bench_record does not run"
 echo "PASS: carried binaries ($(du -sh "$carry" | cut -f1)) trace the driver job"

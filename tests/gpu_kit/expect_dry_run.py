@@ -37,6 +37,26 @@ def table(markdown):
     return [dict(zip(head, (c.strip() for c in l.strip("|").split("|")))) for l in lines[1:]]
 
 
+def overhead_errors(out):
+    """overhead.md: every case measured, a number of ns per pair for each
+    (step 3 of check.sh, on the simulated driver here)."""
+    path = os.path.join(out, "overhead.md")
+    if not os.path.exists(path):
+        return ["no overhead.md (check.sh step 3 did not run)"]
+    with open(path) as f:
+        rows = [line.split("|")[1:3] for line in f if line.startswith("| ") and "---" not in line]
+    cases = {name.strip(): value.strip() for name, value in rows[1:]}
+    errors = []
+    for case in ("no shim", "no shim, unwinding by hand (floor)", "vramtrace, stacks on",
+                 "vramtrace, stacks off"):
+        value = cases.get(case)
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            errors.append(f"overhead.md: '{case}' has no ns per pair ({value!r})")
+    return errors
+
+
 def main(out):
     errors = []
     with open(os.path.join(out, "summary.md")) as f:
@@ -71,6 +91,7 @@ def main(out):
         names = tar.getnames()
     if not any(n.startswith("traces/driver.default/trace/vramtrace.") and n.endswith(".log") for n in names):
         errors.append(f"traces.tar.gz holds no driver log: {names[:10]}")
+    errors += overhead_errors(out)
     for e in errors:
         print("FAIL:", e)
     if not errors:
