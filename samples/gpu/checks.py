@@ -209,6 +209,57 @@ def flag_checks(run, report):
     return []
 
 
+# The truth line's roles and the report category each should get.
+TRUTH_ROLES = (("dataset", "dataset"), ("params", "weights"), ("grads", "gradients"),
+               ("optimizer_state", "optimizer"))
+
+
+def categories_vs_truth(truth, allocations):
+    """For each tensor of the truth line with a device address, the category
+    of the report's allocation holding it (the longest-lived one: a freed
+    address is reused). Returns {role: (agreeing, named, [misses])}; a miss
+    is "name: category" or "name: no allocation" (a VMM tensor: the report
+    lists handles, not mapped addresses)."""
+    spans = []
+    for a in allocations:
+        start = int(a["addr"], 16)
+        life = (a.get("t_free_ns") or float("inf")) - a["t_alloc_ns"]
+        spans.append((start, start + a["bytes"], life, a["category"]))
+    out = {}
+    for role, category in TRUTH_ROLES:
+        agree, named, misses = 0, 0, []
+        for tensor in truth.get(role) or []:
+            ptr = tensor.get("ptr")
+            if not ptr or tensor.get("bytes", 0) < 8:
+                continue  # no address (TF, JAX grads) or a host scalar (Adam's step)
+            holders = [s for s in spans if s[0] <= ptr < s[1]]
+            named += 1
+            if not holders:
+                misses.append(f"{tensor['name']}: no allocation")
+                continue
+            got = max(holders, key=lambda s: s[2])[3]
+            agree += got == category
+            if got != category:
+                misses.append(f"{tensor['name']}: {got}")
+        if named:
+            out[role] = (agree, named, misses)
+    return out
+
+
+def category_checks(run, report):
+    """Does the classifier name what the job says it holds? A warning only:
+    a heuristic, and meaningful where tensors are allocations (per-tensor)."""
+    if run["mode"] != "per-tensor" or "allocations" not in report:
+        return []
+    result = categories_vs_truth(run["truth"] or {}, report["allocations"])
+    if not result:
+        return []
+    ok = all(agree == named for agree, named, _ in result.values())
+    detail = "; ".join(f"{role} {agree}/{named}" + (f" (misses: {', '.join(m[:4])})" if m else "")
+                       for role, (agree, named, m) in result.items())
+    return [verdict(ok, "categories match the truth", detail, hard=False, soft_status=WARN)]
+
+
 def report_checks(run, expect):
     report = run.get("report")
     if report is None:
@@ -223,6 +274,7 @@ def report_checks(run, expect):
     detail += f"; alloc_calls {totals.get('alloc_calls')} vs {m['allocs']} ok + {m['failed_allocs']} failed"
     out = [verdict(ok, "analyzer agrees", detail)]
     out += flag_checks(run, report)
+    out += category_checks(run, report)
     # The report infers "pool" or "per-tensor" from how the job allocated.
     wanted = expect.get("report_mode", {}).get(run["mode"])
     if wanted:

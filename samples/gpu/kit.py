@@ -143,7 +143,7 @@ def frameworks_env(args, name):
 
 def report_json(vramtrace, trace, timeout):
     try:
-        proc = subprocess.run([vramtrace, "report", trace, "--json"], capture_output=True,
+        proc = subprocess.run([vramtrace, "report", trace, "--json", "--allocs"], capture_output=True,
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"report took more than {timeout:.0f}s"
