@@ -165,7 +165,12 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	uint32_t n = 0;
 	const struct vt_copy_range *r =
 	    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, idx, &n) : NULL;
-	if (n >= 2 && !one_contiguous_upload(r, n, a->bytes))
+	/* an allocator keeps its regions; a buffer freed soon after a few
+	 * copies into it is scratch (XLA's autotuner writes the two red zones
+	 * of each RedzoneAllocator buffer: 3 such "pools" on an H200 made a
+	 * --per-tensor JAX run read as pooled) */
+	int kept = a->t_free == VT_T_NEVER || lifetime(c->m, a) * 10 >= c->span_ns;
+	if (n >= 2 && kept && !one_contiguous_upload(r, n, a->bytes))
 		return 1;
 	uint64_t total = vt_model_device_total(c->m, a->device);
 	/* a preallocated arena (XLA's 75 %): half a device, held start to end */

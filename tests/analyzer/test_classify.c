@@ -325,6 +325,27 @@ static void test_chunked_upload_is_not_a_pool(void **state)
 	vt_model_free(m);
 }
 
+/* XLA's autotuner: a RedzoneAllocator buffer gets its two red zones
+ * written (copies at both ends) and is freed soon after; seen on an H200.
+ * Scratch, not an allocator region: no pool, and the job is not pooled. */
+static void test_short_lived_scratch_is_not_a_pool(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_alloc(&b, 1, 0x10000000, 18 * MIB, 0);
+	b_htod(&b, 2, 0x10000000, 64 * 1024, 0);
+	b_htod(&b, 3, 0x10000000 + 18 * MIB - 64 * 1024, 64 * 1024, 0);
+	b_free(&b, 5, 0x10000000, 0);
+	b_alloc(&b, 1000, 0x20000000, 1 * MIB, 0); /* the job goes on long after */
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_not_equal(m->allocs[0].category, VT_CAT_POOL);
+	assert_false(m->procs[0].pool_mode);
+	vt_model_free(m);
+}
+
 static void test_framework_from_modules(void **state)
 {
 	(void)state;
@@ -348,17 +369,18 @@ static void test_framework_from_modules(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_markers_twins),
-		cmocka_unit_test(test_adversarial),
-		cmocka_unit_test(test_period_with_drift),
-		cmocka_unit_test(test_activations_of_weight_size),
-		cmocka_unit_test(test_first_step_shorter_than_period),
-		cmocka_unit_test(test_stopped_mid_step),
-		cmocka_unit_test(test_killed_before_upload),
-		cmocka_unit_test(test_host_weights_per_tensor),
-		cmocka_unit_test(test_pool_region),
-		cmocka_unit_test(test_chunked_upload_is_not_a_pool),
-		cmocka_unit_test(test_framework_from_modules),
+	    cmocka_unit_test(test_markers_twins),
+	    cmocka_unit_test(test_adversarial),
+	    cmocka_unit_test(test_period_with_drift),
+	    cmocka_unit_test(test_activations_of_weight_size),
+	    cmocka_unit_test(test_first_step_shorter_than_period),
+	    cmocka_unit_test(test_stopped_mid_step),
+	    cmocka_unit_test(test_killed_before_upload),
+	    cmocka_unit_test(test_host_weights_per_tensor),
+	    cmocka_unit_test(test_pool_region),
+	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
+	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
+	    cmocka_unit_test(test_framework_from_modules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
