@@ -53,6 +53,10 @@ JOBS = [
     ("keras", ["keras_slices.py"], {"report_mode": POOL_THEN_PER_TENSOR}),
 ]
 MODES = [("default", []), ("per-tensor", ["--per-tensor"])]
+# What `vramtrace run --per-tensor` sets (analyzer/cmd_run.c): a baseline with
+# these and no shim tells the allocator switch's effect from vramtrace's.
+PER_TENSOR_ENV = {"TF_GPU_ALLOCATOR": "cuda_malloc_async", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+                  "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 TRACE_TAR_CAP = 14 << 20  # the device tool brings back files of at most 16 MiB
 
 
@@ -216,6 +220,12 @@ def run_job(args, clock, job):
             # Rerun the baseline once: is the job itself bit-reproducible?
             again = run_command(argv, env, min(args.run_timeout, max(clock.left(), 5)), base_log + ".again")
             record["baseline_again"] = again
+            if mode == "per-tensor":
+                # The allocator switch alone (XLA's autotuner times algorithms
+                # on other buffers): its own baseline, without the shim.
+                run["mode_baseline"] = run_command(argv, dict(env, **PER_TENSOR_ENV),
+                                                   min(args.run_timeout, max(clock.left(), 5)),
+                                                   base_log + ".per-tensor")
         record["runs"].append(run)
     return record
 

@@ -162,6 +162,13 @@ class Checks(unittest.TestCase):
         self.assertEqual((got["allocs exact"], got["htod_bytes exact"], got["frees exact"]), ("PASS", "PASS", "FAIL"))
         self.assertEqual((got["dlsym lookups routed"], got["get_proc_v2 lookups routed"]), ("PASS", "FAIL"))
 
+    def test_result_changed_by_the_allocator_switch_alone_passes(self):
+        record, run = self.run_record({"dataset": []}, result="A", base_result="B")
+        run["mode_baseline"] = {"result_line": "C"}  # the switch without the shim: still differs
+        self.assertEqual(self.statuses(record, run)["result unchanged"], "FAIL")
+        run["mode_baseline"] = {"result_line": "A"}  # the switch alone explains it
+        self.assertEqual(self.statuses(record, run)["result unchanged"], "PASS")
+
     def test_launcher_mode_and_per_tensor_switches(self):
         record, run = self.run_record({"dataset": [], "allocator": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}})
         run["run_json"] = {"mode": "default", "exit_code": 0}
