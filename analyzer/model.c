@@ -544,7 +544,10 @@ static void on_map(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	}
 	if (vt_ival_insert(p->live, &iv) != 0)
 		vt_nomem();
-	copies_of(m, h->alloc)->maps++;
+	struct vt_alloc_copies *c = copies_of(m, h->alloc);
+	c->maps++;
+	if (!c->mapped_at)
+		c->mapped_at = ev->addr;
 }
 
 static void on_unmap(struct vt_model *m, uint32_t pi, const struct vt_event *ev)

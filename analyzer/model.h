@@ -104,6 +104,9 @@ struct vt_alloc_copies {
 	uint32_t d2d_src;      /* allocation its first D2D-in copy came from */
 	uint32_t alloc;        /* the allocation (index into vt_model.allocs) */
 	uint32_t maps;         /* VMM: live mappings of this handle (replay state) */
+	uint64_t mapped_at;    /* VMM: where the handle was first mapped, 0 if never: the
+	                          address the job's tensors have (the record's addr is
+	                          the handle) */
 };
 
 /* A part of an allocation filled by host-to-device copies at one offset. */

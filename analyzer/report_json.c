@@ -189,6 +189,11 @@ static void allocations(struct vt_json *j, const struct vt_report *r)
 		vt_json_kv_i64(j, "pid", r->m->procs[a->proc].pid);
 		vt_json_kv_i64(j, "device", a->device == VT_DEVICE_UNKNOWN ? -1 : a->device);
 		vt_json_kv_string(j, "addr", addr);
+		uint64_t mapped_at = vt_model_copies(r->m, a)->mapped_at;
+		if (mapped_at) { /* a VMM handle: where its bytes are */
+			snprintf(addr, sizeof addr, "0x%" PRIx64, mapped_at);
+			vt_json_kv_string(j, "mapped_at", addr);
+		}
 		vt_json_kv_u64(j, "bytes", a->bytes);
 		vt_json_kv_u64(j, "t_alloc_ns", a->t_alloc);
 		vt_json_key(j, "t_free_ns");

@@ -223,11 +223,10 @@ def categories_vs_truth(truth, allocations):
     """For each tensor of the truth line with a device address, the category
     of the report's allocation holding it (the longest-lived one: a freed
     address is reused). Returns {role: (agreeing, named, [misses])}; a miss
-    is "name: category" or "name: no allocation" (a VMM tensor: the report
-    lists handles, not mapped addresses)."""
+    is "name: category" or "name: no allocation"."""
     spans = []
     for a in allocations:
-        start = int(a["addr"], 16)
+        start = int(a.get("mapped_at") or a["addr"], 16)  # a VMM handle: where it was mapped
         life = (a.get("t_free_ns") or float("inf")) - a["t_alloc_ns"]
         spans.append((start, start + a["bytes"], life, a["category"]))
     out = {}

@@ -104,6 +104,8 @@ static void test_vmm(void **state)
 	assert_int_equal(a->bytes, 2 << 20);
 	assert_int_equal(vt_model_copies(m, a)->h2d_bytes, 3072);
 	assert_int_equal(vt_model_copies(m, a)->h2d_copies, 2);
+	assert_int_equal(vt_model_copies(m, a)->mapped_at,
+	                 va);            /* the first mapping, not the alias */
 	assert_int_equal(a->t_free, 40); /* the last unmap after the release */
 	assert_int_equal(m->devices[0].peak_bytes, 2 << 20);
 	assert_int_equal(m->devices[0].end_bytes, 0);
