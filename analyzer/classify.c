@@ -57,6 +57,8 @@ struct size_count {
 	uint32_t idx_in_step;
 	uint32_t made; /* per_step() once asked (the histogram is final by
 	                  then: count_sizes closed every step), 0 before */
+	uint8_t kept;  /* weights_by_kept_twins decided this size */
+	uint32_t kept_seen; /* weights_by_kept_twins: twins of this size walked */
 	UT_hash_handle hh;
 };
 
@@ -97,6 +99,8 @@ enum reason {
 	R_GRADIENTS,
 	R_ACTIVATIONS,
 	R_UNFINISHED,
+	R_KEPT_WEIGHT,
+	R_KEPT_GRADIENT,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -123,6 +127,10 @@ static const char *const reason_text[R_COUNT] = {
     [R_ACTIVATIONS] = "made and freed every step, matches no weight",
     [R_UNFINISHED] = "made in the step the job stopped in: the category of its twins from earlier "
                      "steps (same site, size and device)",
+    [R_KEPT_WEIGHT] = "long-lived, made before training; training made its gradient and "
+                      "optimizer slots, long-lived twins of its size",
+    [R_KEPT_GRADIENT] = "long-lived, the size of a weight, made in training before the "
+                        "optimizer slots of its size (a gradient kept between steps)",
 };
 
 const char *vt_alloc_reason(const struct vt_alloc *a)
@@ -449,13 +457,77 @@ static uint32_t weights_of_size(const struct size_count *s)
 	return n;
 }
 
+/* Gradients kept between steps (PyTorch's zero_grad(set_to_none=False), its
+ * default before 2.0) are long-lived: training gives each weight T twins of
+ * its size, its gradient (backward) and then its optimizer slots (the
+ * optimizer's first step). T is the same for every size (one optimizer):
+ * the count where a size has one weight settles it, also for a size a
+ * dataset array shares with a weight (on an H200, PyTorch 2.11 with Adam:
+ * T = 3, and a 64 KiB label array the size of a weight). Only T >= 3 is
+ * taken: T = 2 is also Adam's two slots beside recurring gradients, which
+ * weights_by_twin reads. Same-size allocations that recur are then the
+ * optimizer's temporaries, not gradients. 0: no such pattern. */
+#define MAX_TWINS_PER_WEIGHT 8
+static uint32_t twins_per_weight(struct size_count *sizes)
+{
+	uint32_t votes[MAX_TWINS_PER_WEIGHT + 1] = {0}, voters = 0, best = 0;
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	{
+		if (s->ll_before == 1 && s->ll_during >= 1 &&
+		    s->ll_during <= MAX_TWINS_PER_WEIGHT) {
+			votes[s->ll_during]++;
+			voters++;
+		}
+	}
+	for (uint32_t k = 3; k <= MAX_TWINS_PER_WEIGHT; k++)
+		if (votes[k] > votes[best])
+			best = k;
+	return best && votes[best] * 2 > voters ? best : 0;
+}
+
+/* The earliest of a size are its weights (ll_during / T of them); of its
+ * twins the last W * T are gradients then slots, earlier ones first-step
+ * set-up (library workspaces of that size). */
+static void weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
+                                  uint32_t n)
+{
+	uint32_t per = c->p->nsteps ? twins_per_weight(sizes) : 0;
+	if (!per)
+		return;
+	uint64_t first_step = c->p->step_t[0];
+	for (uint32_t i = 0; i < n; i++) {
+		struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
+		struct size_count *s = size_find(sizes, a->bytes);
+		uint32_t weights = s->ll_during / per;
+		if (f->decided || !weights || s->ll_before < weights)
+			continue;
+		s->kept = 1;
+		if (a->t_alloc < first_step) {
+			if (s->weights < weights) {
+				s->weights++;
+				set_cat(a, f, VT_CAT_WEIGHTS, 80, R_KEPT_WEIGHT);
+			}
+			continue;
+		}
+		uint32_t idx = s->kept_seen++, first_twin = s->ll_during - weights * per;
+		if (idx < first_twin)
+			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
+		else if (idx < first_twin + weights)
+			set_cat(a, f, VT_CAT_GRADIENTS, 75, R_KEPT_GRADIENT);
+		else
+			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
+	}
+}
+
 static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		struct vt_alloc *a = &c->m->allocs[ll[i]];
 		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
 		struct size_count *s = size_find(sizes, a->bytes);
-		if (f->decided || !s->recurring)
+		if (f->decided || !s->recurring || s->kept)
 			continue;
 		s->gradient_size = 1;
 		if (s->weights < weights_of_size(s)) {
@@ -535,6 +607,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 		vt_nomem();
 	count_sizes(c, dev, &sizes, ll_buf, n);
 	find_flat_bucket(c, sizes, ll_buf, n);
+	weights_by_kept_twins(c, sizes, ll_buf, n);
 	weights_by_twin(c, sizes, ll_buf, n);
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	recurring_ones(c, dev, sizes);

@@ -294,8 +294,9 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 			cur = v[i].bytes;
 	}
 	free(v);
+	uint32_t q = ends && allocs ? valleys_per_step(allocs, k) : 1;
 	if (ends && allocs)
-		k = every_qth(ends, allocs, k, valleys_per_step(allocs, k));
+		k = every_qth(ends, allocs, k, q);
 	if (!ends || !allocs || k < 3) {
 		free(ends);
 		free(allocs);
@@ -305,7 +306,12 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 	 * earlier, but not before its first transient tensor: a first step
 	 * shorter than the period (a slow setup upload, a sleep between steps)
 	 * would otherwise take in the setup, and the weights made before it
-	 * would look made during training; a step may run after the last valley */
+	 * would look made during training; a step may run after the last valley.
+	 * With several valleys a step the first kept one can lie anywhere in
+	 * the first step, and a first step doing lazy set-up (cuBLAS handles,
+	 * autotuning) is many periods long: it starts at its first transient
+	 * tensor (on the H200 trace one period back cut the first backward in
+	 * two, and gradients read as made before training). */
 	uint64_t period = median_gap(ends, k);
 	uint32_t nsteps = k + (uint32_t)one_more_step(allocs, k, total);
 	free(allocs);
@@ -321,7 +327,7 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 	 * start is bounded below */
 	p->step_period_ns = median_gap(p->step_t, nsteps);
 	uint64_t transient = first_transient(m, p, dev, ends[0]);
-	if (transient != VT_T_NEVER && transient > p->step_t[0])
+	if (transient != VT_T_NEVER && (transient > p->step_t[0] || q > 1))
 		p->step_t[0] = transient;
 	p->nsteps = nsteps;
 	p->step_source = VT_STEPS_PERIOD;
