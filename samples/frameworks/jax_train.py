@@ -72,6 +72,12 @@ def make_step(jax, args, whole):
 
 def main():
     args = J.parse_args(J.common_args(__doc__.splitlines()[0], feeds=("whole", "stream")))
+    # XLA's autotuner picks GEMM algorithms by timing them, so the result is
+    # not bit-reproducible: on an H200 with the platform allocator, plain runs
+    # of the stream job gave two checksums and traced runs three. Without it
+    # plain and traced runs were identical. Must precede the backend's start.
+    if "xla_gpu_autotune_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_gpu_autotune_level=0").strip()
     np = J.import_framework("numpy", "numpy")
     jax = J.import_framework("jax", "jax", "JAX")
     gpu = J.require_gpu("JAX", gpu_probe(jax), args.allow_cpu)
