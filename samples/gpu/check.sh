@@ -33,6 +33,7 @@ usage() {
 	cat <<-EOF
 	usage: $0 [--dry-run] [-o OUT] [--work DIR] [--build DIR] [--no-build] [--prefix DIR]
 	          [--jobs a,b] [--modes default,per-tensor] [--budget SECONDS] [--run-timeout SECONDS]
+	          [--overhead SECONDS]
 
 	  --dry-run      no GPU needed: the driver job runs on the simulated driver
 	                 (BUILD/tests/simdriver), the framework jobs must fail early and cleanly
@@ -45,6 +46,7 @@ usage() {
 	  --jobs LIST    driver,torch-whole,torch-stream,torch-expandable,jax-whole,jax-stream,cupy,keras
 	                 (default all)
 	  --budget S     seconds for the whole check (default $budget)
+	  --overhead S   seconds of it for step 3, the recording cost (default $overhead_seconds; 0: skip)
 	EOF
 }
 
@@ -64,12 +66,14 @@ while [[ $# -gt 0 ]]; do
 	--modes) need_value "$@"; modes=$2; shift ;;
 	--budget) need_value "$@"; budget=$2; shift ;;
 	--run-timeout) need_value "$@"; run_timeout=$2; shift ;;
+	--overhead) need_value "$@"; overhead_seconds=$2; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
 	shift
 done
-[[ $budget =~ ^[0-9]+$ && $run_timeout =~ ^[0-9]+$ ]] || die "--budget and --run-timeout take whole seconds"
+[[ $budget =~ ^[0-9]+$ && $run_timeout =~ ^[0-9]+$ && $overhead_seconds =~ ^[0-9]+$ ]] ||
+	die "--budget, --run-timeout and --overhead take whole seconds"
 
 if [[ -z $build ]]; then
 	if ((dry_run)); then build=$repo/build; else build=$repo/build-gpu; fi
@@ -161,6 +165,7 @@ for candidate in "$prefix/bin/bench_record" "$prefix/bench/bench_record"; do
 done
 overhead_budget=0
 [[ -n $bench ]] && overhead_budget=$overhead_seconds
+((overhead_budget > 0)) || bench= # --overhead 0: no step 3
 
 step "versions and jobs (budget $((budget - SECONDS - overhead_budget))s)"
 left=$((budget - SECONDS - 15 - overhead_budget)) # keep time for the tarball and step 3
@@ -179,7 +184,7 @@ if [[ -n $bench ]]; then
 		--shim "$prefix/lib/libvramtrace.so" --out "$out/overhead.md" --budget "$((overhead_budget - 5))" ||
 		echo "overhead.py: some case failed (see above); the checks' result stands"
 else
-	step "recording cost: skipped (no bench_record in $prefix)"
+	step "recording cost: skipped (--overhead 0, or no bench_record in $prefix)"
 fi
 step "done: exit $status; summary in $out/summary.md"
 exit $status
