@@ -221,14 +221,14 @@ TRUTH_ROLES = (("dataset", "dataset"), ("params", "weights"), ("grads", "gradien
 
 def categories_vs_truth(truth, allocations):
     """For each tensor of the truth line with a device address, the category
-    of the report's allocation holding it (the longest-lived one: a freed
-    address is reused). Returns {role: (agreeing, named, [misses])}; a miss
+    of the report's allocation holding it: the last one made there (the job
+    prints its truth after training; an address freed earlier was reused,
+    and JAX remakes its parameters every step). Returns {role: (agreeing, named, [misses])}; a miss
     is "name: category" or "name: no allocation"."""
     spans = []
     for a in allocations:
         start = int(a.get("mapped_at") or a["addr"], 16)  # a VMM handle: where it was mapped
-        life = (a.get("t_free_ns") or float("inf")) - a["t_alloc_ns"]
-        spans.append((start, start + a["bytes"], life, a["category"]))
+        spans.append((start, start + a["bytes"], a["t_alloc_ns"], a["category"]))
     out = {}
     for role, category in TRUTH_ROLES:
         agree, named, misses = 0, 0, []
