@@ -246,9 +246,11 @@ static void pool_advice(struct vt_flag *f)
 {
 	const char *how =
 	    f->framework == VT_FW_TENSORFLOW ? " (it sets TF_GPU_ALLOCATOR=cuda_malloc_async)"
-	    : f->framework == VT_FW_JAX      ? " (it sets XLA_PYTHON_CLIENT_ALLOCATOR=platform)"
-	    : f->framework == VT_FW_PYTORCH  ? " (it sets PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
-	                                     : "";
+	    : f->framework == VT_FW_JAX ? " (it sets XLA_PYTHON_CLIENT_ALLOCATOR=platform; each "
+	                                  "buffer then takes at least 2 MiB, the VMM granularity "
+	                                  "seen on an H200)"
+	    : f->framework == VT_FW_PYTORCH ? " (it sets PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+	                                    : "";
 	char size[32];
 	vt_format_bytes(vt_flag_bytes_max(f), size, sizeof size);
 	snprintf(f->advice, sizeof f->advice,
