@@ -1,4 +1,4 @@
-/* `vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]`:
+/* `vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--min-bytes SIZE] [--stream]`:
  * what changed between two runs (computed in diff.c); --stream reads both
  * into streaming models (model_stream.h: peaks and sites, in memory that
  * follows what was live). Exit status: 0, or 1 when
@@ -17,9 +17,12 @@
 #include "model_stream.h"
 #include "units.h"
 #include "term.h"
+#include "vramtrace/size_text.h"
 
 #define DIFF_USAGE                                                                                 \
-	"usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]\n"
+	"usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--min-bytes "      \
+	"SIZE] "                                                                                   \
+	"[--stream]\n"
 #define DIFF_TOP 10
 
 struct diff_options {
@@ -28,6 +31,10 @@ struct diff_options {
 	int stream; /* --stream */
 	int have_fail_over;
 	double fail_over;
+	/* growth smaller than this never fails the gate: on the H200 runs a
+	 * PyTorch job's activations "grew" 0 -> 20 B between allocator modes,
+	 * infinitely many percent (1 MiB unless --min-bytes) */
+	uint64_t min_bytes;
 };
 
 /* ---- --fail-over --------------------------------------------------------- */
@@ -52,11 +59,18 @@ static void add_reason(struct reasons *r, const char *what, uint64_t b, uint64_t
 		         ns);
 }
 
-static void check_fail_over(const struct vt_diff *d, double percent, struct reasons *out)
+/* b -> n is growth over the gate: more than `percent`, by at least min_bytes */
+static int over_gate(uint64_t b, uint64_t n, const struct diff_options *o)
+{
+	return vt_diff_grew_over(b, n, o->fail_over) && n - b >= o->min_bytes;
+}
+
+static void check_fail_over(const struct vt_diff *d, const struct diff_options *o,
+                            struct reasons *out)
 {
 	memset(out, 0, sizeof *out);
 	for (int dev = 0; dev < VT_MAX_DEVICES; dev++) {
-		if (d->dev_used[dev] && vt_diff_grew_over(d->peak_base[dev], d->peak_new[dev], percent)) {
+		if (d->dev_used[dev] && over_gate(d->peak_base[dev], d->peak_new[dev], o)) {
 			char what[32];
 			snprintf(what, sizeof what, "peak on GPU %d", dev);
 			add_reason(out, what, d->peak_base[dev], d->peak_new[dev]);
@@ -64,7 +78,7 @@ static void check_fail_over(const struct vt_diff *d, double percent, struct reas
 	}
 	for (int c = 0; c < VT_CAT_COUNT; c++) {
 		uint64_t b = d->base.cats_at_peak[c], n = d->new_.cats_at_peak[c];
-		if (vt_diff_grew_over(b, n, percent))
+		if (over_gate(b, n, o))
 			add_reason(out, vt_category_name(c), b, n);
 	}
 }
@@ -157,7 +171,10 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 	if (!shown)
 		fprintf(out, "  no site moved\n");
 	if (o->have_fail_over) {
-		fprintf(out, "\n--fail-over %g%%: %s\n", o->fail_over, why->n ? "EXCEEDED" : "within");
+		char floor[32];
+		vt_format_bytes(o->min_bytes, floor, sizeof floor);
+		fprintf(out, "\n--fail-over %g%% (growth of %s or more): %s\n", o->fail_over, floor,
+		        why->n ? "EXCEEDED" : "within");
 		for (int i = 0; i < why->n; i++)
 			fprintf(out, "  %s\n", why->text[i]);
 	}
@@ -267,6 +284,7 @@ static int write_json(const struct vt_diff *d, const struct diff_options *o,
 	if (o->have_fail_over) {
 		vt_json_begin_object(&j);
 		vt_json_kv_double(&j, "percent", o->fail_over);
+		vt_json_kv_u64(&j, "min_bytes", o->min_bytes);
 		vt_json_kv_bool(&j, "exceeded", why->n > 0);
 		vt_json_key(&j, "reasons");
 		vt_json_begin_array(&j);
@@ -297,6 +315,7 @@ static int parse_percent(const char *s, double *out)
 static int parse_args(int argc, char **argv, struct diff_options *o)
 {
 	memset(o, 0, sizeof *o);
+	o->min_bytes = 1 << 20;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			o->json = 1;
@@ -309,6 +328,14 @@ static int parse_args(int argc, char **argv, struct diff_options *o)
 				return 2;
 			}
 			o->have_fail_over = 1;
+		} else if (!strcmp(argv[i], "--min-bytes") && i + 1 < argc) {
+			if (vt_parse_size(argv[++i], &o->min_bytes)) {
+				fprintf(stderr,
+				        "vramtrace diff: --min-bytes wants a size like 1M or 0, "
+				        "not '%s'\n",
+				        argv[i]);
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			printf(DIFF_USAGE);
 			return 1;
@@ -350,7 +377,7 @@ int cmd_diff(int argc, char **argv)
 	} else {
 		struct reasons why = {0};
 		if (o.have_fail_over)
-			check_fail_over(&d, o.fail_over, &why);
+			check_fail_over(&d, &o, &why);
 		int werr = o.json ? write_json(&d, &o, &why, stdout) : (write_text(&d, &o, &why, stdout), 0);
 		rc = werr ? 2 : why.n ? 1 : 0;
 	}

@@ -11,7 +11,8 @@
 	  "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE] "        \
 	  "[--stream]")                                                                            \
 	X(oom, "oom DIR [--json] [--index N]")                                                     \
-	X(diff, "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--stream]")                 \
+	X(diff,                                                                                    \
+	  "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--min-bytes SIZE] [--stream]")    \
 	X(export, "export DIR --format html|perfetto|folded|csv [--at T] [--stream] -o FILE")
 
 /* Each returns the process exit code. */

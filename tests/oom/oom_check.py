@@ -241,6 +241,12 @@ def test_diff(e):
     check(d["changed"] is True, "changed")
     rc, out, _ = e.cmd("diff", e.path("stream"), e.path("whole"), "--fail-over", "10")
     check(rc == 1 and "EXCEEDED" in out, f"--fail-over 10 must exit 1, got {rc}")
+    # growth under --min-bytes never fails the gate (the dataset grew 256 MiB)
+    rc, out, _ = e.cmd("diff", e.path("stream"), e.path("whole"), "--fail-over", "10", "--min-bytes", "512M")
+    check(rc == 0 and "within" in out, f"--min-bytes 512M over 256 MiB of growth: exit {rc}")
+    rc, _, _ = e.cmd("diff", e.path("stream"), e.path("whole"), "--fail-over", "10", "--min-bytes", "256M")
+    check(rc == 1, f"--min-bytes 256M: exactly the growth fails the gate, exit {rc}")
+    check(e.cmd("diff", e.path("whole"), e.path("whole"), "--min-bytes", "lots")[0] == 2, "bad --min-bytes")
     # the reverse: the dataset vanished, nothing grew
     rc, _, _ = e.cmd("diff", e.path("whole"), e.path("stream"), "--fail-over", "10")
     check(rc == 0, f"whole -> stream with --fail-over 10: exit {rc}")
