@@ -43,6 +43,17 @@ const char *const vt_site_default_rules[] = {
 	"function:*CUDACachingAllocator*",
 	"function:*CUDAMallocAsyncAllocator*",
 	"function:*c10*cuda*Alloc*",
+	/* PyTorch's tensor factories and dispatcher, seen on an H200 (2.11):
+	 * a backward op's output is made on the autograd thread, which has no
+	 * Python frame, through ~12 of these below the op that asked */
+	"function:at::detail::empty*",
+	"function:at::native::empty*",
+	"function:at::_ops::*",
+	"function:at::meta::*",
+	"function:at::(anonymous namespace)::*",
+	"function:c10::impl::*",
+	"function:c10::Dispatcher::*",
+	"function:torch::autograd::VariableType::*",
 	/* CuPy memory pools (Cython) */
 	"function:*cupy_4cuda_6memory*",
 	"function:*cupy*cuda*memory*Pool*",

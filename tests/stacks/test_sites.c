@@ -209,12 +209,44 @@ static void default_rules_are_well_formed(void **state)
 	vt_site_rules_free(r);
 }
 
+/* A gradient made on PyTorch's autograd thread (no Python frame), as an H200
+ * trace of PyTorch 2.11 has it: the site is the backward op, past the
+ * tensor factories and the dispatcher. */
+static void pytorch_factories_and_dispatch_are_skipped(void **state)
+{
+	(void)state;
+	struct vt_site_rules *r = vt_site_rules_new();
+	assert_int_equal(vt_site_rules_add_defaults(r), 0);
+	static const char *const plumbing[] = {
+	    "at::detail::empty_generic(c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, "
+	    "c10::ScalarType, std::optional<c10::MemoryFormat>)",
+	    "at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)",
+	    "at::(anonymous namespace)::create_out(c10::ArrayRef<long>, c10::ArrayRef<long>, "
+	    "c10::TensorOptions const&)",
+	    "at::meta::structured_mm::meta(at::Tensor const&, at::Tensor const&)",
+	    "at::_ops::mm::redispatch(c10::DispatchKeySet, at::Tensor const&, at::Tensor const&)",
+	    "torch::autograd::VariableType::(anonymous namespace)::mm(c10::DispatchKeySet, "
+	    "at::Tensor const&, at::Tensor const&)",
+	    "at::_ops::mm::call(at::Tensor const&, at::Tensor const&)",
+	};
+	for (size_t i = 0; i < sizeof plumbing / sizeof plumbing[0]; i++) {
+		struct vt_symbol s = {plumbing[i], NULL, 0, 0};
+		assert_true(vt_site_rules_skip(r, "/x/libtorch_cpu.so", &s));
+	}
+	struct vt_symbol op = {"torch::autograd::generated::details::mm_mat2_backward(at::Tensor "
+	                       "const&, at::Tensor const&, c10::ArrayRef<c10::SymInt>)",
+	                       NULL, 0, 0};
+	assert_false(vt_site_rules_skip(r, "/x/libtorch_cpu.so", &op));
+	vt_site_rules_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(skips_driver_and_allocator),
-		cmocka_unit_test(rules_from_environment_and_file),
-		cmocka_unit_test(default_rules_are_well_formed),
+	    cmocka_unit_test(skips_driver_and_allocator),
+	    cmocka_unit_test(rules_from_environment_and_file),
+	    cmocka_unit_test(default_rules_are_well_formed),
+	    cmocka_unit_test(pytorch_factories_and_dispatch_are_skipped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
