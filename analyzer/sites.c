@@ -26,6 +26,16 @@ const char *const vt_site_default_rules[] = {
 	"function:__cuda*",
 	"function:*cudart::*",
 	"function:_ZN6cudart*",
+	/* NVIDIA's math and communication libraries allocate their own
+	 * workspaces from stripped code (on the H200 trace a 32 MiB cuBLAS
+	 * handle's was named libcublas.so.13+0x5b45ed): name who asked */
+	"module:libcublas*.so*",
+	"module:libcudnn*.so*",
+	"module:libnccl.so*",
+	"module:libcufft*.so*",
+	"module:libcusparse*.so*",
+	"module:libcusolver*.so*",
+	"module:libcurand.so*",
 	/* TensorFlow, XLA, TSL: allocators and StreamExecutor */
 	"function:*BFCAllocator*",
 	"function:*GPUcudaMallocAllocator*",

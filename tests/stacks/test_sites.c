@@ -237,6 +237,10 @@ static void pytorch_factories_and_dispatch_are_skipped(void **state)
 	                       "const&, at::Tensor const&, c10::ArrayRef<c10::SymInt>)",
 	                       NULL, 0, 0};
 	assert_false(vt_site_rules_skip(r, "/x/libtorch_cpu.so", &op));
+	/* cuBLAS's own workspace: the site is the caller of cublasCreate_v2 */
+	assert_true(vt_site_rules_skip(r, "/v/nvidia/cublas/lib/libcublas.so.13", NULL));
+	assert_true(vt_site_rules_skip(r, "/v/nvidia/cublas/lib/libcublasLt.so.13", NULL));
+	assert_true(vt_site_rules_skip(r, "/v/nvidia/cudnn/lib/libcudnn_ops.so.9", NULL));
 	vt_site_rules_free(r);
 }
 
