@@ -134,6 +134,7 @@ void vt_model_free(struct vt_model *m)
 			HASH_DEL(m->site_funnels[k], fu);
 			free(fu->function);
 			free(fu->inner);
+			free(fu->outer);
 			free(fu);
 		}
 	}

@@ -41,12 +41,15 @@ struct vt_site_name {
 };
 
 /* A function the allocation stacks pass through (report_site.c): in how
- * many stacks, and whether it always calls the same function below it. */
+ * many stacks, whether it always calls the same function below it, and
+ * whether it is called from more than one place. */
 struct vt_site_funnel {
 	char *function;
 	uint32_t stacks, last_stack;
-	char *inner;           /* the function below it, first seen */
-	int many_inner;        /* it calls different functions: a dispatcher */
+	char *inner;    /* the function below it, first seen */
+	int many_inner; /* it calls different functions: a dispatcher */
+	char *outer;    /* the function above it, first seen */
+	int many_outer; /* called from different functions: a wrapper worth seeing past */
 	UT_hash_handle hh;
 };
 

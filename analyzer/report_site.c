@@ -115,24 +115,33 @@ static struct vt_site_funnel *funnel_entry(struct vt_model *m, int pop, const ch
 	return f;
 }
 
+/* The first neighbour seen, or that there were several. */
+static void note_neighbour(char **first, int *many, const char *function)
+{
+	if (!*first && !(*first = strdup(function)))
+		vt_nomem();
+	else if (strcmp(*first, function))
+		*many = 1;
+}
+
 /* One stack into population pop (0 allocations, 1 copies). */
 static void count_stack(struct vt_model *m, int pop, const struct vt_stack *s, uint32_t serial)
 {
 	struct vt_sites *sites = m->sites;
 	struct entry_walk w = {.s = s};
 	m->site_funnel_stacks[pop]++;
-	const char *below = NULL;
+	struct vt_site_funnel *below = NULL;
 	for (int ok = walk_load(sites, &w); ok; ok = walk_next(sites, &w)) {
 		struct vt_site_funnel *f = funnel_entry(m, pop, w.fn.sym[w.entry].function, 1);
 		if (f->last_stack != serial) {
 			f->last_stack = serial;
 			f->stacks++;
 		}
-		if (below && !f->inner && !(f->inner = strdup(below)))
-			vt_nomem();
-		else if (below && strcmp(f->inner, below))
-			f->many_inner = 1;
-		below = f->function;
+		if (below) {
+			note_neighbour(&f->inner, &f->many_inner, below->function);
+			note_neighbour(&below->outer, &below->many_outer, f->function);
+		}
+		below = f;
 	}
 }
 
@@ -161,13 +170,17 @@ static void count_funnels(struct vt_model *m)
 }
 
 /* A wrapper most allocations pass through, that always calls the same
- * function: it names no site. */
+ * function and is called from several: it names no site, its callers do.
+ * Called from one place only, it is a path, not a wrapper: walking out
+ * through such frames ended XLA's copies, all made on one worker thread,
+ * at tsl::PThread::ThreadFn on an H200. */
 static int is_funnel_fn(struct vt_model *m, int pop, const char *function)
 {
 	if (m->site_funnel_stacks[pop] < 3)
 		return 0;
 	struct vt_site_funnel *f = funnel_entry(m, pop, function, 0);
-	return f && !f->many_inner && f->stacks >= m->site_funnel_stacks[pop] / 2 + 1;
+	return f && !f->many_inner && f->many_outer &&
+	       f->stacks >= m->site_funnel_stacks[pop] / 2 + 1;
 }
 
 static void format_entry(struct vt_sites *sites, const struct entry_walk *w, char *buf, size_t len)
@@ -207,13 +220,9 @@ static void symbolized_site(struct vt_model *m, uint32_t proc, uint32_t stack_id
 	const struct vt_model_stack *own = vt_model_stack(m, proc, stack_id);
 	int pop = own && !own->alloc_uses && own->copy_uses ? 1 : 0;
 	int moved = 0;
-	struct entry_walk last = w;
 	while (is_funnel_fn(m, pop, w.fn.sym[w.entry].function)) {
-		last = w;
-		if (!walk_next(sites, &w)) {
-			w = last;
-			break;
-		}
+		if (!walk_next(sites, &w))
+			break; /* not reached: the outermost entry has no caller, so no funnel */
 		moved = 1;
 	}
 	if (moved)
