@@ -230,13 +230,13 @@ static uint64_t first_transient(const struct vt_model *m, const struct vt_proc *
 	return VT_T_NEVER;
 }
 
-/* How many valleys at the level one step has. A job that frees and
- * allocates within a step (PyTorch without its cache: every temporary is a
- * cudaMalloc) returns to the step-end level several times a step, seen on
- * an H200: 1157 "steps" for 128. Its valleys then repeat in a pattern of
- * allocations between them ([3, 2, 5], [3, 2, 5], ...): the step is the
- * pattern's period q, the smallest whose gaps repeat at least 80 % of the
- * time. 1 when consecutive gaps already agree that often, or no q does. */
+/* How many valleys one step has. A job that frees and allocates within a
+ * step (PyTorch without its cache: every temporary is a cudaMalloc) returns
+ * to the step-end level several times a step, seen on an H200: 1157
+ * "steps" for 128. Its valleys then repeat in a pattern of allocations
+ * between them ([3, 2, 5], [3, 2, 5], ...): the step is the pattern's
+ * period q, the smallest whose gaps repeat at least 80 % of the time.
+ * 0 when no q does. */
 #define MAX_VALLEYS_PER_STEP 64
 static uint32_t valleys_per_step(const uint64_t *allocs, uint32_t k)
 {
@@ -247,7 +247,7 @@ static uint32_t valleys_per_step(const uint64_t *allocs, uint32_t k)
 		if (same * 5 >= pairs * 4)
 			return q;
 	}
-	return 1;
+	return 0;
 }
 
 /* Keep every q-th valley end (with its allocation count): the step ends. */
@@ -261,31 +261,18 @@ static uint32_t every_qth(uint64_t *ends, uint64_t *allocs, uint32_t k, uint32_t
 	return n;
 }
 
-static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
+/* The valleys at the level, following a slow drift of it: the step-end
+ * candidates. The first valley at the level ends the first steady step;
+ * every later valley at or below it ends one more (the last steps drain
+ * the batches in flight, so their valleys sit lower). */
+static uint32_t level_valleys(const struct valley *v, uint32_t n, uint64_t level, uint64_t *ends,
+                              uint64_t *allocs)
 {
-	uint32_t n;
-	uint64_t total;
-	int dev = busiest_device(m, p);
-	struct valley *v = find_valleys(m, p, dev, &n, &total);
-	uint64_t level;
-	if (!v || n < 3 || !step_level(v, n, &level)) {
-		free(v);
-		return 0;
-	}
-	/* the first valley at the level ends the first steady step; every later
-	 * valley at or below it ends one more (the last steps drain the batches
-	 * in flight, so their valleys sit lower) */
-	uint32_t first = 0;
+	uint32_t first = 0, k = 0;
 	while (first < n && (v[first].bytes < level || v[first].bytes - level > level_slack(level)))
 		first++;
-	if (first == n) { /* cannot happen with sane levels; a hostile trace is not sane */
-		free(v);
-		return 0;
-	}
-	uint64_t *ends = malloc(n * sizeof *ends), *allocs = malloc(n * sizeof *allocs);
-	uint32_t k = 0;
-	uint64_t cur = v[first].bytes; /* follows a slow drift of the level */
-	for (uint32_t i = first; ends && allocs && i < n; i++) {
+	uint64_t cur = first < n ? v[first].bytes : 0;
+	for (uint32_t i = first; i < n; i++) {
 		if (v[i].bytes > cur + level_slack(cur))
 			continue;
 		ends[k] = v[i].t_ns;
@@ -293,33 +280,40 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 		if (v[i].bytes > cur)
 			cur = v[i].bytes;
 	}
-	free(v);
-	uint32_t q = ends && allocs ? valleys_per_step(allocs, k) : 1;
-	if (ends && allocs)
-		k = every_qth(ends, allocs, k, q);
-	if (!ends || !allocs || k < 3) {
-		free(ends);
-		free(allocs);
-		return 0;
+	return k;
+}
+
+/* Valleys that never return to one level: a job that keeps something of
+ * every step on the device (JAX, each step's loss in its own 2 MiB buffer
+ * under the platform allocator, seen on an H200: the level rose 2 MiB a
+ * step). All valleys are candidates; only a repeating pattern makes steps. */
+static uint32_t all_valleys(const struct valley *v, uint32_t n, uint64_t *ends, uint64_t *allocs)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		ends[i] = v[i].t_ns;
+		allocs[i] = v[i].allocs;
 	}
-	/* step i starts where step i-1 ended; the first starts one period
-	 * earlier, but not before its first transient tensor: a first step
-	 * shorter than the period (a slow setup upload, a sleep between steps)
-	 * would otherwise take in the setup, and the weights made before it
-	 * would look made during training; a step may run after the last valley.
-	 * With several valleys a step the first kept one can lie anywhere in
-	 * the first step, and a first step doing lazy set-up (cuBLAS handles,
-	 * autotuning) is many periods long: it starts at its first transient
-	 * tensor (on the H200 trace one period back cut the first backward in
-	 * two, and gradients read as made before training). */
+	return n;
+}
+
+/* Steps from k step ends (q valleys a step before every_qth). Step i
+ * starts where step i-1 ended; the first starts one period earlier, but not
+ * before its first transient tensor: a first step shorter than the period
+ * (a slow setup upload, a sleep between steps) would otherwise take in the
+ * setup, and the weights made before it would look made during training; a
+ * step may run after the last valley. With several valleys a step the
+ * first kept one can lie anywhere in the first step, and a first step doing
+ * lazy set-up (cuBLAS handles, autotuning) is many periods long: it starts
+ * at its first transient tensor (on the H200 trace one period back cut the
+ * first backward in two, and gradients read as made before training). */
+static int set_steps(const struct vt_model *m, struct vt_proc *p, int dev, const uint64_t *ends,
+                     const uint64_t *allocs, uint32_t k, uint32_t q, uint64_t total)
+{
 	uint64_t period = median_gap(ends, k);
 	uint32_t nsteps = k + (uint32_t)one_more_step(allocs, k, total);
-	free(allocs);
 	p->step_t = malloc(nsteps * sizeof *p->step_t);
-	if (!p->step_t) {
-		free(ends);
+	if (!p->step_t)
 		return 0;
-	}
 	p->step_t[0] = ends[0] > period ? ends[0] - period : 0;
 	for (uint32_t i = 1; i < nsteps; i++)
 		p->step_t[i] = ends[i - 1];
@@ -331,8 +325,36 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 		p->step_t[0] = transient;
 	p->nsteps = nsteps;
 	p->step_source = VT_STEPS_PERIOD;
-	free(ends);
 	return 1;
+}
+
+static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
+{
+	uint32_t n;
+	uint64_t total, level;
+	int dev = busiest_device(m, p);
+	struct valley *v = find_valleys(m, p, dev, &n, &total);
+	uint64_t *ends = v && n >= 3 ? malloc(n * sizeof *ends) : NULL;
+	uint64_t *allocs = ends ? malloc(n * sizeof *allocs) : NULL;
+	int ok = 0;
+	if (allocs) {
+		uint32_t k, q;
+		if (step_level(v, n, &level)) {
+			k = level_valleys(v, n, level, ends, allocs);
+			q = valleys_per_step(allocs, k);
+			q = q ? q : 1; /* the level alone marks the steps */
+		} else {
+			k = all_valleys(v, n, ends, allocs);
+			q = valleys_per_step(allocs, k);
+		}
+		if (q)
+			k = every_qth(ends, allocs, k, q);
+		ok = q && k >= 3 && set_steps(m, p, dev, ends, allocs, k, q, total);
+	}
+	free(v);
+	free(ends);
+	free(allocs);
+	return ok;
 }
 
 void vt_steps_find(struct vt_model *m)

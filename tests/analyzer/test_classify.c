@@ -19,7 +19,7 @@
 
 struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
-	int leak;               /* keep 4 KiB more every step (metrics) */
+	uint64_t leak;          /* bytes kept more every step (metrics) */
 	uint64_t act;           /* activation bytes (default 768 KiB) */
 	int stop_mid_step;      /* the last step stops after its forward pass */
 	int stop_before_upload; /* the last step stops between a batch's alloc and upload */
@@ -103,7 +103,7 @@ static struct vt_model *run_job(const struct job *j)
 		b_free(&b, t++, batch[s], 0);
 		b.stack = 8;
 		if (j->leak)
-			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x10000ull, 4096, 0);
+			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x1000000ull, j->leak, 0);
 	}
 	/* no teardown: the job is killed while everything is live */
 	vt_model_end_process(m, b.proc);
@@ -191,7 +191,10 @@ static void test_adversarial(void **state)
 static void test_period_with_drift(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 12, .leak = 1, .dataset = 1,
+	struct job j = {.layers = 3,
+	                .steps = 12,
+	                .leak = 4096,
+	                .dataset = 1,
 	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
@@ -199,6 +202,25 @@ static void test_period_with_drift(void **state)
 	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
 	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
 	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 12);
+	vt_model_free(m);
+}
+
+/* A job that keeps 3 MiB more every step (JAX on an H200: each step's loss
+ * in its own 2 MiB VMM buffer): the step-end level never recurs, the
+ * valleys' allocation pattern does. 0 steps were found before. */
+static void test_period_with_steep_drift(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 12,
+	                .leak = 3 * MIB,
+	                .dataset = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_in_range(m->procs[0].nsteps, 11, 13);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 3);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
 	vt_model_free(m);
 }
 
@@ -372,6 +394,7 @@ int main(void)
 	    cmocka_unit_test(test_markers_twins),
 	    cmocka_unit_test(test_adversarial),
 	    cmocka_unit_test(test_period_with_drift),
+	    cmocka_unit_test(test_period_with_steep_drift),
 	    cmocka_unit_test(test_activations_of_weight_size),
 	    cmocka_unit_test(test_first_step_shorter_than_period),
 	    cmocka_unit_test(test_stopped_mid_step),
