@@ -7,9 +7,12 @@
 const char *vt_step_source_name(enum vt_step_source s)
 {
 	switch (s) {
-	case VT_STEPS_MARKERS: return "markers";
-	case VT_STEPS_PERIOD: return "period";
-	default: return "none";
+	case VT_STEPS_MARKERS:
+		return "markers";
+	case VT_STEPS_PERIOD:
+		return "period";
+	default:
+		return "none";
 	}
 }
 
@@ -88,7 +91,7 @@ static int busiest_device(const struct vt_model *m, const struct vt_proc *p)
 
 struct valley {
 	uint64_t bytes, t_ns;
-	uint64_t allocs;        /* allocations on the device before it */
+	uint64_t allocs; /* allocations on the device before it */
 };
 
 /* Local minima of live bytes on dev: a free (or run of frees) followed by an
@@ -145,7 +148,7 @@ static uint64_t level_slack(uint64_t level)
 
 struct level_pick {
 	uint64_t bytes;
-	uint32_t index;         /* position in the valley sequence */
+	uint32_t index; /* position in the valley sequence */
 };
 
 static int cmp_level(const void *a, const void *b)
@@ -167,7 +170,8 @@ static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
 	qsort(b, n, sizeof *b, cmp_level);
 	/* sliding window [i, j) of levels within the slack of b[i]; the
 	 * smallest and largest position inside it from two monotonic queues */
-	uint32_t *qmin = malloc((n ? n : 1) * sizeof *qmin), *qmax = malloc((n ? n : 1) * sizeof *qmax);
+	uint32_t *qmin = malloc((n ? n : 1) * sizeof *qmin),
+	         *qmax = malloc((n ? n : 1) * sizeof *qmax);
 	uint32_t hmin = 0, tmin = 0, hmax = 0, tmax = 0, j = 0;
 	int found = 0;
 	for (uint32_t i = 0; qmin && qmax && i < n && !found; i++) {

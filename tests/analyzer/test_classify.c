@@ -15,7 +15,7 @@
 #include "steps.h"
 
 #define MIB (1024ull * 1024ull)
-#define W_ADDR(l) (0x100000000ull + (uint64_t)(l) * 0x10000000ull)
+#define W_ADDR(l) (0x100000000ull + (uint64_t)(l)*0x10000000ull)
 
 struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
@@ -88,7 +88,8 @@ static struct vt_model *run_job(const struct job *j)
 			b_alloc(&b, t++, 0x400000000ull, wsum, 0);
 		for (int l = j->layers - 1; l >= 0; l--) {
 			if (!j->flat)
-				b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, j->wbytes[l], 0);
+				b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull,
+				        j->wbytes[l], 0);
 			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
 		}
 		b.stack = 3;
@@ -144,7 +145,10 @@ static void check_roles(const struct vt_model *m, const struct job *j)
 static void test_markers_twins(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 8, .markers = 1, .dataset = 1,
+	struct job j = {.layers = 3,
+	                .steps = 8,
+	                .markers = 1,
+	                .dataset = 1,
 	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_MARKERS);
@@ -176,8 +180,13 @@ static void test_markers_twins(void **state)
 static void test_adversarial(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 4, .steps = 9, .flat = 1, .host_weights = 1, .opt_early = 1,
-	                .dataset = 1, .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct job j = {.layers = 4,
+	                .steps = 9,
+	                .flat = 1,
+	                .host_weights = 1,
+	                .opt_early = 1,
+	                .dataset = 1,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
 	assert_int_equal(m->procs[0].nsteps, 9);
@@ -232,7 +241,10 @@ static void test_period_with_steep_drift(void **state)
 static void test_first_step_shorter_than_period(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 4, .steps = 10, .act = 2 * MIB, .step_gap = 50000,
+	struct job j = {.layers = 4,
+	                .steps = 10,
+	                .act = 2 * MIB,
+	                .step_gap = 50000,
 	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
@@ -245,7 +257,11 @@ static void test_first_step_shorter_than_period(void **state)
 static void test_activations_of_weight_size(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 4, .steps = 8, .markers = 1, .dataset = 1, .act = 2 * MIB,
+	struct job j = {.layers = 4,
+	                .steps = 8,
+	                .markers = 1,
+	                .dataset = 1,
+	                .act = 2 * MIB,
 	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
 	struct vt_model *m = run_job(&j);
 	check_roles(m, &j);
@@ -257,7 +273,11 @@ static void test_activations_of_weight_size(void **state)
 static void test_stopped_mid_step(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 10, .markers = 1, .dataset = 1, .stop_mid_step = 1,
+	struct job j = {.layers = 3,
+	                .steps = 10,
+	                .markers = 1,
+	                .dataset = 1,
+	                .stop_mid_step = 1,
 	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(count_cat(m, VT_CAT_DATASET), 1);
@@ -276,7 +296,10 @@ static void test_stopped_mid_step(void **state)
 static void test_killed_before_upload(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 10, .markers = 1, .stop_before_upload = 1,
+	struct job j = {.layers = 3,
+	                .steps = 10,
+	                .markers = 1,
+	                .stop_before_upload = 1,
 	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(category_of(m, 0x2f0000000ull), VT_CAT_PREFETCH);
@@ -289,7 +312,10 @@ static void test_killed_before_upload(void **state)
 static void test_host_weights_per_tensor(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 6, .markers = 1, .host_weights = 1,
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .host_weights = 1,
 	                .wbytes = {8 * MIB, 8 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
 	check_roles(m, &j); /* host-filled weights are not a dataset: they have twins */
@@ -310,7 +336,8 @@ static void test_pool_region(void **state)
 	b_alloc(&b, 1, 0x10000000, 512 * MIB, 0);
 	b_htod(&b, 2, 0x10000000 + 64 * MIB, 256 * MIB, 0); /* dataset inside */
 	for (int s = 0; s < 10; s++)                        /* batches at two offsets */
-		b_htod(&b, 10 + (uint64_t)s * 100, 0x10000000 + (uint64_t)(s % 2) * 4 * MIB, 4 * MIB, 0);
+		b_htod(&b, 10 + (uint64_t)s * 100, 0x10000000 + (uint64_t)(s % 2) * 4 * MIB,
+		       4 * MIB, 0);
 	vt_model_finish(m);
 	vt_classify(m);
 	assert_int_equal(m->allocs[0].category, VT_CAT_POOL);
@@ -374,8 +401,8 @@ static void test_framework_from_modules(void **state)
 	struct vt_proc p;
 	memset(&p, 0, sizeof p);
 	struct vt_module mods[2] = {
-		{.path = (char *)"/usr/lib/libc.so.6"},
-		{.path = (char *)"/site-packages/tensorflow/libtensorflow_framework.so.2"},
+	    {.path = (char *)"/usr/lib/libc.so.6"},
+	    {.path = (char *)"/site-packages/tensorflow/libtensorflow_framework.so.2"},
 	};
 	p.modules = mods;
 	p.nmodules = 1;
