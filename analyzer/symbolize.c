@@ -487,7 +487,8 @@ static void free_entries(struct addr_entry **head, int owns_strings)
 static void free_cu_scopes(struct cu_scopes **head)
 {
 	struct cu_scopes *c, *t;
-	HASH_ITER(hh, *head, c, t) {
+	HASH_ITER(hh, *head, c, t)
+	{
 		HASH_DEL(*head, c);
 		vt_scope_index_free(c->index);
 		free(c);
