@@ -1,7 +1,9 @@
 """What the analyzer's check scripts share: a named check that is printed
 and remembered, and a run on a pseudo-terminal (for what the commands do
-only on a terminal: colour, the progress bar)."""
+only on a terminal: colour, the progress bar), and the real-trace fixtures
+unpacked."""
 import contextlib
+import lzma
 import os
 import pty
 import shutil
@@ -56,3 +58,17 @@ def under_pty(cmd, env=None, stderr_too=False):
     os.close(master)
     p.wait()
     return p.returncode, out.decode(errors="replace")
+
+
+def unpack_fixture(fixture, into):
+    """A real-trace fixture (tests/analyzer/real/NAME) as a trace directory:
+    *.xz decompressed (the logs' unused chunk space is zeros), the rest
+    copied. Returns into."""
+    for name in os.listdir(fixture):
+        src = os.path.join(fixture, name)
+        if name.endswith(".xz"):
+            with lzma.open(src) as f, open(os.path.join(into, name[:-3]), "wb") as out:
+                shutil.copyfileobj(f, out)
+        else:
+            shutil.copy(src, into)
+    return into

@@ -29,9 +29,7 @@ an allocation through its mapped address (the handle is not an address).
 Its categories are not asserted: sizes carry nothing there (README).
 Exit 0 pass, 1 fail."""
 import json
-import lzma
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,21 +37,9 @@ import tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "samples", "gpu"))
 import checks  # noqa: E402  (categories_vs_truth: the GPU kit's own comparison)
-from checklib import check, summary  # noqa: E402
+from checklib import check, summary, unpack_fixture  # noqa: E402
 
 MIB = 1 << 20
-
-
-def unpacked(fixture, into):
-    """The fixture as a trace directory: *.xz decompressed, the rest copied."""
-    for name in os.listdir(fixture):
-        src = os.path.join(fixture, name)
-        if name.endswith(".xz"):
-            with lzma.open(src) as f, open(os.path.join(into, name[:-3]), "wb") as out:
-                shutil.copyfileobj(f, out)
-        else:
-            shutil.copy(src, into)
-    return into
 
 
 def report(vramtrace, trace):
@@ -112,7 +98,7 @@ def main(vramtrace, fixture):
     with open(os.path.join(fixture, "truth.json")) as f:
         truth = json.load(f)
     with tempfile.TemporaryDirectory() as tmp:
-        rep = report(vramtrace, unpacked(fixture, tmp))
+        rep = report(vramtrace, unpack_fixture(fixture, tmp))
     if rep is not None:
         FIXTURES[os.path.basename(os.path.normpath(fixture))](rep, truth)
     return summary()

@@ -14,7 +14,6 @@ its own flags, no browser download):
     check_html.py VRAMTRACE TRAINER SIMDRIVER_DIR WORKDIR [CHROMIUM]
 Exit 77 (skipped) when no Chromium is installed."""
 import json
-import lzma
 import os
 import re
 import shutil
@@ -24,6 +23,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from trainer_trace import export, make_trace, report_json  # noqa: E402
+
+ANALYZER_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analyzer")
+sys.path.insert(0, ANALYZER_TESTS)
+from checklib import unpack_fixture  # noqa: E402
 
 CATS = ["dataset", "prefetch", "weights", "optimizer", "gradients", "activations", "pool",
         "unknown"]
@@ -145,14 +148,7 @@ def main():
     # allocation; the chart starts near it, not at 0
     real = os.path.join(work, "real")
     os.makedirs(real)
-    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analyzer", "real",
-                           "h200-torch-per-tensor")
-    for entry in os.listdir(fixture):
-        if entry.endswith(".xz"):
-            with lzma.open(os.path.join(fixture, entry)) as f, open(os.path.join(real, entry[:-3]), "wb") as out:
-                shutil.copyfileobj(f, out)
-        else:
-            shutil.copy(os.path.join(fixture, entry), real)
+    unpack_fixture(os.path.join(ANALYZER_TESTS, "real", "h200-torch-per-tensor"), real)
     check_trace(vt, chromium, real, work, "real-h200", lead_in_from=6_000_000_000)
     if failures:
         print(f"{len(failures)} failure(s)")
