@@ -20,9 +20,8 @@
 #include "vramtrace/size_text.h"
 
 #define DIFF_USAGE                                                                                 \
-	"usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--min-bytes "      \
-	"SIZE] "                                                                                   \
-	"[--stream]\n"
+	"usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]\n"                  \
+	"                      [--min-bytes SIZE] [--stream]\n"
 #define DIFF_TOP 10
 
 struct diff_options {
