@@ -21,6 +21,11 @@
  *
  * Rows: "record<TAB>case<TAB>value<TAB>unit"; "n/a (why)" when a case
  * cannot run (no heaptrack, no simulated driver).
+ *
+ * The shim, the drivers and the lock counter are the build's; the
+ * environment names others (VT_BENCH_SHIM, VT_BENCH_SIMDRIVER_DIR,
+ * VT_BENCH_NULLDRIVER_DIR, VT_BENCH_LOCKCOUNT): a machine that cannot build
+ * runs the carried binaries (samples/gpu/bench.sh).
  */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
@@ -297,6 +302,24 @@ static void remove_tree(const char *dir)
 		fprintf(stderr, "bench_record: could not remove %s\n", dir);
 }
 
+/* What the children load: the build's, or the environment's (see top). */
+static const char *shim_path = VT_BENCH_SHIM, *sim_dir = VT_BENCH_SIMDRIVER_DIR,
+                  *null_dir = VT_BENCH_NULLDRIVER_DIR, *lockcount_path = VT_BENCH_LOCKCOUNT;
+static char lockcount_and_shim[2048];
+
+static void paths_from_env(void)
+{
+	const char *names[] = {"VT_BENCH_SHIM", "VT_BENCH_SIMDRIVER_DIR", "VT_BENCH_NULLDRIVER_DIR",
+	                       "VT_BENCH_LOCKCOUNT"};
+	const char **paths[] = {&shim_path, &sim_dir, &null_dir, &lockcount_path};
+	for (int i = 0; i < 4; i++) {
+		const char *v = getenv(names[i]);
+		if (v && *v)
+			*paths[i] = v;
+	}
+	snprintf(lockcount_and_shim, sizeof lockcount_and_shim, "%s:%s", lockcount_path, shim_path);
+}
+
 /* the libcuda.so.1 the children load: the simulated driver, or for one row
  * a driver that does nothing (null_driver.c) */
 static const char *driver_dir = VT_BENCH_SIMDRIVER_DIR;
@@ -310,19 +333,19 @@ static void set_env(enum tracer tr, const char *dir)
 	switch (tr) {
 	case SHIM_FREESTACKS:
 		setenv("VRAMTRACE_FREE_STACKS", "1", 1);
-		setenv("LD_PRELOAD", VT_BENCH_SHIM, 1);
+		setenv("LD_PRELOAD", shim_path, 1);
 		break;
 	case SHIM_NOSTACKS:
 		setenv("VRAMTRACE_STACK_DEPTH", "0", 1);
 		/* fall through */
 	case SHIM:
-		setenv("LD_PRELOAD", VT_BENCH_SHIM, 1);
+		setenv("LD_PRELOAD", shim_path, 1);
 		break;
 	case SHIM_LOCKCOUNT:
-		setenv("LD_PRELOAD", VT_BENCH_LOCKCOUNT ":" VT_BENCH_SHIM, 1);
+		setenv("LD_PRELOAD", lockcount_and_shim, 1);
 		break;
 	case LOCKCOUNT:
-		setenv("LD_PRELOAD", VT_BENCH_LOCKCOUNT, 1);
+		setenv("LD_PRELOAD", lockcount_path, 1);
 		break;
 	default:
 		unsetenv("LD_PRELOAD");
@@ -558,9 +581,9 @@ static void bench_pairs(void)
 	 * shim's own cost, without the simulated driver's run-to-run noise */
 	static const struct pair_case null_cases[] = {{NONE, "cuda"}, {SHIM_NOSTACKS, "cuda"}};
 	struct slope nul[2];
-	driver_dir = VT_BENCH_NULLDRIVER_DIR;
+	driver_dir = null_dir;
 	pair_slopes(null_cases, 2, nul);
-	driver_dir = VT_BENCH_SIMDRIVER_DIR;
+	driver_dir = sim_dir;
 	if (nul[0].ok && nul[1].ok)
 		row_pair("  ... the same against a do-nothing driver (the shim alone)",
 		         (nul[1].wall - nul[0].wall) / 2, (nul[1].cpu - nul[0].cpu) / 2, "ns/call");
@@ -705,6 +728,8 @@ int main(int argc, char **argv)
 		return 1;
 	self[n] = '\0';
 	self_path = self;
+	paths_from_env();
+	driver_dir = sim_dir;
 	/* the log is a MAP_SHARED file: keep it in memory (tmpfs) when there is
 	 * one, so the disk's writeback is not what is measured */
 	char root[] = "/dev/shm/vt_bench_record_XXXXXX";

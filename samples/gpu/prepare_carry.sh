@@ -31,13 +31,20 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMAKE_INSTALL_RPATH='$ORIGIN/../lib;$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
 	-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags \
 	-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
-cmake --build "$build" -j"$(nproc)" --target vramtrace-cli bench_record
+cmake --build "$build" -j"$(nproc)" --target vramtrace-cli bench_record bench_analyzer \
+	vtsim_cuda bench_null_driver bench_lockcount
 rm -rf "$dest"
-mkdir -p "$dest/bin" "$dest/lib"
+mkdir -p "$dest/bin" "$dest/lib" "$dest/bench/simdriver" "$dest/bench/null_driver"
 cp "$build/bin/vramtrace" "$dest/bin/"
-# the recording-cost child, timed on the real driver by overhead.py
-cp "$build/bench/bench_record" "$dest/bin/"
+# the recording-cost child, timed on the real driver by overhead.py; the
+# recording and analyzer benchmarks (bench.sh) with the simulated and do-nothing
+# drivers, each a libcuda.so.1 in a folder of its own: never beside the
+# carried libraries, where a real job could load one
+cp "$build/bench/bench_record" "$build/bench/bench_analyzer" "$dest/bin/"
 cp "$build/lib/libvramtrace.so" "$dest/lib/"
+cp "$build/tests/simdriver/libcuda.so.1" "$dest/bench/simdriver/"
+cp "$build/bench/null_driver/libcuda.so.1" "$dest/bench/null_driver/"
+cp "$build/bench/lib/libbench_lockcount.so" "$dest/bench/"
 
 # Every shared library they load that is not part of glibc.
 glibc='^(linux-vdso|ld-linux(-x86-64)?|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.so'
@@ -69,7 +76,7 @@ fi
 # Prove the carry is self-contained: every NEEDED library of every carried
 # file is glibc or is carried.
 missing=0
-for file in "$dest"/bin/* "$dest"/lib/*; do
+for file in "$dest"/bin/* "$dest"/lib/* "$dest"/bench/*.so "$dest"/bench/*/*; do
 	for needed in $(readelf -d "$file" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
 		[[ $needed =~ $glibc || -f $dest/lib/$needed ]] && continue
 		echo "prepare_carry: $(basename "$file") needs $needed, which is not carried" >&2

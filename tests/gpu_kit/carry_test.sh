@@ -20,8 +20,9 @@ mkdir -p "$out"
 rm -rf "$out/gpu-carry" "$out/trace"
 bash "$repo/samples/gpu/prepare_carry.sh" "$out/gpu-carry" "$out/build-carry" || fail "prepare_carry.sh failed"
 carry=$out/gpu-carry
-# Every library the two binaries need, beyond glibc, lies beside them.
-for file in "$carry/bin/vramtrace" "$carry/bin/bench_record" "$carry/lib/libvramtrace.so"; do
+# Every library the binaries need, beyond glibc, lies beside them.
+for file in "$carry/bin/vramtrace" "$carry/bin/bench_record" "$carry/bin/bench_analyzer" \
+	"$carry/lib/libvramtrace.so"; do
 	for lib in $(ldd "$file" | awk '$3 ~ /^\// {print $1}'); do
 		[[ $lib =~ ^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.) ]] && continue
 		[[ -f $carry/lib/$lib ]] || fail "$(basename "$file") needs $lib, which is not carried"
@@ -50,4 +51,17 @@ python3 "$repo/samples/gpu/trace_lookups.py" "$out/trace" --json >"$out/lookups.
 grep -q '"allocs": 4,' "$out/lookups.json" || fail "the trace does not hold the job's 4 allocations"
 # The carried recording-cost child runs from there too (check.sh step 3).
 LD_LIBRARY_PATH=$sim "$carry/bin/bench_record" pairs cuda 100 || fail "the carried bench_record does not run"
+# samples/gpu/bench.sh: the benchmarks' drivers are carried, each in a folder
+# of its own (a libcuda.so.1 in lib/ would stand in for a real driver), and
+# the carried children run with them.
+[[ ! -e $carry/lib/libcuda.so.1 ]] || fail "a libcuda.so.1 lies among the carried libraries"
+for d in simdriver null_driver; do
+	LD_LIBRARY_PATH=$carry/bench/$d LD_PRELOAD=$carry/lib/libvramtrace.so VRAMTRACE_DIR=$out/bench-$d \
+		"$carry/bin/bench_record" pairs cuda 100 || fail "bench_record with the carried $d"
+	ls "$out/bench-$d"/vramtrace.*.log >/dev/null 2>&1 || fail "no log from bench_record with the carried $d"
+	rm -rf "$out/bench-$d"
+done
+VT_BENCH_STREAM_EVENTS=0 "$carry/bin/bench_analyzer" --events 20000 >"$out/bench_analyzer.tsv" ||
+	fail "the carried bench_analyzer does not run"
+grep -q $'^analyzer\tthroughput (CPU)\t' "$out/bench_analyzer.tsv" || fail "bench_analyzer printed no throughput row"
 echo "PASS: carried binaries ($(du -sh "$carry" | cut -f1)) trace the driver job"
