@@ -13,6 +13,7 @@
 
 #include "hooks.h"
 #include "record_event.h"
+#include "self_cost.h"
 #include "shim.h"
 #include "stack_capture.h"
 
@@ -45,6 +46,7 @@ static CUresult no_real_function(void)
 			return real args;                                                          \
 		int outer = vt_guard;                                                              \
 		vt_guard = VT_GUARD_SHIM;                                                          \
+		uint64_t self_t0 = vt_self_begin(); /* 0 unless this call is timed */              \
 		struct vt_call call = describe;                                                    \
 		int *err = &errno; /* one lookup: the job sees the real call's errno only */       \
 		int saved_errno = *err;                                                            \
@@ -55,11 +57,14 @@ static CUresult no_real_function(void)
 			vt_call_before(&call);                                                     \
 		}                                                                                  \
 		*err = saved_errno;                                                                \
+		uint64_t self_t1 = vt_self_mark(self_t0);                                          \
 		vt_guard = VT_GUARD_DRIVER;                                                        \
 		CUresult result = real args;                                                       \
 		vt_guard = VT_GUARD_SHIM;                                                          \
+		uint64_t self_t2 = vt_self_mark(self_t0);                                          \
 		saved_errno = *err;                                                                \
 		vt_call_after(&call, result);                                                      \
+		vt_self_end(self_t0, self_t1, self_t2);                                            \
 		*err = saved_errno;                                                                \
 		vt_guard = outer;                                                                  \
 		return result;                                                                     \

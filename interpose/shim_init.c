@@ -22,6 +22,7 @@
 #include "vramtrace/env_flag.h"
 #include "log_writer.h"
 #include "record_event.h"
+#include "self_cost.h"
 #include "shim.h"
 
 __thread int vt_guard __attribute__((tls_model("initial-exec")));
@@ -74,6 +75,7 @@ static void finish(int status)
 	if (atomic_exchange(&finished, 1))
 		return;
 	vt_guard = VT_GUARD_EXITED; /* this thread's frees from later destructors pass through */
+	vt_self_flush();
 	vt_log_finish(status);
 }
 

@@ -64,6 +64,8 @@
 #define VT_DEFAULT_CHUNK_SIZE (256u * 1024u)
 #define VT_MAX_RECORD_SIZE 65528u
 #define VT_MAX_FRAMES 512u
+#define VT_SELF_SAMPLE_EVERY 64u /* a power of two */
+#define VT_SELF_HIST 32u
 
 /* ---- file header (first VT_HEADER_SIZE bytes) -------------------------- */
 
@@ -119,6 +121,18 @@ struct vt_file_header {
 	char hostname[64];            /* NUL-terminated */
 	char exe[1024];               /* /proc/self/exe target, truncated */
 	char cmdline[2048];           /* argv, NUL-separated, truncated */
+	/* The shim's own time (interpose/self_cost.c), updated while the
+	 * process runs (atomics): each thread times one recorded call in
+	 * VT_SELF_SAMPLE_EVERY, the wrapper's work before and after the driver
+	 * call (not the call). Zero in logs from before it (the bytes were
+	 * padding), so a reader takes self_timed == 0 as "not measured". */
+	uint64_t self_calls;              /* recorded calls counted: each thread's calls up
+	                                     to its latest timed one, the exiting thread's
+	                                     all */
+	uint64_t self_timed;              /* calls timed */
+	uint64_t self_timed_ns;           /* their time, summed */
+	uint32_t self_hist[VT_SELF_HIST]; /* timed calls by time: bucket b holds
+	                                     [2^b, 2^(b+1)) ns, bucket 0 [0, 2) */
 };
 _Static_assert(sizeof(struct vt_file_header) <= VT_HEADER_SIZE, "header fits");
 

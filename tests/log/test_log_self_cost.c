@@ -1,0 +1,116 @@
+/* The shim's measure of its own time (interpose/self_cost.c): which calls it
+ * times, and what the log header then holds.
+ *  - timed calls come at random intervals, one in VT_SELF_SAMPLE_EVERY on
+ *    average, never more than 2 * VT_SELF_SAMPLE_EVERY - 1 apart, and they
+ *    do not alias with a job's period of two (allocate, free): a fixed
+ *    period of 64 timed only the frees;
+ *  - the header's count is exactly the calls up to the last timed one, its
+ *    timed count and histogram exactly the timed calls, and the time is the
+ *    work between the marks (a busy wait in half the calls shows);
+ *  - nothing is written and nothing fails before the process has a log. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "event_clock.h"
+#include "log_test_util.h"
+#include "log_writer.h"
+#include "self_cost.h"
+
+#define CALLS 64000u
+
+/* One wrapper's worth: `work_ns` of busy wait before the "driver call". */
+static int one_call(uint64_t work_ns)
+{
+	uint64_t t0 = vt_self_begin();
+	if (work_ns) {
+		uint64_t until = vt_clock_ns() + work_ns;
+		while (vt_clock_ns() < until)
+			;
+	}
+	uint64_t t1 = vt_self_mark(t0);
+	uint64_t t2 = vt_self_mark(t0);
+	vt_self_end(t0, t1, t2);
+	return t0 != 0;
+}
+
+static void timed_calls_are_random_and_one_in_64(void **state)
+{
+	(void)state;
+	unsigned timed = 0, odd = 0, gap = 0, max_gap = 0;
+	for (unsigned i = 1; i <= CALLS; i++) { /* no log: nothing is written */
+		gap++;
+		if (!one_call(0))
+			continue;
+		timed++;
+		odd += i & 1;
+		if (gap > max_gap)
+			max_gap = gap;
+		gap = 0;
+	}
+	unsigned expect = CALLS / VT_SELF_SAMPLE_EVERY; /* 1000 */
+	assert_in_range(timed, expect * 9 / 10, expect * 11 / 10);
+	assert_true(max_gap <= 2 * VT_SELF_SAMPLE_EVERY - 1);
+	/* both halves of an allocate-free loop get timed */
+	assert_in_range(odd, timed * 4 / 10, timed * 6 / 10);
+}
+
+static void header_holds_the_timed_calls(void **state)
+{
+	(void)state;
+	/* the thread's interval runs on from the test before: count from a
+	 * timed call (before there is a log: not in the header), so the
+	 * header's count is known exactly */
+	while (!one_call(0))
+		;
+	char *dir = lt_make_dir();
+	struct vt_log_config cfg = {.dir = dir};
+	assert_int_equal(vt_log_init(&cfg), 0);
+	uint64_t timed = 0, last_timed = 0, slow_timed = 0;
+	for (unsigned i = 1; i <= 20000; i++) {
+		int slow = i & 1; /* every other call works 2 us */
+		if (one_call(slow ? 2000 : 0)) {
+			timed++;
+			last_timed = i;
+			slow_timed += (uint64_t)slow;
+		}
+	}
+	char *path = lt_log_path(dir, getpid(), 0);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct vt_file_header h;
+	assert_int_equal(read(fd, &h, sizeof h), (ssize_t)sizeof h);
+	close(fd);
+	assert_int_equal(h.self_timed, timed);
+	assert_int_equal(h.self_calls, last_timed);
+	uint64_t in_hist = 0, at_least_1us = 0;
+	for (unsigned b = 0; b < VT_SELF_HIST; b++) {
+		in_hist += h.self_hist[b];
+		if (b >= 10) /* [1024, ...) ns */
+			at_least_1us += h.self_hist[b];
+	}
+	assert_int_equal(in_hist, timed);
+	/* the slow calls' 2 us lie between the marks (a preempted fast call
+	 * may land there too) */
+	assert_true(at_least_1us >= slow_timed);
+	assert_true(h.self_timed_ns >= slow_timed * 2000);
+	free(path);
+	lt_remove_dir(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(timed_calls_are_random_and_one_in_64),
+	    cmocka_unit_test(header_holds_the_timed_calls),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
