@@ -351,6 +351,9 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 	e_str(e, "clock", clock, strlen(clock));
 	e_str(e, "host", h->hostname, strlen(h->hostname));
 	e_u64(e, "warnings", vt_log_warnings(log));
+	e_u64(e, "self_calls", h->self_calls); /* the shim's own time: recording_cost.h */
+	e_u64(e, "self_timed", h->self_timed);
+	e_u64(e, "self_timed_ns", h->self_timed_ns);
 	print_cmdline(e, h);
 	e_end(e);
 }

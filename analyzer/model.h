@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "recording_cost.h"
 #include "vramtrace/format.h"
 
 #define VT_T_NEVER UINT64_MAX /* t_free / seq_free of an allocation live at the end */
@@ -198,7 +199,15 @@ struct vt_proc {
 	/* classification (classify.c) */
 	int pool_mode; /* 1: opaque allocator pool seen */
 	int framework; /* enum vt_framework (flags.h) */
+	/* the shim's measure of its own time (header self_*; recording_cost.h) */
+	struct vt_self_cost self_cost;
 };
+
+/* How long a process recorded: from its log's start to its last event. */
+static inline uint64_t vt_proc_span_ns(const struct vt_proc *p)
+{
+	return p->last_t_ns > p->clock_offset_ns ? p->last_t_ns - p->clock_offset_ns : 0;
+}
 
 struct vt_device {
 	int seen;

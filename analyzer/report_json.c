@@ -37,6 +37,27 @@ static void totals(struct vt_json *j, const struct vt_totals *t)
 	vt_json_end_object(j);
 }
 
+/* The shim's measure of its own time, or null (not measured). */
+static void recording_cost(struct vt_json *j, const struct vt_proc *p)
+{
+	struct vt_self_cost_summary sc;
+	uint64_t span = vt_proc_span_ns(p);
+	vt_json_key(j, "recording_cost");
+	if (vt_self_cost_summarize(&p->self_cost, span, &sc) != 0) {
+		vt_json_null(j);
+		return;
+	}
+	vt_json_begin_object(j);
+	vt_json_kv_u64(j, "calls", sc.calls);
+	vt_json_kv_u64(j, "timed_calls", sc.timed);
+	vt_json_kv_u64(j, "mean_ns", (uint64_t)(sc.mean_ns + 0.5));
+	vt_json_kv_u64(j, "median_low_ns", sc.median_lo_ns);
+	vt_json_kv_u64(j, "median_high_ns", sc.median_hi_ns);
+	vt_json_kv_u64(j, "total_ns", (uint64_t)(sc.total_ns + 0.5));
+	vt_json_kv_u64(j, "recorded_ns", span);
+	vt_json_end_object(j);
+}
+
 static void processes(struct vt_json *j, const struct vt_model *m)
 {
 	vt_json_key(j, "processes");
@@ -61,6 +82,7 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_kv_string(j, "framework", vt_framework_name(vt_framework_of(p)));
 		vt_json_kv_u64(j, "steps", p->nsteps);
 		vt_json_kv_bool(j, "truncated", (p->header_flags & VT_FLAG_TRUNCATED) != 0);
+		recording_cost(j, p);
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);

@@ -143,6 +143,27 @@ def check(name, cfg, truth_allocs, datasets, rep):
     return acc, errors
 
 
+def check_recording_cost(rep, through_shim):
+    """The shim times its own work (one call in 64, at random): a job it
+    traced has the measure, counting about as many calls as it recorded
+    events; records made without it (fakecuda) have none."""
+    cost = rep["processes"][0].get("recording_cost", "absent")
+    if not through_shim:
+        return [] if cost is None else ["recording_cost %r without the shim" % (cost,)]
+    events = rep["totals"]["events"]
+    if not cost:
+        return ["no recording_cost"]
+    errors = []
+    if not events // 2 <= cost["calls"] <= events:
+        errors.append("recording_cost counts %d calls for %d events" % (cost["calls"], events))
+    if not cost["calls"] // 256 <= cost["timed_calls"] <= cost["calls"] // 16 + 1:
+        errors.append("%d of %d calls timed" % (cost["timed_calls"], cost["calls"]))
+    if cost["total_ns"] <= 0 or cost["total_ns"] >= cost["recorded_ns"] * 2:
+        errors.append("recording_cost total %d ns of %d recorded" % (
+            cost["total_ns"], cost["recorded_ns"]))
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--matrix", required=True)
@@ -170,6 +191,7 @@ def main():
             try:
                 (cfg, truth_allocs, datasets), rep = run_config(args, name, opts, work)
                 acc, errors = check(name, cfg, truth_allocs, datasets, rep)
+                errors += check_recording_cost(rep, not args.fake)
             except (subprocess.CalledProcessError, ValueError, KeyError) as e:
                 detail = getattr(e, "stderr", None)
                 detail = detail.decode(errors="replace").strip() if detail else ""
