@@ -38,7 +38,7 @@ static void totals(struct vt_json *j, const struct vt_totals *t)
 }
 
 /* The shim's measure of its own time, or null (not measured). */
-static void recording_cost(struct vt_json *j, const struct vt_proc *p)
+void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p)
 {
 	struct vt_self_cost_summary sc;
 	uint64_t span = vt_proc_span_ns(p);
@@ -82,7 +82,7 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_kv_string(j, "framework", vt_framework_name(vt_framework_of(p)));
 		vt_json_kv_u64(j, "steps", p->nsteps);
 		vt_json_kv_bool(j, "truncated", (p->header_flags & VT_FLAG_TRUNCATED) != 0);
-		recording_cost(j, p);
+		vt_report_recording_cost_json(j, p);
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);

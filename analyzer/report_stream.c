@@ -199,6 +199,7 @@ static void text_processes(const struct vt_model *m, FILE *out)
 		vt_report_proc_status(p, status, sizeof status);
 		fprintf(out, "  pid %-7d %s  %s, %" PRIu64 " step markers\n", p->pid,
 		        vt_term_safe(p->exe, exe, sizeof exe), status, vt_stream_steps(m, i));
+		vt_report_recording_cost_text(p, out);
 	}
 }
 
@@ -408,6 +409,7 @@ int vt_report_stream_json(const struct vt_model *m, const char *title, int top, 
 		vt_json_kv_string(&j, "exe", m->procs[i].exe);
 		vt_json_kv_bool(&j, "clean_exit", m->procs[i].clean_exit);
 		vt_json_kv_u64(&j, "step_markers", vt_stream_steps(m, i));
+		vt_report_recording_cost_json(&j, &m->procs[i]);
 		vt_json_end_object(&j);
 	}
 	vt_json_end_array(&j);

@@ -76,6 +76,16 @@ int vt_report_proc_status(const struct vt_proc *p, char *buf, size_t len)
 	return 0;
 }
 
+void vt_report_recording_cost_text(const struct vt_proc *p, FILE *out)
+{
+	struct vt_self_cost_summary sc;
+	if (vt_self_cost_summarize(&p->self_cost, vt_proc_span_ns(p), &sc) != 0)
+		return;
+	char text[256];
+	vt_self_cost_text(&sc, vt_proc_span_ns(p), text, sizeof text);
+	fprintf(out, "            recording cost (vramtrace's own time): %s\n", text);
+}
+
 static void processes(const struct vt_report *r, FILE *out)
 {
 	heading(out, "", "Processes");
@@ -91,13 +101,7 @@ static void processes(const struct vt_report *r, FILE *out)
 		if (p->header_flags & VT_FLAG_TRUNCATED)
 			fprintf(out, "            log truncated: %" PRIu64 " records dropped\n",
 			        p->events_dropped);
-		struct vt_self_cost_summary sc;
-		if (vt_self_cost_summarize(&p->self_cost, vt_proc_span_ns(p), &sc) == 0) {
-			char text[256];
-			vt_self_cost_text(&sc, vt_proc_span_ns(p), text, sizeof text);
-			fprintf(out, "            recording cost (vramtrace's own time): %s\n",
-			        text);
-		}
+		vt_report_recording_cost_text(p, out);
 	}
 }
 

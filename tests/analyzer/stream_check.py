@@ -60,6 +60,9 @@ def compare(vt, trace, what):
           (t["events"], t["alloc_calls"], t["free_calls"], t["failed_allocs"]),
           "%s: the same totals (%d events, %d allocations)" % (what, st["events"],
                                                                st["allocations"]))
+    costs = [p["recording_cost"] for p in full["processes"]]
+    check([p["recording_cost"] for p in st["processes"]] == costs,
+          "%s: the same recording cost (%s)" % (what, costs))
     if full["steps"]["source"] == "markers":
         check([p["step_markers"] for p in st["processes"]] == [p["steps"] for p in full["processes"]],
               "%s: step markers counted (%s)" % (what, [p["steps"] for p in full["processes"]]))
@@ -116,6 +119,8 @@ def main():
                         "--devices", "2"],
                        env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         st = compare(vt, trace, "trainer, 2 GPUs, stacks")
+        check(st["processes"][0]["recording_cost"] is not None,
+              "trainer: the shim measured its own time")
         names = [s["site"] for p in st["peaks"] for s in p["sites"]]
         check(any(n.startswith("create_dataset (") for n in names),
               "trainer: the dataset's site is named function (file:line): %s" % names[:3])
