@@ -353,7 +353,8 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 	e_u64(e, "warnings", vt_log_warnings(log));
 	e_u64(e, "self_calls", h->self_calls); /* the shim's own time: recording_cost.h */
 	e_u64(e, "self_timed", h->self_timed);
-	e_u64(e, "self_timed_ns", h->self_timed_ns);
+	e_u64(e, "self_est_ns", h->self_est_ns);
+	e_u64(e, "self_tail_calls", h->self_tail_calls);
 	print_cmdline(e, h);
 	e_end(e);
 }

@@ -171,7 +171,8 @@ uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header 
 		p->events_dropped = hdr->events_dropped;
 		p->self_cost = (struct vt_self_cost){.calls = hdr->self_calls,
 		                                     .timed = hdr->self_timed,
-		                                     .timed_ns = hdr->self_timed_ns};
+		                                     .est_ns = hdr->self_est_ns,
+		                                     .tail_calls = hdr->self_tail_calls};
 		memcpy(p->self_cost.hist, hdr->self_hist, sizeof p->self_cost.hist);
 		p->clock_offset_ns =
 		    hdr->clock_base_ns >= trace_start_ns ? hdr->clock_base_ns - trace_start_ns : 0;

@@ -10,9 +10,11 @@ int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
 {
 	if (c->timed == 0 || c->timed > c->calls)
 		return -1;
-	*out = (struct vt_self_cost_summary){.calls = c->calls, .timed = c->timed};
-	out->mean_ns = (double)c->timed_ns / (double)c->timed;
-	out->total_ns = out->mean_ns * (double)c->calls;
+	/* the tail's calls were not timed: they cost what the others did */
+	double calls = (double)c->calls + (double)c->tail_calls;
+	*out = (struct vt_self_cost_summary){.calls = c->calls + c->tail_calls, .timed = c->timed};
+	out->mean_ns = (double)c->est_ns / (double)c->calls;
+	out->total_ns = out->mean_ns * calls;
 	out->share = run_ns ? out->total_ns / (double)run_ns : 0;
 	/* the histogram's own count: it and `timed` are added one after the
 	 * other, so a process killed between them leaves them one apart */
@@ -32,11 +34,11 @@ int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
 
 static void format_ns(double ns, char *buf, size_t len)
 {
-	if (ns < 1e4)
+	if (ns < 1e3)
 		snprintf(buf, len, "%.0f ns", ns);
-	else if (ns < 1e7)
+	else if (ns < 1e6)
 		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else if (ns < 1e10)
+	else if (ns < 1e9)
 		snprintf(buf, len, "%.1f ms", ns / 1e6);
 	else
 		snprintf(buf, len, "%.1f s", ns / 1e9);

@@ -11,15 +11,15 @@
 
 /* The header's counters, as the log holds them. */
 struct vt_self_cost {
-	uint64_t calls, timed, timed_ns;
+	uint64_t calls, timed, est_ns, tail_calls;
 	uint32_t hist[VT_SELF_HIST];
 };
 
 struct vt_self_cost_summary {
-	uint64_t calls;        /* recorded calls counted */
+	uint64_t calls;        /* recorded calls counted, the tail's too */
 	uint64_t timed;        /* of which timed */
-	double mean_ns;        /* per timed call */
-	double total_ns;       /* mean_ns * calls: the estimate for all of them */
+	double mean_ns;        /* per call: the intervals' estimated time / their calls */
+	double total_ns;       /* mean_ns * calls */
 	uint64_t median_lo_ns; /* the median timed call lies in [lo, hi) */
 	uint64_t median_hi_ns;
 	double share; /* total_ns / run_ns, 0 when run_ns is 0 */

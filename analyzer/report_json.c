@@ -50,7 +50,7 @@ void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p)
 	vt_json_begin_object(j);
 	vt_json_kv_u64(j, "calls", sc.calls);
 	vt_json_kv_u64(j, "timed_calls", sc.timed);
-	vt_json_kv_u64(j, "mean_ns", (uint64_t)(sc.mean_ns + 0.5));
+	vt_json_kv_u64(j, "ns_per_call", (uint64_t)(sc.mean_ns + 0.5));
 	vt_json_kv_u64(j, "median_low_ns", sc.median_lo_ns);
 	vt_json_kv_u64(j, "median_high_ns", sc.median_hi_ns);
 	vt_json_kv_u64(j, "total_ns", (uint64_t)(sc.total_ns + 0.5));

@@ -529,8 +529,8 @@ static double self_measured_ns(enum tracer tr)
 	if (vt_trace_open(dir, &t, err, sizeof err) == 0) {
 		if (t.nlogs) {
 			const struct vt_file_header *h = vt_log_header(t.logs[0]);
-			if (h->self_timed)
-				ns = (double)h->self_timed_ns / (double)h->self_timed;
+			if (h->self_timed && h->self_calls)
+				ns = (double)h->self_est_ns / (double)h->self_calls;
 		}
 		vt_trace_close(&t);
 	}

@@ -139,19 +139,19 @@ void vt_log_count_drop(void)
 	count_drop();
 }
 
-void vt_log_add_self_calls(uint32_t calls)
+void vt_log_add_self_tail(uint32_t calls)
 {
 	if (current_gen()) /* else no log of this process yet: no header */
-		__atomic_fetch_add(&g_log.hdr->self_calls, calls, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&g_log.hdr->self_tail_calls, calls, __ATOMIC_RELAXED);
 }
 
-void vt_log_add_self_cost(uint32_t calls, uint64_t ns, unsigned bucket)
+void vt_log_add_self_cost(uint32_t calls, uint64_t est_ns, unsigned bucket)
 {
 	if (!current_gen() || bucket >= VT_SELF_HIST)
 		return;
 	struct vt_file_header *h = g_log.hdr;
 	__atomic_fetch_add(&h->self_calls, calls, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&h->self_timed_ns, ns, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->self_est_ns, est_ns, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&h->self_hist[bucket], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&h->self_timed, 1, __ATOMIC_RELAXED);
 }

@@ -41,12 +41,12 @@ void *vt_log_reserve(uint32_t size);
  * until the header exists when there is no log yet). Async-signal-safe. */
 void vt_log_count_drop(void);
 
-/* Add a timed call of the shim's own (self_cost.h) and the calls counted
- * with it to the header's self_* fields; nothing before the log exists.
- * Async-signal-safe. */
-void vt_log_add_self_cost(uint32_t calls, uint64_t ns, unsigned bucket);
-/* Only calls (none of them timed): a thread's last ones, at exit. */
-void vt_log_add_self_calls(uint32_t calls);
+/* Add a timed call of the shim's own (self_cost.h) to the header's self_*
+ * fields: the calls of its interval, its time times them, its histogram
+ * bucket; nothing before the log exists. Async-signal-safe. */
+void vt_log_add_self_cost(uint32_t calls, uint64_t est_ns, unsigned bucket);
+/* Calls after a thread's last timed one (at exit): self_tail_calls. */
+void vt_log_add_self_tail(uint32_t calls);
 
 /* Publish a reserved record: release-stores VT_HDR(type, size) at rec. */
 void vt_log_commit(void *rec, uint32_t type, uint32_t size);

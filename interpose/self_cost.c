@@ -67,7 +67,7 @@ void vt_self_publish(uint64_t t0, uint64_t t1, uint64_t t2)
 	if (t1 < t0 || t3 < t2) /* never: the clock is monotone per thread */
 		return;
 	uint64_t ns = before + after;
-	vt_log_add_self_cost(t_pending, ns, bucket_of(ns));
+	vt_log_add_self_cost(t_pending, ns * t_pending, bucket_of(ns));
 }
 
 void vt_self_flush(void)
@@ -76,6 +76,6 @@ void vt_self_flush(void)
 	uint32_t untimed = t_interval > vt_self_left_tls ? t_interval - vt_self_left_tls : 0;
 	if (!untimed)
 		return;
-	vt_log_add_self_calls(untimed);
+	vt_log_add_self_tail(untimed);
 	t_interval = vt_self_left_tls; /* the next timed call counts the rest */
 }

@@ -123,14 +123,18 @@ struct vt_file_header {
 	char cmdline[2048];           /* argv, NUL-separated, truncated */
 	/* The shim's own time (interpose/self_cost.c), updated while the
 	 * process runs (atomics): each thread times one recorded call in
-	 * VT_SELF_SAMPLE_EVERY, the wrapper's work before and after the driver
-	 * call (not the call). Zero in logs from before it (the bytes were
-	 * padding), so a reader takes self_timed == 0 as "not measured". */
-	uint64_t self_calls;              /* recorded calls counted: each thread's calls up
-	                                     to its latest timed one, the exiting thread's
-	                                     all */
+	 * VT_SELF_SAMPLE_EVERY on average, the wrapper's work before and after
+	 * the driver call (not the call); a timed call stands for the interval
+	 * of calls it ends (a thread's first call is timed and stands for
+	 * itself: the log's creation is counted once, not 64 times). Zero in
+	 * logs from before it (the bytes were padding), so a reader takes
+	 * self_timed == 0 as "not measured". */
+	uint64_t self_calls;              /* recorded calls in the timed calls' intervals */
 	uint64_t self_timed;              /* calls timed */
-	uint64_t self_timed_ns;           /* their time, summed */
+	uint64_t self_est_ns;             /* each timed call's time x the calls of its
+	                                     interval, summed: their time, estimated */
+	uint64_t self_tail_calls;         /* calls after the exiting thread's last timed
+	                                     one (no time of their own: the average) */
 	uint32_t self_hist[VT_SELF_HIST]; /* timed calls by time: bucket b holds
 	                                     [2^b, 2^(b+1)) ns, bucket 0 [0, 2) */
 };

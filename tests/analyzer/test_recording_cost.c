@@ -1,7 +1,8 @@
 /* The shim's measure of its own time, summarized (analyzer/recording_cost.c):
- * no measure or an impossible one gives none, the total extrapolates the
- * timed calls' mean to every call counted, the median comes from the
- * histogram, and the text says all of it. */
+ * no measure or an impossible one gives none, the cost per call is the
+ * intervals' estimated time over their calls and the total takes the
+ * untimed tail at that rate, the median comes from the histogram, and the
+ * text says all of it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +15,7 @@
 static void no_measure_no_summary(void **state)
 {
 	(void)state;
-	struct vt_self_cost none = {0}, impossible = {.calls = 3, .timed = 4, .timed_ns = 400};
+	struct vt_self_cost none = {0}, impossible = {.calls = 3, .timed = 4, .est_ns = 400};
 	struct vt_self_cost_summary s;
 	assert_int_equal(vt_self_cost_summarize(&none, 1000, &s), -1);
 	assert_int_equal(vt_self_cost_summarize(&impossible, 1000, &s), -1);
@@ -23,8 +24,9 @@ static void no_measure_no_summary(void **state)
 static void total_median_and_share(void **state)
 {
 	(void)state;
-	/* 100 timed of 6400: 60 around 50 ns (bucket 5), 40 around 300 (bucket 8) */
-	struct vt_self_cost c = {.calls = 6400, .timed = 100, .timed_ns = 60 * 50 + 40 * 300};
+	/* 100 timed of 6400, each for 64: 60 around 50 ns (bucket 5), 40
+	 * around 300 (bucket 8) */
+	struct vt_self_cost c = {.calls = 6400, .timed = 100, .est_ns = 64 * (60 * 50 + 40 * 300)};
 	c.hist[5] = 60;
 	c.hist[8] = 40;
 	struct vt_self_cost_summary s;
@@ -47,12 +49,18 @@ static void total_median_and_share(void **state)
 	assert_true(s.share == 0);
 	vt_self_cost_text(&s, 0, text, sizeof text);
 	assert_null(strstr(text, "recorded")); /* no span: no share */
+	/* the exiting thread's untimed tail costs the average */
+	c.tail_calls = 3600;
+	assert_int_equal(vt_self_cost_summarize(&c, 0, &s), 0);
+	assert_int_equal(s.calls, 10000);
+	assert_true(s.mean_ns > 149.9 && s.mean_ns < 150.1);
+	assert_true(s.total_ns > 1499999 && s.total_ns < 1500001);
 }
 
 static void huge_values_stay_text(void **state)
 {
 	(void)state;
-	struct vt_self_cost c = {.calls = UINT64_MAX, .timed = 1, .timed_ns = UINT64_MAX};
+	struct vt_self_cost c = {.calls = UINT64_MAX, .timed = 1, .est_ns = UINT64_MAX};
 	c.hist[VT_SELF_HIST - 1] = UINT32_MAX;
 	struct vt_self_cost_summary s;
 	assert_int_equal(vt_self_cost_summarize(&c, 1, &s), 0);
