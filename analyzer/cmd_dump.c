@@ -355,6 +355,8 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 	e_u64(e, "self_timed", h->self_timed);
 	e_u64(e, "self_est_ns", h->self_est_ns);
 	e_u64(e, "self_tail_calls", h->self_tail_calls);
+	e_u64(e, "self_first_calls", h->self_first_calls);
+	e_u64(e, "self_first_ns", h->self_first_ns);
 	print_cmdline(e, h);
 	e_end(e);
 }

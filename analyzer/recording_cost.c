@@ -8,13 +8,18 @@
 int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
                            struct vt_self_cost_summary *out)
 {
-	if (c->timed == 0 || c->timed > c->calls)
+	if ((c->timed == 0 && c->first_calls == 0) || c->timed > c->calls)
 		return -1;
+	*out = (struct vt_self_cost_summary){
+	    .calls = c->first_calls + c->calls + c->tail_calls,
+	    .timed = c->timed,
+	    .have_rate = c->timed > 0,
+	    .first_calls = c->first_calls,
+	    .first_ns = (double)c->first_ns,
+	};
+	out->mean_ns = out->have_rate ? (double)c->est_ns / (double)c->calls : 0;
 	/* the tail's calls were not timed: they cost what the others did */
-	double calls = (double)c->calls + (double)c->tail_calls;
-	*out = (struct vt_self_cost_summary){.calls = c->calls + c->tail_calls, .timed = c->timed};
-	out->mean_ns = (double)c->est_ns / (double)c->calls;
-	out->total_ns = out->mean_ns * calls;
+	out->total_ns = out->first_ns + out->mean_ns * ((double)c->calls + (double)c->tail_calls);
 	out->share = run_ns ? out->total_ns / (double)run_ns : 0;
 	/* the histogram's own count: it and `timed` are added one after the
 	 * other, so a process killed between them leaves them one apart */
@@ -56,19 +61,30 @@ static void format_count(uint64_t n, char *buf, size_t len)
 
 void vt_self_cost_text(const struct vt_self_cost_summary *s, uint64_t run_ns, char *buf, size_t len)
 {
-	char mean[32], total[32], calls[32], median[48] = "", run[32];
+	char mean[32], total[32], first[32], calls[32], median[48] = "", run[32] = "";
 	format_ns(s->mean_ns, mean, sizeof mean);
 	format_ns(s->total_ns, total, sizeof total);
+	format_ns(s->first_ns, first, sizeof first);
 	format_count(s->calls, calls, sizeof calls);
+	if (run_ns)
+		vt_format_seconds(run_ns, run, sizeof run);
+	if (!s->have_rate) {
+		snprintf(buf, len,
+		         "%s setting up its recording in the first call; its %s calls too few to "
+		         "time the others (one in %u is)",
+		         first, calls, VT_SELF_SAMPLE_EVERY);
+		return;
+	}
 	if (s->median_hi_ns)
 		snprintf(median, sizeof median, " (median %llu-%llu ns)",
 		         (unsigned long long)s->median_lo_ns,
 		         (unsigned long long)s->median_hi_ns - 1);
 	int n = snprintf(buf, len, "%s a call on average%s, %s in all over %s calls", mean, median,
 	                 total, calls);
-	if (run_ns && n > 0 && (size_t)n < len) {
-		vt_format_seconds(run_ns, run, sizeof run);
+	if (s->first_calls && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " (%s of it setting up %s recording)",
+		              first, s->first_calls > 1 ? "each thread's" : "its");
+	if (run_ns && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, ", %.2g %% of the %s recorded", 100 * s->share,
 		         run);
-	}
 }

@@ -50,9 +50,15 @@ void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p)
 	vt_json_begin_object(j);
 	vt_json_kv_u64(j, "calls", sc.calls);
 	vt_json_kv_u64(j, "timed_calls", sc.timed);
-	vt_json_kv_u64(j, "ns_per_call", (uint64_t)(sc.mean_ns + 0.5));
+	vt_json_key(j, "ns_per_call"); /* null: too few calls to time one at random */
+	if (sc.have_rate)
+		vt_json_u64(j, (uint64_t)(sc.mean_ns + 0.5));
+	else
+		vt_json_null(j);
 	vt_json_kv_u64(j, "median_low_ns", sc.median_lo_ns);
 	vt_json_kv_u64(j, "median_high_ns", sc.median_hi_ns);
+	vt_json_kv_u64(j, "first_calls", sc.first_calls);
+	vt_json_kv_u64(j, "first_calls_ns", (uint64_t)(sc.first_ns + 0.5));
 	vt_json_kv_u64(j, "total_ns", (uint64_t)(sc.total_ns + 0.5));
 	vt_json_kv_u64(j, "recorded_ns", span);
 	vt_json_end_object(j);

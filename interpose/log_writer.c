@@ -145,6 +145,14 @@ void vt_log_add_self_tail(uint32_t calls)
 		__atomic_fetch_add(&g_log.hdr->self_tail_calls, calls, __ATOMIC_RELAXED);
 }
 
+void vt_log_add_self_first(uint64_t ns)
+{
+	if (!current_gen())
+		return;
+	__atomic_fetch_add(&g_log.hdr->self_first_ns, ns, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&g_log.hdr->self_first_calls, 1, __ATOMIC_RELAXED);
+}
+
 void vt_log_add_self_cost(uint32_t calls, uint64_t est_ns, unsigned bucket)
 {
 	if (!current_gen() || bucket >= VT_SELF_HIST)

@@ -45,6 +45,8 @@ void vt_log_count_drop(void);
  * fields: the calls of its interval, its time times them, its histogram
  * bucket; nothing before the log exists. Async-signal-safe. */
 void vt_log_add_self_cost(uint32_t calls, uint64_t est_ns, unsigned bucket);
+/* A thread's first call, timed apart: self_first_*. */
+void vt_log_add_self_first(uint64_t ns);
 /* Calls after a thread's last timed one (at exit): self_tail_calls. */
 void vt_log_add_self_tail(uint32_t calls);
 

@@ -8,7 +8,8 @@ __thread uint32_t vt_self_left_tls __attribute__((tls_model("initial-exec")));
  * generator of the next interval (xorshift32, seeded per thread) */
 static __thread uint32_t t_interval __attribute__((tls_model("initial-exec")));
 static __thread uint32_t t_rng __attribute__((tls_model("initial-exec")));
-/* the interval that ended at the call being timed, for its publication */
+/* the interval that ended at the call being timed, for its publication
+ * (0: the thread's first call, timed apart) */
 static __thread uint32_t t_pending __attribute__((tls_model("initial-exec")));
 
 uint64_t vt_self_start(void)
@@ -22,12 +23,10 @@ uint64_t vt_self_start(void)
 	t_rng ^= t_rng >> 17;
 	t_rng ^= t_rng << 5;
 	uint32_t next = 1 + t_rng % (2 * VT_SELF_SAMPLE_EVERY - 1); /* mean VT_SELF_SAMPLE_EVERY */
-	/* the interval that ends here (the first call of a thread is timed and
-	 * counts for itself) */
-	uint32_t ended = t_interval ? t_interval : 1;
+	/* the interval that ends here; 0: the thread's first call */
+	t_pending = t_interval;
 	t_interval = next;
 	vt_self_left_tls = next;
-	t_pending = ended;
 	return now ? now : 1;
 }
 
@@ -67,7 +66,10 @@ void vt_self_publish(uint64_t t0, uint64_t t1, uint64_t t2)
 	if (t1 < t0 || t3 < t2) /* never: the clock is monotone per thread */
 		return;
 	uint64_t ns = before + after;
-	vt_log_add_self_cost(t_pending, ns * t_pending, bucket_of(ns));
+	if (t_pending == 0)
+		vt_log_add_self_first(ns);
+	else
+		vt_log_add_self_cost(t_pending, ns * t_pending, bucket_of(ns));
 }
 
 void vt_self_flush(void)

@@ -125,16 +125,19 @@ struct vt_file_header {
 	 * process runs (atomics): each thread times one recorded call in
 	 * VT_SELF_SAMPLE_EVERY on average, the wrapper's work before and after
 	 * the driver call (not the call); a timed call stands for the interval
-	 * of calls it ends (a thread's first call is timed and stands for
-	 * itself: the log's creation is counted once, not 64 times). Zero in
-	 * logs from before it (the bytes were padding), so a reader takes
-	 * self_timed == 0 as "not measured". */
+	 * of calls it ends. A thread's first call is timed apart (self_first_*):
+	 * it sets the thread's recording up (the process's first creates the
+	 * log), a cost once, not a rate. Zero in logs from before it (the bytes
+	 * were padding), so a reader takes self_timed == self_first_calls == 0
+	 * as "not measured". */
 	uint64_t self_calls;              /* recorded calls in the timed calls' intervals */
 	uint64_t self_timed;              /* calls timed */
 	uint64_t self_est_ns;             /* each timed call's time x the calls of its
 	                                     interval, summed: their time, estimated */
 	uint64_t self_tail_calls;         /* calls after the exiting thread's last timed
 	                                     one (no time of their own: the average) */
+	uint64_t self_first_calls;        /* threads whose first call was timed */
+	uint64_t self_first_ns;           /* those first calls' time, summed */
 	uint32_t self_hist[VT_SELF_HIST]; /* timed calls by time: bucket b holds
 	                                     [2^b, 2^(b+1)) ns, bucket 0 [0, 2) */
 };

@@ -1,8 +1,9 @@
 /* The shim's measure of its own time, summarized (analyzer/recording_cost.c):
  * no measure or an impossible one gives none, the cost per call is the
  * intervals' estimated time over their calls and the total takes the
- * untimed tail at that rate, the median comes from the histogram, and the
- * text says all of it. */
+ * untimed tail at that rate and each thread's first call (its set-up) at its
+ * own time, the median comes from the histogram, a job too short for a
+ * timed call at random has its set-up alone, and the text says all of it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +56,31 @@ static void total_median_and_share(void **state)
 	assert_int_equal(s.calls, 10000);
 	assert_true(s.mean_ns > 149.9 && s.mean_ns < 150.1);
 	assert_true(s.total_ns > 1499999 && s.total_ns < 1500001);
+	/* two threads' first calls: 1 ms of set-up, once each, not a rate */
+	c.first_calls = 2;
+	c.first_ns = 1000000;
+	assert_int_equal(vt_self_cost_summarize(&c, 0, &s), 0);
+	assert_int_equal(s.calls, 10002);
+	assert_true(s.mean_ns > 149.9 && s.mean_ns < 150.1);
+	assert_true(s.total_ns > 2499999 && s.total_ns < 2500001);
+	vt_self_cost_text(&s, 0, text, sizeof text);
+	assert_non_null(strstr(text, "(1.0 ms of it setting up each thread's recording)"));
+}
+
+static void too_short_for_a_rate(void **state)
+{
+	(void)state;
+	/* 18 calls: the first timed apart, 17 untimed at exit */
+	struct vt_self_cost c = {.first_calls = 1, .first_ns = 900000, .tail_calls = 17};
+	struct vt_self_cost_summary s;
+	assert_int_equal(vt_self_cost_summarize(&c, 20000000, &s), 0);
+	assert_false(s.have_rate);
+	assert_int_equal(s.calls, 18);
+	assert_true(s.total_ns > 899999 && s.total_ns < 900001); /* not 18 x 0.9 ms */
+	char text[256];
+	vt_self_cost_text(&s, 20000000, text, sizeof text);
+	assert_string_equal(text, "900.0 us setting up its recording in the first call; its 18 "
+	                          "calls too few to time the others (one in 64 is)");
 }
 
 static void huge_values_stay_text(void **state)
@@ -75,6 +101,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(no_measure_no_summary),
 	    cmocka_unit_test(total_median_and_share),
+	    cmocka_unit_test(too_short_for_a_rate),
 	    cmocka_unit_test(huge_values_stay_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
  *    timed call's time times the calls it stands for (a busy wait in half
  *    the calls shows), and the calls after the last timed one are the tail
  *    vt_self_flush counts at exit;
+ *  - a thread's first call is timed apart (its set-up), outside the rate;
  *  - nothing is written and nothing fails before the process has a log. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -64,6 +66,23 @@ static void timed_calls_are_random_and_one_in_64(void **state)
 	assert_in_range(odd, timed * 4 / 10, timed * 6 / 10);
 }
 
+static void *first_call_of_a_thread(void *arg)
+{
+	(void)arg;
+	one_call(5000);
+	return NULL;
+}
+
+static void read_header(const char *dir, struct vt_file_header *h)
+{
+	char *path = lt_log_path(dir, getpid(), 0);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, h, sizeof *h), (ssize_t)sizeof *h);
+	close(fd);
+	free(path);
+}
+
 static void header_holds_the_timed_calls(void **state)
 {
 	(void)state;
@@ -86,12 +105,9 @@ static void header_holds_the_timed_calls(void **state)
 		}
 	}
 	vt_self_flush();
-	char *path = lt_log_path(dir, getpid(), 0);
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
 	struct vt_file_header h;
-	assert_int_equal(read(fd, &h, sizeof h), (ssize_t)sizeof h);
-	close(fd);
+	read_header(dir, &h);
+	assert_int_equal(h.self_first_calls, 0); /* this thread's came before the log */
 	assert_int_equal(h.self_timed, timed);
 	assert_int_equal(h.self_calls, last_timed);
 	uint64_t in_hist = 0, at_least_1us = 0;
@@ -106,7 +122,16 @@ static void header_holds_the_timed_calls(void **state)
 	assert_true(at_least_1us >= slow_timed);
 	assert_true(h.self_est_ns >= slow_weighted_ns);
 	assert_int_equal(h.self_tail_calls, 20000 - last_timed);
-	free(path);
+
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, first_call_of_a_thread, NULL), 0);
+	pthread_join(th, NULL);
+	struct vt_file_header after;
+	read_header(dir, &after);
+	assert_int_equal(after.self_first_calls, 1);
+	assert_true(after.self_first_ns >= 5000);
+	assert_int_equal(after.self_calls, h.self_calls); /* not a sampled call */
+	assert_int_equal(after.self_timed, h.self_timed);
 	lt_remove_dir(dir);
 	free(dir);
 }
