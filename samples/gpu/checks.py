@@ -264,6 +264,28 @@ def category_checks(run, report):
     return [verdict(ok, "categories match the truth", detail, hard=False, soft_status=WARN)]
 
 
+def recording_cost_check(report):
+    """What recording cost this job, by the shim's own measure (the report's
+    recording_cost: one call in 64 timed in the job). A warning when no
+    process of a traced job has it."""
+    parts = []
+    for p in report.get("processes", []):
+        c = p.get("recording_cost")
+        if not c:
+            continue
+        share = c["total_ns"] / c["recorded_ns"] if c.get("recorded_ns") else 0
+        rate = (f"{c['ns_per_call']} ns a call" if c.get("ns_per_call") is not None
+                else "too few calls for a rate")
+        parts.append(f"pid {p.get('pid')}: {rate} over {c['calls']} calls "
+                     f"({c['timed_calls']} timed at random), {c['total_ns'] / 1e6:.2f} ms in all "
+                     f"({c.get('first_calls_ns', 0) / 1e6:.2f} ms of it setting up), "
+                     f"{100 * share:.2g} % of the {c.get('recorded_ns', 0) / 1e9:.2f} s recorded")
+    if not parts:
+        return check("recording cost", WARN, "no process has the shim's measure of its own time",
+                     hard=False)
+    return check("recording cost", INFO, "; ".join(parts), hard=False)
+
+
 def report_checks(run, expect):
     report = run.get("report")
     if report is None:
@@ -279,6 +301,7 @@ def report_checks(run, expect):
     out = [verdict(ok, "analyzer agrees", detail)]
     out += flag_checks(run, report)
     out += category_checks(run, report)
+    out.append(recording_cost_check(report))
     # The report infers "pool" or "per-tensor" from how the job allocated.
     wanted = expect.get("report_mode", {}).get(run["mode"])
     if wanted:
