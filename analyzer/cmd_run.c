@@ -27,6 +27,7 @@
 #include <dirent.h>
 
 #include "log_reader.h"
+#include "recording_cost.h"
 #include "run_relay.h" /* oomdiff: the job's stderr through the launcher */
 #include "sidecar.h"   /* names resolved on this host, so the trace reads the same elsewhere */
 #include "vramtrace/size_text.h"
@@ -517,19 +518,38 @@ static int count_event(const struct vt_record_view *rec, void *ctx)
 	return 0;
 }
 
+/* The shim's own time over the trace's logs, by their headers
+ * (recording_cost.h); -1 when no log has the measure. */
+static double recording_cost_ns(const struct vt_trace *trace)
+{
+	double total = -1;
+	for (size_t i = 0; i < trace->nlogs; i++) {
+		struct vt_self_cost c;
+		struct vt_self_cost_summary s;
+		vt_self_cost_from_header(vt_log_header(trace->logs[i]), &c);
+		if (vt_self_cost_summarize(&c, 0, &s) == 0)
+			total = (total < 0 ? 0 : total) + s.total_ns;
+	}
+	return total;
+}
+
 static void print_summary(const struct run_job *job)
 {
 	struct vt_trace trace;
-	char err[256] = "";
+	char err[256] = "", cost[64] = "";
 	uint64_t events = 0;
 	size_t logs = 0;
 	if (vt_trace_open(job->dir, &trace, err, sizeof err) == 0) {
 		logs = trace.nlogs;
 		vt_trace_for_each(&trace, count_event, &events);
+		double ns = recording_cost_ns(&trace);
+		if (ns >= 0)
+			snprintf(cost, sizeof cost, "; vramtrace's own time %.2f ms", ns / 1e6);
 		vt_trace_close(&trace);
 	}
-	fprintf(stderr, "vramtrace: trace in %s: %zu process log%s, %llu events; job exit %s %d\n",
-	        job->dir, logs, logs == 1 ? "" : "s", (unsigned long long)events,
+	fprintf(stderr,
+	        "vramtrace: trace in %s: %zu process log%s, %llu events%s; job exit %s %d\n",
+	        job->dir, logs, logs == 1 ? "" : "s", (unsigned long long)events, cost,
 	        WIFSIGNALED(job->status) ? "signal" : "code",
 	        WIFSIGNALED(job->status) ? WTERMSIG(job->status) : job->exit_code);
 }

@@ -169,13 +169,7 @@ uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header 
 		p->state_word = hdr->state;
 		p->header_flags = hdr->flags;
 		p->events_dropped = hdr->events_dropped;
-		p->self_cost = (struct vt_self_cost){.calls = hdr->self_calls,
-		                                     .timed = hdr->self_timed,
-		                                     .est_ns = hdr->self_est_ns,
-		                                     .tail_calls = hdr->self_tail_calls,
-		                                     .first_calls = hdr->self_first_calls,
-		                                     .first_ns = hdr->self_first_ns};
-		memcpy(p->self_cost.hist, hdr->self_hist, sizeof p->self_cost.hist);
+		vt_self_cost_from_header(hdr, &p->self_cost);
 		p->clock_offset_ns =
 		    hdr->clock_base_ns >= trace_start_ns ? hdr->clock_base_ns - trace_start_ns : 0;
 		p->clean_exit = VT_STATE_OF(hdr->state) == VT_STATE_EXITED;

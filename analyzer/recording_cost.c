@@ -2,8 +2,22 @@
 #include "recording_cost.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "units.h"
+
+void vt_self_cost_from_header(const struct vt_file_header *h, struct vt_self_cost *out)
+{
+	*out = (struct vt_self_cost){
+	    .calls = h->self_calls,
+	    .timed = h->self_timed,
+	    .est_ns = h->self_est_ns,
+	    .tail_calls = h->self_tail_calls,
+	    .first_calls = h->self_first_calls,
+	    .first_ns = h->self_first_ns,
+	};
+	memcpy(out->hist, h->self_hist, sizeof out->hist);
+}
 
 int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
                            struct vt_self_cost_summary *out)

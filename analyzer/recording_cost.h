@@ -29,6 +29,9 @@ struct vt_self_cost_summary {
 	double share; /* total_ns / run_ns, 0 when run_ns is 0 */
 };
 
+/* The counters of a log's header. */
+void vt_self_cost_from_header(const struct vt_file_header *h, struct vt_self_cost *out);
+
 /* 0 and *out filled, or -1 when the log has no measure (older shim, no
  * call timed) or one that cannot be (more calls timed than counted).
  * run_ns: how long the process recorded (its first to its last record). */
