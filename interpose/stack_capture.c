@@ -232,8 +232,11 @@ static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsi
 	if (!t)
 		return 0;
 	size_t nwords = 1 + kept + 2 * (size_t)py;
+	uint32_t id = vt_stack_table_find_recent(t, key, nwords);
+	if (id)
+		return id;
 	uint32_t hash = vt_stack_hash(key, nwords);
-	uint32_t id = vt_stack_table_find(t, key, nwords, hash);
+	id = vt_stack_table_find(t, key, nwords, hash);
 	if (id)
 		return id;
 

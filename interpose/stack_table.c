@@ -83,8 +83,16 @@ struct entry {
 	uint64_t key[];
 };
 
+/* The entries found last, direct-mapped by the innermost frame: a loop that
+ * allocates from the same place again finds its stack with one compare,
+ * without hashing the whole key (callgrind, 24 frames: the hash and the
+ * table's probe were ~170 of the ~390 instructions a capture spends beside
+ * unwinding). */
+#define RECENT_SLOTS 16u
+
 struct vt_stack_table {
 	struct vt_arena arena;
+	struct entry *recent[RECENT_SLOTS]; /* into the arena: cleared with it */
 	struct entry *head;
 	size_t count;
 	unsigned epoch;  /* table_epoch when built; stale after fork */
@@ -101,6 +109,7 @@ static __thread struct vt_stack_table tls_table __attribute__((tls_model("initia
 
 static void table_drop(struct vt_stack_table *t)
 {
+	memset(t->recent, 0, sizeof t->recent);
 	arena_release(&t->arena);
 	t->head = NULL;
 	t->count = 0;
@@ -183,12 +192,29 @@ uint32_t vt_stack_hash(const uint64_t *words, size_t nwords)
 	return (uint32_t)(x ^ (x >> 32));
 }
 
+/* key[1], the innermost kept frame (the depth word when there is none) */
+static unsigned recent_slot(const uint64_t *key, size_t nwords)
+{
+	uint64_t w = key[nwords > 1];
+	return (unsigned)((w ^ w >> 7 ^ w >> 15) % RECENT_SLOTS);
+}
+
+uint32_t vt_stack_table_find_recent(struct vt_stack_table *t, const uint64_t *key, size_t nwords)
+{
+	const struct entry *e = t->recent[recent_slot(key, nwords)];
+	size_t bytes = nwords * sizeof *key;
+	return e && e->hh.keylen == bytes && memcmp(e->key, key, bytes) == 0 ? e->id : 0;
+}
+
 uint32_t vt_stack_table_find(struct vt_stack_table *t, const uint64_t *key, size_t nwords,
 			     uint32_t hash)
 {
 	struct entry *e = NULL;
 	HASH_FIND_BYHASHVALUE(hh, t->head, key, (unsigned)(nwords * sizeof *key), hash, e);
-	return e ? e->id : 0;
+	if (!e)
+		return 0;
+	t->recent[recent_slot(key, nwords)] = e;
+	return e->id;
 }
 
 static int try_insert(struct vt_stack_table *t, const uint64_t *key, size_t nwords,
@@ -206,6 +232,7 @@ static int try_insert(struct vt_stack_table *t, const uint64_t *key, size_t nwor
 	HASH_ADD_KEYPTR_BYHASHVALUE(hh, t->head, e->key, (unsigned)keybytes, hash, e);
 	if (tls_uthash_oom)
 		return -1;
+	t->recent[recent_slot(key, nwords)] = e;
 	t->count++;
 	return 0;
 }

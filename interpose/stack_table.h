@@ -36,6 +36,10 @@ struct vt_stack_table *vt_stack_table_self(void);
 /* 32-bit hash of `nwords` words (the key layout above). Deterministic. */
 uint32_t vt_stack_hash(const uint64_t *words, size_t nwords);
 
+/* The id of a key found or added lately (a small cache in front of the
+ * table, no hash needed), or 0: then ask vt_stack_table_find. */
+uint32_t vt_stack_table_find_recent(struct vt_stack_table *t, const uint64_t *key, size_t nwords);
+
 /* The id this thread gave the key, or 0 if it has none yet. */
 uint32_t vt_stack_table_find(struct vt_stack_table *t, const uint64_t *key, size_t nwords,
 			     uint32_t hash);

@@ -1,6 +1,8 @@
 /* The per-thread dedupe table on its own: finds what was inserted, never
  * confuses two keys with the same hash, survives growth and its size cap,
- * and forgets everything after invalidate_all (fork). */
+ * and forgets everything after invalidate_all (fork). Its cache of recent
+ * keys (no hash) finds a key found or added lately, never another key with
+ * the same innermost frame, and nothing after the table was dropped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,6 +58,29 @@ static void equal_hash_different_keys_stay_apart(void **state)
 	assert_int_not_equal(vt_stack_hash(d, 3), vt_stack_hash(e, 3));
 }
 
+static void recent_keys_without_hashing(void **state)
+{
+	(void)state;
+	struct vt_stack_table *t = vt_stack_table_self();
+	/* the same innermost frame (one cache slot), different callers */
+	uint64_t a[4] = {3, 0x7000, 0x8000, 0x9000}, b[4] = {3, 0x7000, 0x8000, 0x9999};
+	assert_int_equal(vt_stack_table_find_recent(t, a, 4), 0);
+	assert_int_equal(vt_stack_table_insert(t, a, 4, vt_stack_hash(a, 4), 8001), 0);
+	assert_int_equal(vt_stack_table_find_recent(t, a, 4), 8001);
+	assert_int_equal(vt_stack_table_find_recent(t, b, 4), 0); /* not a's id */
+	assert_int_equal(vt_stack_table_find_recent(t, a, 3), 0); /* a shorter key */
+	assert_int_equal(vt_stack_table_insert(t, b, 4, vt_stack_hash(b, 4), 8002), 0);
+	assert_int_equal(vt_stack_table_find_recent(t, b, 4), 8002);
+	assert_int_equal(vt_stack_table_find_recent(t, a, 4), 0); /* b took the slot */
+	/* a full find puts a back */
+	assert_int_equal(vt_stack_table_find(t, a, 4, vt_stack_hash(a, 4)), 8001);
+	assert_int_equal(vt_stack_table_find_recent(t, a, 4), 8001);
+	/* forgotten with the table (fork): no entry of the old arena is read */
+	vt_stack_table_invalidate_all();
+	t = vt_stack_table_self();
+	assert_int_equal(vt_stack_table_find_recent(t, a, 4), 0);
+}
+
 static void hash_is_deterministic_and_spreads(void **state)
 {
 	(void)state;
@@ -80,6 +105,9 @@ static void cap_resets_instead_of_growing(void **state)
 	make_key(key, 500, 100000 + 2000);
 	assert_int_equal(vt_stack_table_find(t, key, 501, vt_stack_hash(key, 501)), 2000);
 	assert_true(vt_stack_table_count(t) < 2000);
+	/* keys of the arenas dropped on the way are gone from the cache too */
+	make_key(key, 500, 100000 + 1);
+	assert_int_equal(vt_stack_table_find_recent(t, key, 501), 0);
 }
 
 static void invalidate_all_forgets(void **state)
@@ -101,10 +129,11 @@ static void invalidate_all_forgets(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(finds_what_was_inserted),
-		cmocka_unit_test(equal_hash_different_keys_stay_apart),
-		cmocka_unit_test(hash_is_deterministic_and_spreads),
-		cmocka_unit_test(invalidate_all_forgets),
+	    cmocka_unit_test(finds_what_was_inserted),
+	    cmocka_unit_test(equal_hash_different_keys_stay_apart),
+	    cmocka_unit_test(hash_is_deterministic_and_spreads),
+	    cmocka_unit_test(recent_keys_without_hashing),
+	    cmocka_unit_test(invalidate_all_forgets),
 	};
 	const struct CMUnitTest cap_tests[] = {
 		cmocka_unit_test(cap_resets_instead_of_growing),
