@@ -19,6 +19,13 @@ void vt_self_cost_from_header(const struct vt_file_header *h, struct vt_self_cos
 	memcpy(out->hist, h->self_hist, sizeof out->hist);
 }
 
+/* A hostile header can say anything: keep every figure a uint64_t can hold
+ * (the JSON writes them as integers; a larger double would not convert). */
+static double capped(double ns)
+{
+	return ns < 1.8e19 ? ns : 1.8e19;
+}
+
 int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
                            struct vt_self_cost_summary *out)
 {
@@ -33,7 +40,8 @@ int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
 	};
 	out->mean_ns = out->have_rate ? (double)c->est_ns / (double)c->calls : 0;
 	/* the tail's calls were not timed: they cost what the others did */
-	out->total_ns = out->first_ns + out->mean_ns * ((double)c->calls + (double)c->tail_calls);
+	out->total_ns =
+	    capped(out->first_ns + out->mean_ns * ((double)c->calls + (double)c->tail_calls));
 	out->share = run_ns ? out->total_ns / (double)run_ns : 0;
 	/* the histogram's own count: it and `timed` are added one after the
 	 * other, so a process killed between them leaves them one apart */

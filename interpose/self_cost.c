@@ -60,11 +60,11 @@ static unsigned bucket_of(uint64_t ns)
 void vt_self_publish(uint64_t t0, uint64_t t1, uint64_t t2)
 {
 	uint64_t t3 = vt_clock_ns(), cost = clock_cost();
+	if (t1 < t0 || t3 < t2) /* never: the clock is monotone per thread */
+		return;
 	/* each half holds about one reading's cost beyond its own work */
 	uint64_t before = t1 - t0 > cost ? t1 - t0 - cost : 0;
 	uint64_t after = t3 - t2 > cost ? t3 - t2 - cost : 0;
-	if (t1 < t0 || t3 < t2) /* never: the clock is monotone per thread */
-		return;
 	uint64_t ns = before + after;
 	if (t_pending == 0)
 		vt_log_add_self_first(ns);

@@ -5,10 +5,13 @@
  * job. Each thread times one recorded call in VT_SELF_SAMPLE_EVERY on
  * average, at random intervals (1 to 2 * VT_SELF_SAMPLE_EVERY - 1 calls: a
  * fixed period would alias with the job's own patterns; with a period of 64
- * every timed call of an allocate-free loop was a free), the wrapper's work before the driver call
- * (the stack, the call's shape) and after it (the record), not the driver's. The log header keeps
- * the running count, the sum and a histogram (format.h), so a killed job's log has them too; the
- * report turns them into a cost per call and in all.
+ * every timed call of an allocate-free loop was a free): the wrapper's work
+ * before the driver call (the stack, the call's shape) and after it (the
+ * record), not the driver's. A timed call stands for the calls of its
+ * interval; a thread's first call is timed apart (its set-up, once). The
+ * log header keeps the counts, the estimate and a histogram (format.h), so
+ * a killed job's log has them too; the report turns them into a cost per
+ * call and in all (analyzer/recording_cost.c).
  *
  * In a wrapper:
  *   uint64_t t0 = vt_self_begin();        0 unless this call is timed
@@ -18,7 +21,7 @@
  *   uint64_t t2 = vt_self_mark(t0);
  *   ... after the driver ...
  *   vt_self_end(t0, t1, t2);
- * An untimed call pays a thread-local increment and three predicted
+ * An untimed call pays a thread-local decrement and three predicted
  * branches. No lock, no malloc, no syscall: safe in signal handlers. */
 #ifndef VT_SELF_COST_H
 #define VT_SELF_COST_H

@@ -86,10 +86,16 @@ static void too_short_for_a_rate(void **state)
 static void huge_values_stay_text(void **state)
 {
 	(void)state;
-	struct vt_self_cost c = {.calls = UINT64_MAX, .timed = 1, .est_ns = UINT64_MAX};
+	struct vt_self_cost c = {.calls = UINT64_MAX,
+	                         .timed = 1,
+	                         .est_ns = UINT64_MAX,
+	                         .tail_calls = UINT64_MAX,
+	                         .first_calls = 1,
+	                         .first_ns = UINT64_MAX};
 	c.hist[VT_SELF_HIST - 1] = UINT32_MAX;
 	struct vt_self_cost_summary s;
 	assert_int_equal(vt_self_cost_summarize(&c, 1, &s), 0);
+	assert_true(s.total_ns <= 1.8e19); /* a uint64_t holds it */
 	char text[64]; /* shorter than the sentence: cut, still a string */
 	vt_self_cost_text(&s, 1, text, sizeof text);
 	assert_true(strlen(text) < sizeof text);
