@@ -36,9 +36,9 @@ int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
 	    .timed = c->timed,
 	    .have_rate = c->timed > 0,
 	    .first_calls = c->first_calls,
-	    .first_ns = (double)c->first_ns,
+	    .first_ns = capped((double)c->first_ns),
 	};
-	out->mean_ns = out->have_rate ? (double)c->est_ns / (double)c->calls : 0;
+	out->mean_ns = out->have_rate ? capped((double)c->est_ns / (double)c->calls) : 0;
 	/* the tail's calls were not timed: they cost what the others did */
 	out->total_ns =
 	    capped(out->first_ns + out->mean_ns * ((double)c->calls + (double)c->tail_calls));
