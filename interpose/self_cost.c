@@ -72,6 +72,13 @@ void vt_self_publish(uint64_t t0, uint64_t t1, uint64_t t2)
 		vt_log_add_self_cost(t_pending, ns * t_pending, bucket_of(ns));
 }
 
+void vt_self_after_fork(void)
+{
+	/* async-signal-safe: plain stores */
+	vt_self_left_tls = 0;
+	t_interval = 0;
+}
+
 void vt_self_flush(void)
 {
 	/* calls since the last timed one: the interval counted down this far */

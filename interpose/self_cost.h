@@ -44,6 +44,10 @@ void vt_self_publish(uint64_t t0, uint64_t t1, uint64_t t2);
  * a short job's count stops at its last timed call). */
 void vt_self_flush(void);
 
+/* In a fork child (pthread_atfork): its next call is its first, timed apart
+ * (it creates the child's log); the parent's interval is not the child's. */
+void vt_self_after_fork(void);
+
 static inline uint64_t vt_self_begin(void)
 {
 	if (__builtin_expect(vt_self_left_tls > 1, 1)) {

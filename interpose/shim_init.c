@@ -111,6 +111,7 @@ int vt_shim_log_ready_slow(void)
 		t_opening_log = 1;
 		vt_log_init(&cfg); /* on failure the writer warns once, drops */
 		on_exit(on_exit_handler, NULL);
+		pthread_atfork(NULL, NULL, vt_self_after_fork);
 		__atomic_store_n(&vt_shim_log_state, VT_LOG_READY, __ATOMIC_RELEASE);
 		t_opening_log = 0;
 		return 1;

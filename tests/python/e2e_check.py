@@ -271,6 +271,15 @@ def main():
         fail(f"the shim wrote {summary['notes']} note(s)")
     if scenario == "fork" and summary["logs"] != 2:
         fail(f"expected 2 process logs, got {summary}")
+    if scenario == "fork":
+        # the child's first call creates its log: timed apart (its set-up),
+        # not sampled on the parent's interval (vt_self_after_fork)
+        dump = subprocess.run([vramtrace, "dump", trace, "--json"], capture_output=True,
+                              text=True, check=True).stdout
+        heads = [r for r in map(json.loads, dump.splitlines()) if r.get("record") == "log"]
+        if len(heads) != 2 or any(h["self_first_calls"] < 1 for h in heads):
+            fail("each process's first call timed apart: " +
+                 str([(h["pid"], h["self_first_calls"]) for h in heads]))
     if scenario == "killed":
         if summary["died"] != 1 or any(ev["type"] == "free" for ev in events):
             fail(f"the job was not killed mid-run: {summary}")
