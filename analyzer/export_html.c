@@ -202,6 +202,9 @@ static void write_processes(const struct vt_export *x, struct vt_json *j)
 		vt_json_kv_string(j, "mode", pr->pool_mode ? "pool" : "per-tensor");
 		vt_json_kv_string(j, "framework", vt_framework_name(vt_framework_of(pr)));
 		vt_json_kv_u64(j, "steps", pr->nsteps);
+		struct vt_self_cost_summary sc; /* the shim's own time, when measured */
+		if (vt_self_cost_summarize(&pr->self_cost, 0, &sc) == 0)
+			vt_json_kv_u64(j, "recording_ns", (uint64_t)(sc.total_ns + 0.5));
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);
