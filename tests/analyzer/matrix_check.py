@@ -156,7 +156,9 @@ def check_recording_cost(rep, through_shim):
     errors = []
     if not events // 2 <= cost["calls"] <= events:
         errors.append("recording_cost counts %d calls for %d events" % (cost["calls"], events))
-    if not cost["calls"] // 256 <= cost["timed_calls"] <= cost["calls"] // 16 + 1:
+    # one in 64 at random intervals of 1-127: a short job may still time a
+    # few (two intervals within 12 calls: 0.4 %), so some slack at the top
+    if not cost["calls"] // 256 <= cost["timed_calls"] <= cost["calls"] // 16 + 3:
         errors.append("%d of %d calls timed" % (cost["timed_calls"], cost["calls"]))
     if cost["total_ns"] <= 0 or cost["total_ns"] >= cost["recorded_ns"] * 2:
         errors.append("recording_cost total %d ns of %d recorded" % (

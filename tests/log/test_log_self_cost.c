@@ -120,7 +120,10 @@ static void header_holds_the_timed_calls(void **state)
 	/* the slow calls' 2 us lie between the marks (a preempted fast call
 	 * may land there too) */
 	assert_true(at_least_1us >= slow_timed);
-	assert_true(h.self_est_ns >= slow_weighted_ns);
+	/* each slow call weighed by its interval (unweighted it would be ~1/64
+	 * of this); 10 % spare: the clock reading's cost is taken off each
+	 * half, and the busy wait's own readings may be cheaper than that */
+	assert_true(h.self_est_ns >= slow_weighted_ns / 10 * 9);
 	assert_int_equal(h.self_tail_calls, 20000 - last_timed);
 
 	pthread_t th;
