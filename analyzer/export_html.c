@@ -20,10 +20,10 @@ extern const unsigned long vt_html_template_len;
 
 #define DATA_SLOT "/*VT_DATA*/"
 #define STACKS_PER_SITE 3
-#define SITES_WITH_STACKS 300     /* the biggest sites carry stacks: size stays bounded */
+#define SITES_WITH_STACKS 300 /* the biggest sites carry stacks: size stays bounded */
 #define MAX_STEP_MARKS 20000
-#define POINTS_BUDGET 16000       /* time buckets over all devices */
-#define MAX_SITES 2000            /* the site table: the biggest ones */
+#define POINTS_BUDGET 16000 /* time buckets over all devices */
+#define MAX_SITES 2000      /* the site table: the biggest ones */
 
 /* ---- stacks per site ---------------------------------------------------- */
 
@@ -75,7 +75,8 @@ static struct site_stack **collect_stacks(const struct vt_export *x, size_t *n)
 	if (!v)
 		vt_nomem();
 	size_t k = 0;
-	HASH_ITER(hh, all, e, tmp) {
+	HASH_ITER(hh, all, e, tmp)
+	{
 		HASH_DEL(all, e);
 		v[k++] = e;
 	}
@@ -102,8 +103,8 @@ static void write_stacks(const struct vt_export *x, struct vt_json *j, struct si
 		vt_json_kv_u64(j, "allocs", e->allocs);
 		vt_json_key(j, "frames");
 		vt_json_begin_array(j);
-		vt_export_stack_frames(x->m, e->key.proc, e->key.stack, VT_FRAME_LOCATION, frame_string,
-		                       j);
+		vt_export_stack_frames(x->m, e->key.proc, e->key.stack, VT_FRAME_LOCATION,
+		                       frame_string, j);
 		vt_json_end_array(j);
 		vt_json_end_object(j);
 	}
@@ -217,7 +218,7 @@ static void write_points(struct vt_json *j, const struct vt_html_series *s)
 	for (uint32_t i = 0; i < s->n; i++)
 		vt_json_u64(j, s->p[i].t_ns);
 	vt_json_end_array(j);
-	vt_json_key(j, "v");   /* VT_CAT_COUNT values a point, flat */
+	vt_json_key(j, "v"); /* VT_CAT_COUNT values a point, flat */
 	vt_json_begin_array(j);
 	for (uint32_t i = 0; i < s->n; i++)
 		for (int c = 0; c < VT_CAT_COUNT; c++)
@@ -240,7 +241,8 @@ static void write_markers(const struct vt_export *x, struct vt_json *j, int dev)
 {
 	const struct vt_proc *main = x->m->nprocs ? &x->m->procs[x->r.main_proc] : NULL;
 	uint32_t nsteps = main ? main->nsteps : 0;
-	uint32_t stride = nsteps > MAX_STEP_MARKS ? (nsteps + MAX_STEP_MARKS - 1) / MAX_STEP_MARKS : 1;
+	uint32_t stride =
+	    nsteps > MAX_STEP_MARKS ? (nsteps + MAX_STEP_MARKS - 1) / MAX_STEP_MARKS : 1;
 	vt_json_key(j, "steps");
 	vt_json_begin_array(j);
 	for (uint32_t i = 0; i < nsteps; i += stride)
@@ -316,7 +318,7 @@ static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 	for (int c = 0; c < VT_CAT_COUNT; c++)
 		vt_json_string(&j, vt_category_name(c));
 	vt_json_end_array(&j);
-	if (!x->at_each_peak) {   /* --at end|SECONDS: marked on every chart */
+	if (!x->at_each_peak) { /* --at end|SECONDS: marked on every chart */
 		vt_json_key(&j, "at");
 		vt_json_begin_object(&j);
 		vt_json_kv_string(&j, "label", x->r.at_label);
