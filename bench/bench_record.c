@@ -44,6 +44,7 @@
 
 #include "event_clock.h"
 #include "log_reader.h"
+#include "recording_cost.h"
 
 #define STACK_FRAMES 24
 /* frames outside the recursion: run_work, child_pairs, child, main,
@@ -527,10 +528,12 @@ static double self_measured_ns(enum tracer tr)
 	char err[256];
 	double ns = 0;
 	if (vt_trace_open(dir, &t, err, sizeof err) == 0) {
-		if (t.nlogs) {
-			const struct vt_file_header *h = vt_log_header(t.logs[0]);
-			if (h->self_timed && h->self_calls)
-				ns = (double)h->self_est_ns / (double)h->self_calls;
+		struct vt_self_cost c;
+		struct vt_self_cost_summary sc;
+		if (t.nlogs) { /* as the report reads it (recording_cost.h) */
+			vt_self_cost_from_header(vt_log_header(t.logs[0]), &c);
+			if (vt_self_cost_summarize(&c, 0, &sc) == 0 && sc.have_rate)
+				ns = sc.mean_ns;
 		}
 		vt_trace_close(&t);
 	}
