@@ -282,7 +282,16 @@ static int child(int argc, char **argv)
 
 /* ---- the parent: spawning and timing ----------------------------------- */
 
-enum tracer { NONE, SHIM, SHIM_NOSTACKS, SHIM_FREESTACKS, HEAPTRACK, SHIM_LOCKCOUNT, LOCKCOUNT };
+enum tracer {
+	NONE,
+	SHIM,
+	SHIM_NOSTACKS,
+	SHIM_FREESTACKS,
+	SHIM_NOMEMO,
+	HEAPTRACK,
+	SHIM_LOCKCOUNT,
+	LOCKCOUNT
+};
 
 struct outcome {
 	int ok;
@@ -331,7 +340,12 @@ static void set_env(enum tracer tr, const char *dir)
 	setenv("VRAMTRACE_DIR", dir, 1);
 	unsetenv("VRAMTRACE_STACK_DEPTH");
 	unsetenv("VRAMTRACE_FREE_STACKS");
+	unsetenv("VRAMTRACE_STACK_MEMO");
 	switch (tr) {
+	case SHIM_NOMEMO:
+		setenv("VRAMTRACE_STACK_MEMO", "0", 1);
+		setenv("LD_PRELOAD", shim_path, 1);
+		break;
 	case SHIM_FREESTACKS:
 		setenv("VRAMTRACE_FREE_STACKS", "1", 1);
 		setenv("LD_PRELOAD", shim_path, 1);
@@ -447,7 +461,7 @@ static void pair_slopes(const struct pair_case *cases, int n, struct slope *out)
 	const long lens[2] = {N_SHORT, N_LONG};
 	double wall[MAX_TRACERS][2], cpu[MAX_TRACERS][2];
 	if (n > MAX_TRACERS)
-		n = MAX_TRACERS; /* the callers pass at most 4 */
+		n = MAX_TRACERS; /* the callers pass at most 6 */
 	for (int t = 0; t < n; t++) {
 		out[t] = (struct slope){.ok = 1};
 		for (int l = 0; l < 2; l++)
@@ -586,14 +600,14 @@ static void row_pair(const char *name, double wall, double cpu, const char *unit
 
 static void bench_pairs(void)
 {
-	static const struct pair_case cuda_cases[] = {{NONE, "cuda"},
-	                                              {SHIM_NOSTACKS, "cuda"},
-	                                              {SHIM, "cuda"},
-	                                              {SHIM_FREESTACKS, "cuda"},
-	                                              {NONE, "cuda-unwound"}};
-	struct slope cuda[5];
-	pair_slopes(cuda_cases, 5, cuda);
-	struct slope base = cuda[0], off = cuda[1], on = cuda[2], both = cuda[3], unw = cuda[4];
+	static const struct pair_case cuda_cases[] = {
+	    {NONE, "cuda"},         {SHIM_NOSTACKS, "cuda"},
+	    {SHIM, "cuda"},         {SHIM_FREESTACKS, "cuda"},
+	    {NONE, "cuda-unwound"}, {SHIM_NOMEMO, "cuda"}};
+	struct slope cuda[6];
+	pair_slopes(cuda_cases, 6, cuda);
+	struct slope base = cuda[0], off = cuda[1], on = cuda[2], both = cuda[3], unw = cuda[4],
+	             nomemo = cuda[5];
 	if (!base.ok) {
 		row_na("cuMemAlloc+cuMemFree pair, no shim", "no simulated driver");
 		return;
@@ -640,6 +654,16 @@ static void bench_pairs(void)
 			row_pair("  ... vramtrace 24-frame pair minus that floor", wall - uw,
 			         cpu - uc, "ns/pair");
 		}
+	}
+	if (nomemo.ok) {
+		/* the stack memo (interpose/stack_memo.h) off: every allocation
+		 * unwound, as a call from a place not seen before is */
+		double wall = nomemo.wall - base.wall, cpu = nomemo.cpu - base.cpu;
+		row_pair("  ... every allocation unwound (VRAMTRACE_STACK_MEMO=0)", wall, cpu,
+		         "ns/pair");
+		if (floor_ns > 0)
+			row_pair("  ... that minus the floor", wall - floor_ns, cpu - floor_ns,
+			         "ns/pair");
 	}
 	if (both.ok)
 		row_pair("  ... with --free-stacks (the free unwound too)", both.wall - base.wall,

@@ -21,6 +21,7 @@
 #include <libunwind.h>
 
 #include "pyframes.h"         /* VT_PY_MAX_FRAMES */
+#include "stack_memo.h"
 #include "vramtrace/format.h" /* VT_MAX_FRAMES */
 
 uint32_t vt_stack_capture(unsigned skip);
@@ -40,8 +41,8 @@ unsigned vt_stack_depth(void);
  * straight through to the real function and record nothing. */
 int vt_stack_capturing(void);
 
-/* How many times the calling thread has called the unwinder (tests: depth 0
- * must mean no unwinding at all). */
+/* How many captures the calling thread has started, unwound or found in
+ * its memo (tests: depth 0 must mean no unwinding at all). */
 uint64_t vt_stack_unwind_calls(void);
 
 /* ---- capture from the calling function's own frame -----------------------
@@ -87,13 +88,23 @@ static inline __attribute__((always_inline)) int vt_stack_unwind(void **ips, int
 #endif
 }
 
+/* A call made again from where a recent one came from takes its frames from
+ * the thread's memo (stack_memo.h) instead of unwinding. */
 static inline __attribute__((always_inline)) uint32_t vt_stack_capture_here(void)
 {
 	unsigned want = vt_stack_enter();
 	if (!want)
 		return 0;
 	uint64_t buf[VT_STACK_BUF_WORDS];
-	return vt_stack_intern(buf, vt_stack_unwind((void **)(buf + 1), (int)want));
+	void **ips = (void **)(buf + 1);
+	struct vt_stack_memo_key key;
+	VT_STACK_MEMO_KEY(key);
+	int got = vt_stack_memo_find(&key, ips, (int)want);
+	if (got < 0) {
+		got = vt_stack_unwind(ips, (int)want);
+		vt_stack_memo_learn(&key, ips, got, (int)want);
+	}
+	return vt_stack_intern(buf, got);
 }
 
 #endif

@@ -37,6 +37,13 @@ cp "$lib" "$tmp/libshim_lib.so"
 [[ -s $tmp/trace/symbols.vtsym ]] || fail "vramtrace run left no symbol sidecar"
 out=$("$tool" "$tmp/trace" --no-sidecar)
 check_named "$out" dwarf
+# the same run without the stack memo (on above): the same sites and stacks
+(cd "$tmp" && VRAMTRACE_STACK_MEMO=0 "$vt" run -o "$tmp/nomemo" -- ./client ./libshim_lib.so 2>"$tmp/run.err") ||
+	fail "vramtrace run without the memo: $(cat "$tmp/run.err")"
+[[ $("$tool" "$tmp/nomemo" --no-sidecar) == "$out" ]] ||
+	fail "the stack memo changed the recorded stacks:
+$(diff <("$tool" "$tmp/nomemo" --no-sidecar) <(echo "$out"))"
+echo "the stack memo records the stacks a fresh unwind does: ok"
 echo "sites named from the module files: ok"
 
 rm "$tmp/client" "$tmp/libshim_lib.so"
@@ -45,6 +52,9 @@ check_named "$out" sidecar
 echo "sites named from the sidecar after deleting binary and library: ok"
 
 cp "$client" "$tmp/client"
+# These checks count the unwinder's calls: the stack memo would answer the
+# repeated ones without it (tests/stacks/test_stack_memo.c covers the memo).
+export VRAMTRACE_STACK_MEMO=0
 for depth in 0 24; do
 	rm -rf "$tmp/d$depth"
 	VT_UNW_COUNT_FILE=$tmp/unw.$depth VRAMTRACE_DIR=$tmp/d$depth VRAMTRACE_STACK_DEPTH=$depth \
@@ -74,3 +84,4 @@ extra=$(($(cat "$tmp/unw.free") - $(cat "$tmp/unw.24")))
 	fail "vramtrace run --free-stacks: $(cat "$tmp/run.err")"
 [[ $(frees_with_stack "$tmp/runfree") == "$frees" ]] || fail "vramtrace run --free-stacks: frees without stacks"
 echo "frees unwound only with VRAMTRACE_FREE_STACKS=1 or run --free-stacks ($frees frees, $extra more unwinds): ok"
+unset VRAMTRACE_STACK_MEMO
