@@ -1,5 +1,6 @@
 /* vt_stack_capture alone, in process: unwind + hash + per-thread lookup (a
- * dedupe hit, the steady state), at 24 and 128 frames, 150 frames deep; and
+ * dedupe hit, the steady state), at 24 and 128 frames, 150 frames deep; the
+ * same captured as the hook wrappers do, from the stack memo; and
  * a first-seen stack (unwind + record + insert) at 128 frames. The shim's
  * capture code and log writer are linked in; the log goes to a temporary
  * directory. Rows: "stacks<TAB>case<TAB>ns<TAB>ns/call". */
@@ -27,6 +28,14 @@ static double now_ns(void)
 static __attribute__((noinline)) void capture_hit(void)
 {
 	vt_stack_capture(0);
+}
+
+/* As a hook wrapper captures (vt_stack_capture_here): a stack seen before
+ * at the same place comes from the thread's memo, not the unwinder. */
+static __attribute__((noinline)) void capture_here_hit(void)
+{
+	vt_stack_capture_here();
+	__asm__ volatile("" ::: "memory");
 }
 
 static double measure(void (*op)(void))
@@ -82,6 +91,11 @@ static double run_hit(void)
 	return measure(capture_hit);
 }
 
+static double run_here_hit(void)
+{
+	return measure(capture_here_hit);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/vt_bench_capture_XXXXXX";
@@ -96,6 +110,9 @@ int main(void)
 		printf(
 		    "stacks\tvt_stack_capture %u frames, seen before (in process)\t%.1f\tns/call\n",
 		    depths[i], deep(DEEP, run_hit));
+		printf("stacks\tthe same from a wrapper, seen there before: the stack memo, %u "
+		       "frames (in process)\t%.1f\tns/call\n",
+		       depths[i], deep(DEEP, run_here_hit));
 	}
 	vt_stack_set_depth(128);
 	printf("stacks\tvt_stack_capture 128 frames, new stack (in process)\t%.1f\tns/call\n",
