@@ -13,7 +13,12 @@
 
 #include "vramtrace/env_flag.h"
 
-#define MEMO_SLOTS 32u
+/* 64 sets of 4 ways: a key (wrapper, return address, stack pointer) may
+ * hold several stacks (the same place reached from different callers at
+ * the same depth), and a thread allocates from more places than a
+ * direct-mapped table of a few dozen could keep apart. */
+#define MEMO_SETS 64u
+#define MEMO_WAYS 4u
 /* a return-address slot and a saved rbp per frame, at most */
 #define MAX_CHECKS (2 * VT_MEMO_MAX_FRAMES)
 /* frames from the walk's start (this file's) to the wrapper's caller */
@@ -22,6 +27,10 @@
  * the thread's stack as we know it (an alternate signal stack, a corrupt
  * frame): not learnt */
 #define STACK_SPAN ((uintptr_t)64 << 20)
+/* learnt stacks live in the thread's arena, sized to fit; past this much
+ * the memo starts over (relearning a changed stack leaves the old one) */
+#define ARENA_BLOCK ((size_t)256 << 10)
+#define ARENA_CAP ((size_t)4 << 20)
 
 enum state { EMPTY, SEEN, READY };
 
@@ -29,20 +38,38 @@ struct check {
 	uintptr_t addr, val;
 };
 
-struct memo_entry {
-	struct vt_stack_memo_key key;
-	uint8_t state;   /* enum state */
+/* A learnt stack: its frames, then the checks, in one arena block. */
+struct memo_stack {
+	uintptr_t fp;    /* the wrapper's rbp, when need_fp */
 	uint8_t need_fp; /* an outer frame starts from the wrapper's live rbp */
 	uint16_t nips, nchecks;
+	const struct check *checks; /* in the order the unwinder reads them */
+	uintptr_t ips[];
+};
+
+struct way {
+	uintptr_t ip, ra, sp; /* the key */
 	int16_t want;
-	uint32_t misses; /* at this key since it was taken: learn at powers of two */
-	uint32_t hits;   /* since learnt */
-	uintptr_t ips[VT_MEMO_MAX_FRAMES];
-	struct check checks[MAX_CHECKS]; /* in the order the unwinder reads them */
+	uint8_t state;                  /* enum state */
+	uint32_t misses;                /* SEEN: at this key; READY: other stacks at this key */
+	const struct memo_stack *stack; /* READY */
+};
+
+struct arena_block {
+	struct arena_block *next;
+	size_t size;
 };
 
 struct memo {
-	struct memo_entry e[MEMO_SLOTS];
+	struct way sets[MEMO_SETS][MEMO_WAYS];
+	uint8_t victim[MEMO_SETS]; /* round robin */
+	struct arena_block *blocks;
+	char *cur, *end;
+	size_t mapped;
+	/* the walk notes here, then the stack is copied to the arena */
+	struct memo_stack scratch;
+	uintptr_t scratch_ips[VT_MEMO_MAX_FRAMES];
+	struct check scratch_checks[MAX_CHECKS];
 };
 
 /* initial-exec: read on every capture, without a __tls_get_addr call */
@@ -53,8 +80,20 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
+static void arena_release(struct memo *m)
+{
+	for (struct arena_block *b = m->blocks, *next; b; b = next) {
+		next = b->next;
+		munmap(b, b->size);
+	}
+	m->blocks = NULL;
+	m->cur = m->end = NULL;
+	m->mapped = 0;
+}
+
 static void memo_at_thread_exit(void *p)
 {
+	arena_release(p);
 	munmap(p, sizeof(struct memo));
 	tls_memo = NULL;
 }
@@ -92,45 +131,81 @@ static struct memo *memo_self(void)
 		return NULL;
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, p);
-	tls_memo = p; /* zero pages: every entry EMPTY */
+	tls_memo = p; /* zero pages: every way EMPTY */
 	return tls_memo;
 }
 
-static struct memo_entry *slot_of(struct memo *m, const struct vt_stack_memo_key *k)
+static void *arena_alloc(struct memo *m, size_t size)
+{
+	size = (size + 15u) & ~(size_t)15u;
+	if ((size_t)(m->end - m->cur) < size) {
+		size_t hdr = (sizeof(struct arena_block) + 15u) & ~(size_t)15u;
+		size_t want = size + hdr > ARENA_BLOCK ? size + hdr : ARENA_BLOCK;
+		if (m->mapped + want > ARENA_CAP)
+			return NULL;
+		void *p =
+		    mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		struct arena_block *b = p;
+		b->next = m->blocks;
+		b->size = want;
+		m->blocks = b;
+		m->mapped += want;
+		m->cur = (char *)p + hdr;
+		m->end = (char *)p + want;
+	}
+	void *r = m->cur;
+	m->cur += size;
+	return r;
+}
+
+static struct way *set_of(struct memo *m, const struct vt_stack_memo_key *k)
 {
 	uint64_t h = (k->sp ^ k->ra * 0x9e3779b97f4a7c15ull ^ k->ip) * 0xff51afd7ed558ccdull;
-	return &m->e[h >> 59]; /* 32 slots */
+	return m->sets[h >> 58]; /* 64 sets */
 }
 
-static int same_key(const struct memo_entry *e, const struct vt_stack_memo_key *k, int want)
+static int same_key(const struct way *w, const struct vt_stack_memo_key *k, int want)
 {
-	return e->key.sp == k->sp && e->key.ra == k->ra && e->key.ip == k->ip && e->want == want;
+	return w->sp == k->sp && w->ra == k->ra && w->ip == k->ip && w->want == want;
 }
 
-/* The hot path: one slot, then the words the unwinder would read. */
+/* Innermost first, stopping at the first difference: each slot is where
+ * the unwinder would read next, given the ones before matched. */
+static int slots_hold(const struct memo_stack *st, const struct vt_stack_memo_key *k)
+{
+	if (st->need_fp && st->fp != k->fp)
+		return 0;
+	for (unsigned i = 0; i < st->nchecks; i++)
+		if (*(const uintptr_t *)st->checks[i].addr != st->checks[i].val)
+			return 0;
+	return 1;
+}
+
+/* The hot path: one set, the ways of this key, the words the unwinder
+ * would read. */
 int vt_stack_memo_find(const struct vt_stack_memo_key *k, void **ips, int want)
 {
 	struct memo *m = tls_memo;
 	if (!m)
 		return -1;
-	struct memo_entry *e = slot_of(m, k);
-	if (e->state != READY || !same_key(e, k, want) || (e->need_fp && e->key.fp != k->fp))
-		return -1;
-	/* innermost first, stopping at the first difference: each slot is
-	 * where the unwinder would read next, given the ones before matched */
-	for (unsigned i = 0; i < e->nchecks; i++)
-		if (*(const uintptr_t *)e->checks[i].addr != e->checks[i].val)
-			return -1;
-	memcpy(ips, e->ips, e->nips * sizeof *ips);
-	e->hits++;
-	tls_stats.hits++;
-	return e->nips;
+	struct way *set = set_of(m, k);
+	for (unsigned i = 0; i < MEMO_WAYS; i++) {
+		const struct way *w = &set[i];
+		if (w->state != READY || !same_key(w, k, want) || !slots_hold(w->stack, k))
+			continue;
+		memcpy(ips, w->stack->ips, w->stack->nips * sizeof *ips);
+		tls_stats.hits++;
+		return w->stack->nips;
+	}
+	return -1;
 }
 
 /* ---- learning: a step-by-step walk that notes what it read --------------- */
 
 struct walk {
-	struct memo_entry *e;
+	struct memo *m; /* notes into m->scratch */
 	const struct vt_stack_memo_key *k;
 	uintptr_t uc_lo, uc_hi; /* the walk's own register copy */
 	uintptr_t last_fp_slot;
@@ -143,12 +218,12 @@ static int on_stack(const struct walk *w, uintptr_t addr)
 
 static int add_check(struct walk *w, uintptr_t addr, uintptr_t expect)
 {
-	struct memo_entry *e = w->e;
-	if (!on_stack(w, addr) || e->nchecks == MAX_CHECKS || *(const uintptr_t *)addr != expect)
+	struct memo_stack *st = &w->m->scratch;
+	if (!on_stack(w, addr) || st->nchecks == MAX_CHECKS || *(const uintptr_t *)addr != expect)
 		return 0;
-	e->checks[e->nchecks].addr = addr;
-	e->checks[e->nchecks].val = expect;
-	e->nchecks++;
+	w->m->scratch_checks[st->nchecks].addr = addr;
+	w->m->scratch_checks[st->nchecks].val = expect;
+	st->nchecks++;
 	return 1;
 }
 
@@ -194,14 +269,14 @@ static int note_frame_pointer(struct walk *w, const struct frame_pointer *fp, ui
 	}
 	if (fp->value != w->k->fp)
 		return 0;
-	w->e->need_fp = 1;
+	w->m->scratch.need_fp = 1;
 	return 1;
 }
 
 /* Walk from here to the wrapper's caller, then along ips[first..n),
  * noting each frame's slots; 1 when the walk saw exactly those frames
  * (and ended where unw_backtrace ended, if it ended before `want`). */
-static __attribute__((noinline)) int walk_and_note(struct memo_entry *e,
+static __attribute__((noinline)) int walk_and_note(struct memo *m,
                                                    const struct vt_stack_memo_key *k,
                                                    void *const *ips, int n, int want, int first)
 {
@@ -209,7 +284,7 @@ static __attribute__((noinline)) int walk_and_note(struct memo_entry *e,
 	unw_cursor_t cur;
 	if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
 		return 0;
-	struct walk w = {e, k, (uintptr_t)&uc, (uintptr_t)&uc + sizeof uc, 0};
+	struct walk w = {m, k, (uintptr_t)&uc, (uintptr_t)&uc + sizeof uc, 0};
 	unw_word_t ip = 0, cfa;
 	for (int own = 0;; own++) { /* this file's frames and the wrapper's */
 		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
@@ -233,8 +308,10 @@ static __attribute__((noinline)) int walk_and_note(struct memo_entry *e,
 	}
 }
 
-static int learn(struct memo_entry *e, const struct vt_stack_memo_key *k, void *const *ips, int n,
-                 int want)
+/* The stack unwound for this key (ips[0..n)), walked and noted, then
+ * copied into the arena at its size; NULL when it cannot be learnt. */
+static const struct memo_stack *learn(struct memo *m, const struct vt_stack_memo_key *k,
+                                      void *const *ips, int n, int want)
 {
 	int first = -1; /* ips[first]: the wrapper's caller */
 	for (int i = 0; i < n && i < MAX_OWN_FRAMES; i++)
@@ -243,25 +320,75 @@ static int learn(struct memo_entry *e, const struct vt_stack_memo_key *k, void *
 			break;
 		}
 	if (first < 0 || n > VT_MEMO_MAX_FRAMES)
-		return 0;
-	e->state = SEEN; /* not usable while half written */
-	e->nchecks = 0;
-	e->need_fp = 0;
-	if (!walk_and_note(e, k, ips, n, want, first))
-		return 0;
-	memcpy(e->ips, ips, (size_t)n * sizeof *ips);
-	e->key.fp = k->fp;
-	e->nips = (uint16_t)n;
-	e->hits = 0;
-	e->state = READY;
-	return 1;
+		return NULL;
+	struct memo_stack *st = &m->scratch;
+	st->nchecks = 0;
+	st->need_fp = 0;
+	if (!walk_and_note(m, k, ips, n, want, first))
+		return NULL;
+	size_t ips_bytes = (size_t)n * sizeof(uintptr_t);
+	size_t checks_bytes = st->nchecks * sizeof(struct check);
+	struct memo_stack *out = arena_alloc(m, sizeof *out + ips_bytes + checks_bytes);
+	if (!out) { /* full: start over, forgetting every learnt stack */
+		memset(m->sets, 0, sizeof m->sets);
+		arena_release(m);
+		out = arena_alloc(m, sizeof *out + ips_bytes + checks_bytes);
+		if (!out)
+			return NULL;
+	}
+	struct check *checks = (struct check *)((char *)out->ips + ips_bytes);
+	memcpy(out->ips, ips, ips_bytes);
+	memcpy(checks, m->scratch_checks, checks_bytes);
+	out->fp = k->fp;
+	out->need_fp = st->need_fp;
+	out->nips = (uint16_t)n;
+	out->nchecks = st->nchecks;
+	out->checks = checks;
+	return out;
 }
 
-/* A memo that served many calls and then missed: its stack changed for
- * good, relearn at once; otherwise at the key's 2nd, 4th, 8th... miss, so
- * a key whose stack alternates costs a walk only now and then. */
-#define SERVED_WELL 64u
+/* A way to take in this set: an empty one, else one only seen, else the
+ * next in turn; never `keep`. */
+static struct way *victim(struct memo *m, struct way *set, const struct way *keep)
+{
+	for (unsigned i = 0; i < MEMO_WAYS; i++)
+		if (set[i].state == EMPTY)
+			return &set[i];
+	for (unsigned i = 0; i < MEMO_WAYS; i++)
+		if (set[i].state == SEEN && &set[i] != keep)
+			return &set[i];
+	unsigned s = (unsigned)(set - m->sets[0]) / MEMO_WAYS;
+	struct way *w = &set[m->victim[s]++ % MEMO_WAYS];
+	return w == keep ? &set[m->victim[s]++ % MEMO_WAYS] : w;
+}
 
+static void learn_into(struct memo *m, struct way *w, const struct vt_stack_memo_key *k,
+                       void *const *ips, int n, int want)
+{
+	const struct memo_stack *st = learn(m, k, ips, n, want);
+	if (!st) {
+		tls_stats.refused++;
+		return;
+	}
+	if (w->state == EMPTY) /* the arena started over: the set was cleared */
+		w->misses = 1;
+	w->ip = k->ip, w->ra = k->ra, w->sp = k->sp, w->want = (int16_t)want;
+	w->stack = st;
+	w->state = READY;
+	tls_stats.learnt++;
+}
+
+static int power_of_two(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* After a miss. A key seen for the first time is only noted; its second
+ * miss learns its stack. A key whose learnt stacks all failed (another
+ * caller at the same place) learns the new one into another way, at the
+ * 1st, 2nd, 4th, 8th... such miss: two alternating callers are both
+ * learnt at once, a key whose stack changes every call costs a walk now
+ * and then. */
 void vt_stack_memo_learn(const struct vt_stack_memo_key *k, void *const *ips, int n, int want)
 {
 	if (n <= 0 || want > INT16_MAX || !vt_stack_memo_enabled())
@@ -270,25 +397,33 @@ void vt_stack_memo_learn(const struct vt_stack_memo_key *k, void *const *ips, in
 	struct memo *m = memo_self();
 	if (!m)
 		return;
-	struct memo_entry *e = slot_of(m, k);
-	if (e->state == EMPTY || !same_key(e, k, want)) {
-		e->key = *k;
-		e->want = (int16_t)want;
-		e->state = SEEN;
-		e->misses = 1;
-		e->hits = 0;
+	struct way *set = set_of(m, k), *seen = NULL, *ready = NULL;
+	for (unsigned i = 0; i < MEMO_WAYS; i++) {
+		struct way *w = &set[i];
+		if (w->state == EMPTY || !same_key(w, k, want))
+			continue;
+		if (w->state == SEEN)
+			seen = w;
+		else if (!ready)
+			ready = w;
+	}
+	if (seen) {
+		if (power_of_two(++seen->misses))
+			learn_into(m, seen, k, ips, n, want);
 		return;
 	}
-	e->misses++;
-	int now = e->state == READY && e->hits >= SERVED_WELL;
-	if (now)
-		e->misses = 1;
-	else if (e->misses & (e->misses - 1))
+	if (ready) {
+		if (power_of_two(++ready->misses))
+			learn_into(m, victim(m, set, ready), k, ips, n, want);
 		return;
-	if (learn(e, k, ips, n, want))
-		tls_stats.learnt++;
-	else
-		tls_stats.refused++;
+	}
+	struct way *w = victim(m, set, NULL);
+	*w = (struct way){.ip = k->ip,
+	                  .ra = k->ra,
+	                  .sp = k->sp,
+	                  .want = (int16_t)want,
+	                  .state = SEEN,
+	                  .misses = 1};
 }
 
 void vt_stack_memo_stats(struct vt_stack_memo_stats *out)
