@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arena.h"
 #include "vramtrace/env_flag.h"
 
 /* 64 sets of 4 ways: a key (wrapper, return address, stack pointer) may
@@ -29,7 +30,6 @@
 #define STACK_SPAN ((uintptr_t)64 << 20)
 /* learnt stacks live in the thread's arena, sized to fit; past this much
  * the memo starts over (relearning a changed stack leaves the old one) */
-#define ARENA_BLOCK ((size_t)256 << 10)
 #define ARENA_CAP ((size_t)4 << 20)
 
 enum state { EMPTY, SEEN, READY };
@@ -55,17 +55,10 @@ struct way {
 	const struct memo_stack *stack; /* READY */
 };
 
-struct arena_block {
-	struct arena_block *next;
-	size_t size;
-};
-
 struct memo {
 	struct way sets[MEMO_SETS][MEMO_WAYS];
 	uint8_t victim[MEMO_SETS]; /* round robin */
-	struct arena_block *blocks;
-	char *cur, *end;
-	size_t mapped;
+	struct vt_arena arena;
 	/* the walk notes here, then the stack is copied to the arena */
 	struct memo_stack scratch;
 	uintptr_t scratch_ips[VT_MEMO_MAX_FRAMES];
@@ -80,20 +73,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
-static void arena_release(struct memo *m)
-{
-	for (struct arena_block *b = m->blocks, *next; b; b = next) {
-		next = b->next;
-		munmap(b, b->size);
-	}
-	m->blocks = NULL;
-	m->cur = m->end = NULL;
-	m->mapped = 0;
-}
-
 static void memo_at_thread_exit(void *p)
 {
-	arena_release(p);
+	vt_arena_release(&((struct memo *)p)->arena);
 	munmap(p, sizeof(struct memo));
 	tls_memo = NULL;
 }
@@ -132,32 +114,8 @@ static struct memo *memo_self(void)
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, p);
 	tls_memo = p; /* zero pages: every way EMPTY */
+	tls_memo->arena.cap = ARENA_CAP;
 	return tls_memo;
-}
-
-static void *arena_alloc(struct memo *m, size_t size)
-{
-	size = (size + 15u) & ~(size_t)15u;
-	if ((size_t)(m->end - m->cur) < size) {
-		size_t hdr = (sizeof(struct arena_block) + 15u) & ~(size_t)15u;
-		size_t want = size + hdr > ARENA_BLOCK ? size + hdr : ARENA_BLOCK;
-		if (m->mapped + want > ARENA_CAP)
-			return NULL;
-		void *p =
-		    mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			return NULL;
-		struct arena_block *b = p;
-		b->next = m->blocks;
-		b->size = want;
-		m->blocks = b;
-		m->mapped += want;
-		m->cur = (char *)p + hdr;
-		m->end = (char *)p + want;
-	}
-	void *r = m->cur;
-	m->cur += size;
-	return r;
 }
 
 static struct way *set_of(struct memo *m, const struct vt_stack_memo_key *k)
@@ -328,11 +286,11 @@ static const struct memo_stack *learn(struct memo *m, const struct vt_stack_memo
 		return NULL;
 	size_t ips_bytes = (size_t)n * sizeof(uintptr_t);
 	size_t checks_bytes = st->nchecks * sizeof(struct check);
-	struct memo_stack *out = arena_alloc(m, sizeof *out + ips_bytes + checks_bytes);
+	struct memo_stack *out = vt_arena_alloc(&m->arena, sizeof *out + ips_bytes + checks_bytes);
 	if (!out) { /* full: start over, forgetting every learnt stack */
 		memset(m->sets, 0, sizeof m->sets);
-		arena_release(m);
-		out = arena_alloc(m, sizeof *out + ips_bytes + checks_bytes);
+		vt_arena_release(&m->arena);
+		out = vt_arena_alloc(&m->arena, sizeof *out + ips_bytes + checks_bytes);
 		if (!out)
 			return NULL;
 	}

@@ -2,65 +2,12 @@
 #define _GNU_SOURCE
 #include "stack_table.h"
 
+#include "arena.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-
-/* ---- the arena: bump allocation in mmap'd blocks, freed all at once ---- */
-
-#define ARENA_BLOCK (256u << 10)
-
-struct arena_block {
-	struct arena_block *next;
-	size_t size;
-};
-
-struct vt_arena {
-	char *cur, *end;
-	struct arena_block *blocks;
-	size_t bytes;  /* mapped so far */
-	size_t cap;    /* never map more than this */
-};
-
-static void *arena_alloc(struct vt_arena *a, size_t size)
-{
-	size = (size + 15u) & ~(size_t)15u;
-	if ((size_t)(a->end - a->cur) < size) {
-		size_t hdr = (sizeof(struct arena_block) + 15u) & ~(size_t)15u;
-		size_t want = size + hdr > ARENA_BLOCK ? size + hdr : ARENA_BLOCK;
-		want = (want + 4095u) & ~(size_t)4095u;
-		if (a->bytes + want > a->cap)
-			return NULL;
-		void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			return NULL;
-		struct arena_block *b = p;
-		b->next = a->blocks;
-		b->size = want;
-		a->blocks = b;
-		a->bytes += want;
-		a->cur = (char *)p + hdr;
-		a->end = (char *)p + want;
-	}
-	void *r = a->cur;
-	a->cur += size;
-	return r;
-}
-
-static void arena_release(struct vt_arena *a)
-{
-	struct arena_block *b = a->blocks;
-	while (b) {
-		struct arena_block *next = b->next;
-		munmap(b, b->size);
-		b = next;
-	}
-	a->blocks = NULL;
-	a->cur = a->end = NULL;
-	a->bytes = 0;
-}
 
 /* uthash allocates its table and bucket arrays through these. Tables are
  * per-thread and so is the arena they draw from: tls_uthash_arena is set by
@@ -69,7 +16,7 @@ static void arena_release(struct vt_arena *a)
  * dropped: at most the size of the final bucket array is wasted. */
 static __thread struct vt_arena *tls_uthash_arena __attribute__((tls_model("initial-exec")));
 static __thread int tls_uthash_oom __attribute__((tls_model("initial-exec")));
-#define uthash_malloc(sz) arena_alloc(tls_uthash_arena, (sz))
+#define uthash_malloc(sz) vt_arena_alloc(tls_uthash_arena, (sz))
 #define uthash_free(ptr, sz) ((void)(ptr), (void)(sz))
 #define HASH_NONFATAL_OOM 1
 #define uthash_nonfatal_oom(obj) (tls_uthash_oom = 1)
@@ -110,7 +57,7 @@ static __thread struct vt_stack_table tls_table __attribute__((tls_model("initia
 static void table_drop(struct vt_stack_table *t)
 {
 	memset(t->recent, 0, sizeof t->recent);
-	arena_release(&t->arena);
+	vt_arena_release(&t->arena);
 	t->head = NULL;
 	t->count = 0;
 }
@@ -221,7 +168,7 @@ static int try_insert(struct vt_stack_table *t, const uint64_t *key, size_t nwor
 		      uint32_t hash, uint32_t id)
 {
 	size_t keybytes = nwords * sizeof *key;
-	struct entry *e = arena_alloc(&t->arena, sizeof *e + keybytes);
+	struct entry *e = vt_arena_alloc(&t->arena, sizeof *e + keybytes);
 	if (!e)
 		return -1;
 	memset(e, 0, sizeof *e);
