@@ -357,6 +357,10 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 	e_u64(e, "self_tail_calls", h->self_tail_calls);
 	e_u64(e, "self_first_calls", h->self_first_calls);
 	e_u64(e, "self_first_ns", h->self_first_ns);
+	e_u64(e, "stack_captures", h->stack_captures); /* the stack memo: stack_memo.h */
+	e_u64(e, "stack_memo_hits", h->stack_memo_hits);
+	e_u64(e, "stack_memo_verified", h->stack_memo_verified);
+	e_u64(e, "stack_memo_mismatches", h->stack_memo_mismatches);
 	print_cmdline(e, h);
 	e_end(e);
 }

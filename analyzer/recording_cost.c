@@ -17,6 +17,10 @@ void vt_self_cost_from_header(const struct vt_file_header *h, struct vt_self_cos
 	    .first_ns = h->self_first_ns,
 	};
 	memcpy(out->hist, h->self_hist, sizeof out->hist);
+	out->stacks = h->stack_captures;
+	out->memo_hits = h->stack_memo_hits;
+	out->memo_verified = h->stack_memo_verified;
+	out->memo_mismatches = h->stack_memo_mismatches;
 }
 
 /* A hostile header can say anything: keep every figure a uint64_t can hold
@@ -109,4 +113,29 @@ void vt_self_cost_text(const struct vt_self_cost_summary *s, uint64_t run_ns, ch
 	if (run_ns && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, ", %.2g %% of the %s recorded", 100 * s->share,
 		         run);
+}
+
+int vt_stack_counts_text(const struct vt_self_cost *c, char *buf, size_t len)
+{
+	if (!c->stacks || !len)
+		return 0;
+	char stacks[32], verified[32];
+	format_count(c->stacks, stacks, sizeof stacks);
+	/* a hostile header may claim more hits than stacks */
+	double share =
+	    c->memo_hits <= c->stacks ? 100.0 * (double)c->memo_hits / (double)c->stacks : 100.0;
+	int n = snprintf(buf, len, "%s stacks taken, %.0f %% from the stack memo", stacks, share);
+	if (c->memo_verified && n > 0 && (size_t)n < len) {
+		format_count(c->memo_verified, verified, sizeof verified);
+		if (c->memo_mismatches)
+			snprintf(buf + n, len - (size_t)n,
+			         "; %s of those checked against the unwinder: %llu DIFFERED (the "
+			         "recorded stack is the unwinder's)",
+			         verified, (unsigned long long)c->memo_mismatches);
+		else
+			snprintf(buf + n, len - (size_t)n,
+			         "; %s of those checked against the unwinder: none differed",
+			         verified);
+	}
+	return 1;
 }

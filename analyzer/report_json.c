@@ -61,6 +61,11 @@ void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p)
 	vt_json_kv_u64(j, "first_calls_ns", (uint64_t)(sc.first_ns + 0.5));
 	vt_json_kv_u64(j, "total_ns", (uint64_t)(sc.total_ns + 0.5));
 	vt_json_kv_u64(j, "recorded_ns", span);
+	/* stacks taken and the stack memo's share (0 everywhere: not counted) */
+	vt_json_kv_u64(j, "stacks", p->self_cost.stacks);
+	vt_json_kv_u64(j, "stacks_from_memo", p->self_cost.memo_hits);
+	vt_json_kv_u64(j, "stacks_verified", p->self_cost.memo_verified);
+	vt_json_kv_u64(j, "stacks_differed", p->self_cost.memo_mismatches);
 	vt_json_end_object(j);
 }
 

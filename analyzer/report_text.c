@@ -84,6 +84,8 @@ void vt_report_recording_cost_text(const struct vt_proc *p, FILE *out)
 	char text[256];
 	vt_self_cost_text(&sc, vt_proc_span_ns(p), text, sizeof text);
 	fprintf(out, "            recording cost (vramtrace's own time): %s\n", text);
+	if (vt_stack_counts_text(&p->self_cost, text, sizeof text))
+		fprintf(out, "            stacks: %s\n", text);
 }
 
 static void processes(const struct vt_report *r, FILE *out)

@@ -145,6 +145,20 @@ void vt_log_add_self_tail(uint32_t calls)
 		__atomic_fetch_add(&g_log.hdr->self_tail_calls, calls, __ATOMIC_RELAXED);
 }
 
+void vt_log_add_stack_counts(uint64_t captures, uint64_t hits, uint64_t verified,
+                             uint64_t mismatches)
+{
+	if (!current_gen())
+		return;
+	struct vt_file_header *h = g_log.hdr;
+	__atomic_fetch_add(&h->stack_captures, captures, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->stack_memo_hits, hits, __ATOMIC_RELAXED);
+	if (verified)
+		__atomic_fetch_add(&h->stack_memo_verified, verified, __ATOMIC_RELAXED);
+	if (mismatches)
+		__atomic_fetch_add(&h->stack_memo_mismatches, mismatches, __ATOMIC_RELAXED);
+}
+
 void vt_log_add_self_first(uint64_t ns)
 {
 	if (!current_gen())

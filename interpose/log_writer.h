@@ -49,6 +49,10 @@ void vt_log_add_self_cost(uint32_t calls, uint64_t est_ns, unsigned bucket);
 void vt_log_add_self_first(uint64_t ns);
 /* Calls after a thread's last timed one (at exit): self_tail_calls. */
 void vt_log_add_self_tail(uint32_t calls);
+/* Stack captures and the memo's hits, verified hits and mismatches since
+ * the thread's last report (format.h stack_*). */
+void vt_log_add_stack_counts(uint64_t captures, uint64_t hits, uint64_t verified,
+                             uint64_t mismatches);
 
 /* Publish a reserved record: release-stores VT_HDR(type, size) at rec. */
 void vt_log_commit(void *rec, uint32_t type, uint32_t size);

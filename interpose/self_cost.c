@@ -2,6 +2,13 @@
 #include "self_cost.h"
 
 #include "log_writer.h"
+#include "shim.h" /* vt_shim_thread_started */
+
+/* shim_init.c registers the thread for its exit; a test that links this file
+ * without it has nothing to register */
+__attribute__((weak)) void vt_shim_thread_started(void)
+{
+}
 
 __thread uint32_t vt_self_left_tls __attribute__((tls_model("initial-exec")));
 /* the calls the interval ending at the timed call covers, and the
@@ -15,8 +22,10 @@ static __thread uint32_t t_pending __attribute__((tls_model("initial-exec")));
 uint64_t vt_self_start(void)
 {
 	uint64_t now = vt_clock_ns();
-	if (t_rng == 0) /* first timed call of the thread */
+	if (t_rng == 0) { /* first timed call of the thread: its first call */
 		t_rng = (uint32_t)(uintptr_t)&t_rng ^ (uint32_t)now ^ 0x9e3779b9u;
+		vt_shim_thread_started();
+	}
 	if (t_rng == 0)
 		t_rng = 1;
 	t_rng ^= t_rng << 13;

@@ -36,6 +36,9 @@ static inline int vt_shim_log_ready(void)
  * shim never calls the driver on its own there: a driver lock held by
  * another thread of the parent at fork time stays locked in the child. */
 int vt_shim_forked_child(void);
+/* The calling thread made its first recorded call: its counts not yet in
+ * the log header go in when it exits (shim_init.c). */
+void vt_shim_thread_started(void);
 
 /* ---- re-entrancy guard --------------------------------------------------- */
 /* What the calling thread is doing, in initial-exec TLS (no allocation, no

@@ -24,6 +24,7 @@
 #include "record_event.h"
 #include "self_cost.h"
 #include "shim.h"
+#include "stack_capture.h" /* vt_stack_counts_flush */
 
 __thread int vt_guard __attribute__((tls_model("initial-exec")));
 
@@ -76,7 +77,27 @@ static void finish(int status)
 		return;
 	vt_guard = VT_GUARD_EXITED; /* this thread's frees from later destructors pass through */
 	vt_self_flush();
+	vt_stack_counts_flush();
 	vt_log_finish(status);
+}
+
+/* A thread's counts not yet in the log header (the shim's own time since
+ * its last timed call, its last stack counts) go in when it exits; the
+ * exiting process's thread, in finish(). */
+static pthread_key_t thread_exit_key;
+static int thread_exit_key_ok;
+
+static void on_thread_exit(void *unused)
+{
+	(void)unused;
+	vt_self_flush();
+	vt_stack_counts_flush();
+}
+
+void vt_shim_thread_started(void)
+{
+	if (thread_exit_key_ok)
+		pthread_setspecific(thread_exit_key, (void *)1);
 }
 
 static void on_exit_handler(int status, void *arg)
@@ -154,6 +175,7 @@ __attribute__((constructor)) static void vt_shim_constructor(void)
 	start_pid = getpid();
 	if (vt_shim_disabled())
 		return;
+	thread_exit_key_ok = pthread_key_create(&thread_exit_key, on_thread_exit) == 0;
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
 

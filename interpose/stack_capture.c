@@ -28,6 +28,7 @@
 #include "log_writer.h"
 #include "modules.h"
 #include "pyframes.h"
+#include "stack_memo.h"
 #include "stack_table.h"
 #include "vramtrace/format.h"
 
@@ -138,9 +139,50 @@ static int find_self_cb(struct dl_phdr_info *info, size_t size, void *p)
 	return 1;
 }
 
+/* ---- counts for the log header (format.h stack_*) ------------------------ */
+
+/* what this thread has added to the header so far */
+static __thread struct {
+	uint64_t captures, hits, verified, mismatches;
+} t_published __attribute__((tls_model("initial-exec")));
+
+void vt_stack_counts_flush(void)
+{
+	struct vt_stack_memo_stats s;
+	vt_stack_memo_stats(&s);
+	uint64_t captures = tls_unwind_calls;
+	if (captures == t_published.captures && s.mismatches == t_published.mismatches)
+		return;
+	vt_log_add_stack_counts(captures - t_published.captures, s.hits - t_published.hits,
+	                        s.verified - t_published.verified,
+	                        s.mismatches - t_published.mismatches);
+	t_published.captures = captures;
+	t_published.hits = s.hits;
+	t_published.verified = s.verified;
+	t_published.mismatches = s.mismatches;
+}
+
+int vt_stack_verify_memo(const struct vt_stack_memo_key *k, void **ips, int got, int want)
+{
+	uint64_t before = t_published.mismatches;
+	struct vt_stack_memo_stats s;
+	got = vt_stack_memo_verify(k, ips, got, want);
+	vt_stack_memo_stats(&s);
+	if (s.mismatches != before)
+		vt_stack_counts_flush();
+	return got;
+}
+
 static void child_after_fork(void)
 {
 	vt_stack_table_invalidate_all();
+	/* the parent's counts are in the parent's log */
+	struct vt_stack_memo_stats s;
+	vt_stack_memo_stats(&s);
+	t_published.captures = tls_unwind_calls;
+	t_published.hits = s.hits;
+	t_published.verified = s.verified;
+	t_published.mismatches = s.mismatches;
 }
 
 static void capture_init(void)
@@ -299,6 +341,8 @@ uint32_t vt_stack_intern(uint64_t *buf, int got)
 			start++;
 		id = intern(buf, n, start, vt_stack_depth());
 	}
+	if (tls_unwind_calls - t_published.captures >= VT_STACK_COUNT_BATCH)
+		vt_stack_counts_flush();
 	tls_capturing = 0;
 	return id;
 }

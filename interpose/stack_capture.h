@@ -61,6 +61,15 @@ unsigned vt_stack_enter(void);
 /* The id of the frames unwound into buf + 1 (got of them; got <= 0: none). */
 uint32_t vt_stack_intern(uint64_t *buf, int got);
 
+/* VRAMTRACE_STACK_MEMO=verify: a memo hit checked against the unwinder
+ * (vt_stack_memo_verify); a mismatch reaches the log header at once. */
+int vt_stack_verify_memo(const struct vt_stack_memo_key *k, void **ips, int got, int want);
+
+/* The calling thread's stack counts not yet in the log header (they go in
+ * batches of VT_STACK_COUNT_BATCH captures): the exiting thread's, at the
+ * end. */
+void vt_stack_counts_flush(void);
+
 /* unw_backtrace, libunwind's fast path. Under TSan its per-thread trace
  * cache crashes: the cache's thread-exit destructor (libunwind's own TSD key)
  * locks a mutex after TSan has torn the thread down. TSan builds walk the
@@ -103,6 +112,8 @@ static inline __attribute__((always_inline)) uint32_t vt_stack_capture_here(void
 	if (got < 0) {
 		got = vt_stack_unwind(ips, (int)want);
 		vt_stack_memo_learn(&key, ips, got, (int)want);
+	} else if (__builtin_expect(vt_stack_memo_verifying(), 0)) {
+		got = vt_stack_verify_memo(&key, ips, got, (int)want);
 	}
 	return vt_stack_intern(buf, got);
 }

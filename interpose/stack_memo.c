@@ -8,10 +8,12 @@
 #include <libunwind.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "arena.h"
+#include "stack_capture.h" /* vt_stack_unwind */
 #include "vramtrace/env_flag.h"
 
 /* 64 sets of 4 ways: a key (wrapper, return address, stack pointer) may
@@ -85,19 +87,34 @@ static void make_exit_key(void)
 	exit_key_ok = pthread_key_create(&exit_key, memo_at_thread_exit) == 0;
 }
 
-int vt_stack_memo_enabled(void)
+enum mode { MODE_OFF, MODE_ON, MODE_VERIFY };
+
+static int mode(void)
 {
 #if defined(__x86_64__)
 	static _Atomic int cached = -1;
 	int v = atomic_load_explicit(&cached, memory_order_relaxed);
 	if (__builtin_expect(v >= 0, 1))
 		return v;
-	v = !vt_env_off("VRAMTRACE_STACK_MEMO");
+	const char *s = getenv("VRAMTRACE_STACK_MEMO");
+	v = vt_env_off("VRAMTRACE_STACK_MEMO") ? MODE_OFF
+	    : s && !strcmp(s, "verify")        ? MODE_VERIFY
+	                                       : MODE_ON;
 	atomic_store_explicit(&cached, v, memory_order_relaxed);
 	return v;
 #else
-	return 0; /* the walk's register names are x86-64's */
+	return MODE_OFF; /* the walk's register names are x86-64's */
 #endif
+}
+
+int vt_stack_memo_enabled(void)
+{
+	return mode() != MODE_OFF;
+}
+
+int vt_stack_memo_verifying(void)
+{
+	return mode() == MODE_VERIFY;
 }
 
 /* The calling thread's memo, mapped on its first learning (threads that
@@ -266,17 +283,22 @@ static __attribute__((noinline)) int walk_and_note(struct memo *m,
 	}
 }
 
+/* The index of the wrapper's caller (its return address) among the first
+ * frames, or -1. */
+static int caller_index(void *const *ips, int n, uintptr_t ra)
+{
+	for (int i = 0; i < n && i < MAX_OWN_FRAMES; i++)
+		if ((uintptr_t)ips[i] == ra)
+			return i;
+	return -1;
+}
+
 /* The stack unwound for this key (ips[0..n)), walked and noted, then
  * copied into the arena at its size; NULL when it cannot be learnt. */
 static const struct memo_stack *learn(struct memo *m, const struct vt_stack_memo_key *k,
                                       void *const *ips, int n, int want)
 {
-	int first = -1; /* ips[first]: the wrapper's caller */
-	for (int i = 0; i < n && i < MAX_OWN_FRAMES; i++)
-		if ((uintptr_t)ips[i] == k->ra) {
-			first = i;
-			break;
-		}
+	int first = caller_index(ips, n, k->ra); /* ips[first]: the wrapper's caller */
 	if (first < 0 || n > VT_MEMO_MAX_FRAMES)
 		return NULL;
 	struct memo_stack *st = &m->scratch;
@@ -382,6 +404,26 @@ void vt_stack_memo_learn(const struct vt_stack_memo_key *k, void *const *ips, in
 	                  .want = (int16_t)want,
 	                  .state = SEEN,
 	                  .misses = 1};
+}
+
+__attribute__((noinline)) int vt_stack_memo_verify(const struct vt_stack_memo_key *k, void **ips,
+                                                   int got, int want)
+{
+	void *fresh[VT_MEMO_MAX_FRAMES + MAX_OWN_FRAMES];
+	int room = (int)(sizeof fresh / sizeof *fresh);
+	int n = vt_stack_unwind(fresh, want + MAX_OWN_FRAMES < room ? want + MAX_OWN_FRAMES : room);
+	int mine = caller_index(ips, got, k->ra), theirs = caller_index(fresh, n, k->ra);
+	if (mine < 0 || theirs < 0)
+		return got; /* nothing to compare with: keep the memo's */
+	/* the fresh unwind asked for as many frames past the caller as the
+	 * capture did (want - mine); it may have fewer, where the stack ends */
+	int kept = n - theirs < want - mine ? n - theirs : want - mine;
+	tls_stats.verified++;
+	if (kept == got - mine && !memcmp(ips + mine, fresh + theirs, (size_t)kept * sizeof *ips))
+		return got;
+	tls_stats.mismatches++;
+	memcpy(ips + mine, fresh + theirs, (size_t)kept * sizeof *ips);
+	return mine + kept;
 }
 
 void vt_stack_memo_stats(struct vt_stack_memo_stats *out)

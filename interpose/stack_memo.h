@@ -28,7 +28,8 @@
  *
  * Learnt on a key's second miss (a stack seen once costs nothing more than
  * a slot write); a key whose stack keeps changing is relearnt with doubling
- * back-off. VRAMTRACE_STACK_MEMO=0 turns the memo off.
+ * back-off. VRAMTRACE_STACK_MEMO=0 turns the memo off; =verify checks every
+ * hit against a fresh unwind (the log header counts what differed).
  * No malloc, no lock, no stdio: each thread's memo is its own mmap. */
 #ifndef VT_STACK_MEMO_H
 #define VT_STACK_MEMO_H
@@ -66,12 +67,20 @@ int vt_stack_memo_find(const struct vt_stack_memo_key *k, void **ips, int want);
  * (asked for `want`). Learns them on the key's second miss. */
 void vt_stack_memo_learn(const struct vt_stack_memo_key *k, void *const *ips, int n, int want);
 
-/* VRAMTRACE_STACK_MEMO: on unless "0" (read once). */
+/* VRAMTRACE_STACK_MEMO (read once): on unless a false word (0, off...);
+ * "verify": on, and every hit unwound too (vt_stack_memo_verify). */
 int vt_stack_memo_enabled(void);
+int vt_stack_memo_verifying(void);
 
-/* The calling thread's counters (tests, bench). */
+/* A hit checked against the unwinder: ips[0..got) came from the memo for
+ * this key; unwinds afresh and compares them from the wrapper's caller
+ * out. Where they differ (the memo was wrong: a mismatch, counted) ips
+ * take the fresh frames. Returns the frame count to use. */
+int vt_stack_memo_verify(const struct vt_stack_memo_key *k, void **ips, int got, int want);
+
+/* The calling thread's counters (tests, bench, the log header's stack_*). */
 struct vt_stack_memo_stats {
-	uint64_t hits, misses, learnt, refused;
+	uint64_t hits, misses, learnt, refused, verified, mismatches;
 };
 void vt_stack_memo_stats(struct vt_stack_memo_stats *out);
 

@@ -103,13 +103,39 @@ static void huge_values_stay_text(void **state)
 	assert_int_equal(s.median_lo_ns, 1ull << (VT_SELF_HIST - 1));
 }
 
+/* Stacks taken and the memo's share: nothing when none were counted; a
+ * mismatch said loudly; a header claiming more hits than stacks is capped. */
+static void stack_counts(void **state)
+{
+	(void)state;
+	char text[256] = "untouched";
+	struct vt_self_cost none = {0};
+	assert_int_equal(vt_stack_counts_text(&none, text, sizeof text), 0);
+	assert_string_equal(text, "untouched");
+
+	struct vt_self_cost c = {.stacks = 12345, .memo_hits = 12100};
+	assert_int_equal(vt_stack_counts_text(&c, text, sizeof text), 1);
+	assert_string_equal(text, "12.3 k stacks taken, 98 % from the stack memo");
+
+	c.memo_verified = 12100;
+	vt_stack_counts_text(&c, text, sizeof text);
+	assert_non_null(
+	    strstr(text, "12.1 k of those checked against the unwinder: none differed"));
+	c.memo_mismatches = 3;
+	vt_stack_counts_text(&c, text, sizeof text);
+	assert_non_null(strstr(text, "3 DIFFERED"));
+
+	struct vt_self_cost hostile = {.stacks = 1, .memo_hits = UINT64_MAX};
+	vt_stack_counts_text(&hostile, text, sizeof text);
+	assert_string_equal(text, "1 stacks taken, 100 % from the stack memo");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(no_measure_no_summary),
-	    cmocka_unit_test(total_median_and_share),
-	    cmocka_unit_test(too_short_for_a_rate),
-	    cmocka_unit_test(huge_values_stay_text),
+	    cmocka_unit_test(no_measure_no_summary), cmocka_unit_test(total_median_and_share),
+	    cmocka_unit_test(too_short_for_a_rate),  cmocka_unit_test(huge_values_stay_text),
+	    cmocka_unit_test(stack_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

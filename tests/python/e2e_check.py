@@ -82,6 +82,46 @@ def expect_site(name, ev, func, path, line):
         fail(f"{name}: site {ev.get('site')!r}, want {want!r}")
 
 
+def header_sum(vramtrace, trace, field):
+    out = subprocess.run([vramtrace, "dump", trace], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail(f"vramtrace dump failed: {out.stderr.strip()}")
+    return sum(int(v) for v in re.findall(r"(?:^| )" + field + r"=(\d+)", out.stdout, re.M))
+
+
+def check_memo(vramtrace, pytrace, trace, simdir, python):
+    """The stack memo under CPython, every hit checked against the unwinder:
+    none differs, and each allocation keeps its own Python caller."""
+    job = os.path.join(HERE, "e2e_memo_job.py")
+    r = subprocess.run([vramtrace, "run", "-o", trace, "--", python, job],
+                       env=env_for(simdir, {"VRAMTRACE_STACK_MEMO": "verify"}), cwd=HERE,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"memo job failed ({r.returncode}): {r.stdout}{r.stderr}")
+    verified = header_sum(vramtrace, trace, "stack_memo_verified")
+    differed = header_sum(vramtrace, trace, "stack_memo_mismatches")
+    if verified < 250 or differed:
+        fail(f"stack memo under CPython: {verified} hits verified, {differed} differed")
+    events, _ = read_trace(pytrace, trace)
+    line = sites(job)
+    callers = {}
+    for ev in events:
+        if ev["type"] != "alloc":
+            continue
+        frames = frames_of(ev)
+        caller = [f for f in frames if f[0] == os.path.realpath(job) and f[1] in ("from_a", "from_b")]
+        if not caller:
+            fail(f"an allocation without its Python caller: {frames}")
+        name, lineno = caller[0][1], caller[0][2]
+        if lineno != line[name] or ev["bytes"] != {"from_a": 4096, "from_b": 8192}[name]:
+            fail(f"{name} at line {lineno} allocated {ev['bytes']} bytes")
+        callers[name] = callers.get(name, 0) + 1
+    if callers != {"from_a": 200, "from_b": 100}:
+        fail(f"allocations by Python caller: {callers}")
+    print(f"ok   stack memo under CPython: {verified} hits checked against the unwinder, "
+          f"none differed; 200 + 100 allocations each with its own Python caller")
+
+
 def run_job(vramtrace, trace, simdir, python, extra_env=None, hang=False, flags=()):
     cmd = [vramtrace, "run", "-o", trace, "--", python, JOB] + (["--hang"] if hang else [])
     cmd += list(flags)
@@ -237,6 +277,9 @@ def main():
         expect_site("embedded alloc site", allocs[1], "embedded_upload",
                     os.path.realpath(script), line)
         print(f"ok   embedded: CPython loaded after the first event, then frames: {allocs[1]['site']}")
+        return
+    if scenario == "memo":
+        check_memo(vramtrace, pytrace, trace, simdir, python)
         return
     if scenario == "off":
         run_job(vramtrace, trace, simdir, python, {"VRAMTRACE_PYTHON": "0"})

@@ -44,6 +44,23 @@ check_named "$out" dwarf
 	fail "the stack memo changed the recorded stacks:
 $(diff <("$tool" "$tmp/nomemo" --no-sidecar) <(echo "$out"))"
 echo "the stack memo records the stacks a fresh unwind does: ok"
+# the header counts the stacks taken and the memo's share; =verify checks
+# every hit against a fresh unwind and counts what differed
+header_field() { # trace, field: summed over its logs
+	local d
+	d=$("$vt" dump "$1")
+	grep -oE "(^| )$2=[0-9]+" <<<"$d" | cut -d= -f2 | awk '{s += $1} END {print s + 0}'
+}
+(($(header_field "$tmp/trace" stack_memo_hits) > 0)) || fail "the memo answered no stack"
+(($(header_field "$tmp/nomemo" stack_memo_hits) == 0)) || fail "VRAMTRACE_STACK_MEMO=0, yet the memo answered"
+(cd "$tmp" && VRAMTRACE_STACK_MEMO=verify "$vt" run -o "$tmp/verify" -- ./client ./libshim_lib.so 2>"$tmp/run.err") ||
+	fail "vramtrace run with the memo verified: $(cat "$tmp/run.err")"
+verified=$(header_field "$tmp/verify" stack_memo_verified)
+((verified > 0)) || fail "VRAMTRACE_STACK_MEMO=verify checked no hit"
+[[ $(header_field "$tmp/verify" stack_memo_mismatches) == 0 ]] || fail "the memo and the unwinder differed"
+"$vt" report "$tmp/verify" | grep -q "of those checked against the unwinder: none differed" ||
+	fail "the report does not say the memo was verified"
+echo "VRAMTRACE_STACK_MEMO=verify: $verified hits checked, none differed: ok"
 echo "sites named from the module files: ok"
 
 rm "$tmp/client" "$tmp/libshim_lib.so"
