@@ -286,6 +286,22 @@ def recording_cost_check(report):
     return check("recording cost", INFO, "; ".join(parts), hard=False)
 
 
+def stack_memo_check(run, report):
+    """The stack memo on a real framework's stacks: under
+    VRAMTRACE_STACK_MEMO=verify (the per-tensor runs) every hit was also
+    unwound; a difference fails (the trace kept the unwinder's frames)."""
+    procs = [p.get("recording_cost") or {} for p in report.get("processes", [])]
+    stacks = sum(c.get("stacks", 0) for c in procs)
+    hits = sum(c.get("stacks_from_memo", 0) for c in procs)
+    verified = sum(c.get("stacks_verified", 0) for c in procs)
+    differed = sum(c.get("stacks_differed", 0) for c in procs)
+    detail = f"{stacks} stacks taken, {hits} from the memo"
+    if run["mode"] != "per-tensor":
+        return check("stack memo", INFO, detail, hard=False)
+    detail += f"; {verified} checked against the unwinder, {differed} differed"
+    return verdict(differed == 0, "stack memo matches the unwinder", detail)
+
+
 def report_checks(run, expect):
     report = run.get("report")
     if report is None:
@@ -302,6 +318,7 @@ def report_checks(run, expect):
     out += flag_checks(run, report)
     out += category_checks(run, report)
     out.append(recording_cost_check(report))
+    out.append(stack_memo_check(run, report))
     # The report infers "pool" or "per-tensor" from how the job allocated.
     wanted = expect.get("report_mode", {}).get(run["mode"])
     if wanted:
