@@ -63,7 +63,6 @@ struct memo {
 	struct vt_arena arena;
 	/* the walk notes here, then the stack is copied to the arena */
 	struct memo_stack scratch;
-	uintptr_t scratch_ips[VT_MEMO_MAX_FRAMES];
 	struct check scratch_checks[MAX_CHECKS];
 };
 
@@ -350,8 +349,8 @@ static void learn_into(struct memo *m, struct way *w, const struct vt_stack_memo
 		tls_stats.refused++;
 		return;
 	}
-	if (w->state == EMPTY) /* the arena started over: the set was cleared */
-		w->misses = 1;
+	/* from here on it counts the misses other stacks of the key make */
+	w->misses = 0;
 	w->ip = k->ip, w->ra = k->ra, w->sp = k->sp, w->want = (int16_t)want;
 	w->stack = st;
 	w->state = READY;
