@@ -20,6 +20,7 @@
 #endif
 #include <libunwind.h>
 
+#include "modules.h"          /* vt_modules_generation */
 #include "pyframes.h"         /* VT_PY_MAX_FRAMES */
 #include "stack_memo.h"
 #include "vramtrace/format.h" /* VT_MAX_FRAMES */
@@ -107,7 +108,7 @@ static inline __attribute__((always_inline)) uint32_t vt_stack_capture_here(void
 	uint64_t buf[VT_STACK_BUF_WORDS];
 	void **ips = (void **)(buf + 1);
 	struct vt_stack_memo_key key;
-	VT_STACK_MEMO_KEY(key);
+	VT_STACK_MEMO_KEY(key, vt_modules_generation());
 	int got = vt_stack_memo_find(&key, ips, (int)want);
 	if (got < 0) {
 		got = vt_stack_unwind(ips, (int)want);

@@ -51,6 +51,7 @@ struct memo_stack {
 
 struct way {
 	uintptr_t ip, ra, sp; /* the key */
+	uint32_t gen;
 	int16_t want;
 	uint8_t state;                  /* enum state */
 	uint32_t misses;                /* SEEN: at this key; READY: other stacks at this key */
@@ -142,7 +143,8 @@ static struct way *set_of(struct memo *m, const struct vt_stack_memo_key *k)
 
 static int same_key(const struct way *w, const struct vt_stack_memo_key *k, int want)
 {
-	return w->sp == k->sp && w->ra == k->ra && w->ip == k->ip && w->want == want;
+	return w->sp == k->sp && w->ra == k->ra && w->ip == k->ip && w->gen == k->gen &&
+	       w->want == want;
 }
 
 /* Innermost first, stopping at the first difference: each slot is where
@@ -351,7 +353,7 @@ static void learn_into(struct memo *m, struct way *w, const struct vt_stack_memo
 	}
 	/* from here on it counts the misses other stacks of the key make */
 	w->misses = 0;
-	w->ip = k->ip, w->ra = k->ra, w->sp = k->sp, w->want = (int16_t)want;
+	w->ip = k->ip, w->ra = k->ra, w->sp = k->sp, w->gen = k->gen, w->want = (int16_t)want;
 	w->stack = st;
 	w->state = READY;
 	tls_stats.learnt++;
@@ -400,6 +402,7 @@ void vt_stack_memo_learn(const struct vt_stack_memo_key *k, void *const *ips, in
 	*w = (struct way){.ip = k->ip,
 	                  .ra = k->ra,
 	                  .sp = k->sp,
+	                  .gen = k->gen,
 	                  .want = (int16_t)want,
 	                  .state = SEEN,
 	                  .misses = 1};

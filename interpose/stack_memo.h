@@ -40,23 +40,29 @@
 #define VT_MEMO_MAX_FRAMES 136
 
 /* Where a capture starts: the wrapper's own instruction pointer (which
- * wrapper), its return address, stack pointer and frame pointer. */
+ * wrapper), its return address, stack pointer and frame pointer; and the
+ * generation of the loaded modules (modules.h), so that nothing learnt
+ * before a dlclose (code unmapped, other code perhaps mapped at the same
+ * addresses) or a dlopen is used after it. */
 struct vt_stack_memo_key {
 	uintptr_t ip, ra, sp, fp;
+	uint32_t gen;
 };
 
 /* Read the key in the wrapper's own frame (inlined there). rbp is read
  * before rsp: if the compiler gives `sp` the register rbp (free without a
  * frame pointer), rbp has been read already. */
 #if defined(__x86_64__)
-#define VT_STACK_MEMO_KEY(k)                                                                       \
+#define VT_STACK_MEMO_KEY(k, generation)                                                           \
 	do {                                                                                       \
 		__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rbp, %1\n\tmov %%rsp, %2"              \
 		                 : "=&r"((k).ip), "=&r"((k).fp), "=r"((k).sp));                    \
 		(k).ra = (uintptr_t)__builtin_return_address(0);                                   \
+		(k).gen = (generation);                                                            \
 	} while (0)
 #else
-#define VT_STACK_MEMO_KEY(k) ((k).ip = (k).ra = (k).sp = (k).fp = 0)
+#define VT_STACK_MEMO_KEY(k, generation)                                                           \
+	((k).ip = (k).ra = (k).sp = (k).fp = 0, (k).gen = (generation))
 #endif
 
 /* The memo's frames for this key copied into ips (what unw_backtrace gave

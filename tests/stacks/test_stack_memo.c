@@ -35,10 +35,13 @@ struct result {
 
 /* Like the shim's wrapper: memo first, else unwind and learn; then the
  * truth, unwound afresh in the same frame. */
+/* the loaded modules' generation the wrapper puts in its key */
+static uint32_t modules_gen;
+
 static NOINLINE void wrapper(struct result *r, struct result *truth)
 {
 	struct vt_stack_memo_key k;
-	VT_STACK_MEMO_KEY(k);
+	VT_STACK_MEMO_KEY(k, modules_gen);
 	int got = vt_stack_memo_find(&k, r->ips, WANT);
 	r->from_memo = got >= 0;
 	r->key_sp = k.sp;
@@ -146,6 +149,28 @@ static void depths_and_shapes_match(void **state)
 			walk_deeper(d, &r, &truth);
 			assert_same_frames(&r, &truth);
 		}
+}
+
+/* A dlopen or dlclose (a new modules generation) retires what was learnt:
+ * the next call unwinds, and the stack is learnt again. */
+static void a_loader_change_forgets(void **state)
+{
+	(void)state;
+	int from_memo[2][3];
+	for (int gen = 0; gen < 2; gen++) {
+		modules_gen += (uint32_t)gen;
+		for (int i = 0; i < 3; i++) { /* one call site: one stack */
+			struct result r, truth;
+			caller_a(&r, &truth);
+			assert_same_frames(&r, &truth);
+			from_memo[gen][i] = r.from_memo;
+		}
+	}
+	assert_true(from_memo[0][2]); /* learnt (here or before) */
+	/* after the change: unwound, unwound and learnt (its second miss), hit */
+	assert_false(from_memo[1][0]);
+	assert_false(from_memo[1][1]);
+	assert_true(from_memo[1][2]);
 }
 
 /* Sixty places (depths) in turn, five rounds: each learnt at its second
@@ -256,6 +281,7 @@ int main(void)
 	    cmocka_unit_test(another_caller_at_the_same_key_is_not_taken),
 	    cmocka_unit_test(depths_and_shapes_match),
 	    cmocka_unit_test(many_places_are_held_apart),
+	    cmocka_unit_test(a_loader_change_forgets),
 	    cmocka_unit_test(signal_frames_are_not_learnt),
 	    cmocka_unit_test(threads_have_their_own_memo),
 	};
