@@ -124,7 +124,8 @@ int vt_stack_counts_text(const struct vt_self_cost *c, char *buf, size_t len)
 	/* a hostile header may claim more hits than stacks */
 	double share =
 	    c->memo_hits <= c->stacks ? 100.0 * (double)c->memo_hits / (double)c->stacks : 100.0;
-	int n = snprintf(buf, len, "%s stacks taken, %.0f %% from the stack memo", stacks, share);
+	int n = snprintf(buf, len, "%s stack%s taken, %.0f %% from the stack memo", stacks,
+	                 c->stacks == 1 ? "" : "s", share);
 	if (c->memo_verified && n > 0 && (size_t)n < len) {
 		format_count(c->memo_verified, verified, sizeof verified);
 		if (c->memo_mismatches)

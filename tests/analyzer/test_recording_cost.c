@@ -127,7 +127,7 @@ static void stack_counts(void **state)
 
 	struct vt_self_cost hostile = {.stacks = 1, .memo_hits = UINT64_MAX};
 	vt_stack_counts_text(&hostile, text, sizeof text);
-	assert_string_equal(text, "1 stacks taken, 100 % from the stack memo");
+	assert_string_equal(text, "1 stack taken, 100 % from the stack memo");
 }
 
 int main(void)
