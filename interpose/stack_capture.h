@@ -20,8 +20,8 @@
 #endif
 #include <libunwind.h>
 
-#include "modules.h"          /* vt_modules_generation */
-#include "pyframes.h"         /* VT_PY_MAX_FRAMES */
+#include "modules.h"  /* vt_modules_generation */
+#include "pyframes.h" /* VT_PY_MAX_FRAMES */
 #include "stack_memo.h"
 #include "vramtrace/format.h" /* VT_MAX_FRAMES */
 
