@@ -1,4 +1,5 @@
-/* `vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--free-stacks] [--max-size SIZE]
+/* `vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--free-stacks] [--stack-memo MODE]
+ * [--max-size SIZE]
  *                [--shm] -- CMD ARGS...`
  *
  * Runs CMD with libvramtrace.so preloaded and the trace directory in its
@@ -39,8 +40,9 @@ struct run_job {
 	const char *stack_depth; /* validated text, passed through */
 	const char *max_size;    /* validated text, passed through */
 	int use_shm;
-	int free_stacks; /* --free-stacks: unwind frees too */
-	char **cmd;      /* argv of the job */
+	int free_stacks;        /* --free-stacks: unwind frees too */
+	const char *stack_memo; /* --stack-memo on|off|verify, validated */
+	char **cmd;             /* argv of the job */
 	/* derived */
 	char shim[PATH_MAX];
 	char dir[PATH_MAX];     /* the trace, absolute */
@@ -56,7 +58,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 	        "usage: vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--free-stacks] "
-	        "[--max-size SIZE] "
+	        "[--stack-memo on|off|verify] [--max-size SIZE] "
 	        "[--shm] -- CMD ARGS...\n");
 }
 
@@ -98,12 +100,22 @@ static int parse_options(struct run_job *job, int argc, char **argv)
 		} else if (!strcmp(a, "--free-stacks")) {
 			job->free_stacks = 1;
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--stack-depth") ||
-		            !strcmp(a, "--max-size")) &&
+		            !strcmp(a, "--max-size") || !strcmp(a, "--stack-memo")) &&
 		           i + 1 < argc) {
 			const char *v = argv[++i];
 			uint64_t bytes;
 			if (!strcmp(a, "-o")) {
 				job->out_dir = v;
+			} else if (!strcmp(a, "--stack-memo")) {
+				if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "verify")) {
+					fprintf(
+					    stderr,
+					    "vramtrace run: --stack-memo wants on, off or verify, "
+					    "got '%s'\n",
+					    v);
+					return 2;
+				}
+				job->stack_memo = v;
 			} else if (!strcmp(a, "--stack-depth")) {
 				if (!valid_count(v)) {
 					fprintf(
@@ -306,6 +318,8 @@ static int prepare_env(const struct run_job *job)
 		rc |= set_env("VRAMTRACE_MAX_SIZE", job->max_size);
 	if (job->free_stacks)
 		rc |= set_env("VRAMTRACE_FREE_STACKS", "1");
+	if (job->stack_memo) /* "off" is a false word, "on" a true one (env_flag.h) */
+		rc |= set_env("VRAMTRACE_STACK_MEMO", job->stack_memo);
 	if (job->per_tensor) {
 		/* each framework's own switch for one driver allocation per tensor */
 		rc |= set_env("TF_GPU_ALLOCATOR", "cuda_malloc_async");

@@ -53,14 +53,20 @@ header_field() { # trace, field: summed over its logs
 }
 (($(header_field "$tmp/trace" stack_memo_hits) > 0)) || fail "the memo answered no stack"
 (($(header_field "$tmp/nomemo" stack_memo_hits) == 0)) || fail "VRAMTRACE_STACK_MEMO=0, yet the memo answered"
-(cd "$tmp" && VRAMTRACE_STACK_MEMO=verify "$vt" run -o "$tmp/verify" -- ./client ./libshim_lib.so 2>"$tmp/run.err") ||
-	fail "vramtrace run with the memo verified: $(cat "$tmp/run.err")"
+(cd "$tmp" && "$vt" run --stack-memo verify -o "$tmp/verify" -- ./client ./libshim_lib.so 2>"$tmp/run.err") ||
+	fail "vramtrace run --stack-memo verify: $(cat "$tmp/run.err")"
 verified=$(header_field "$tmp/verify" stack_memo_verified)
 ((verified > 0)) || fail "VRAMTRACE_STACK_MEMO=verify checked no hit"
 [[ $(header_field "$tmp/verify" stack_memo_mismatches) == 0 ]] || fail "the memo and the unwinder differed"
 "$vt" report "$tmp/verify" | grep -q "of those checked against the unwinder: none differed" ||
 	fail "the report does not say the memo was verified"
-echo "VRAMTRACE_STACK_MEMO=verify: $verified hits checked, none differed: ok"
+echo "run --stack-memo verify: $verified hits checked, none differed: ok"
+rc=0
+"$vt" run --stack-memo sometimes -o "$tmp/bad" -- ./client 2>"$tmp/bad.err" || rc=$?
+[[ $rc == 2 && $(wc -l <"$tmp/bad.err") == 1 ]] && grep -q -- "--stack-memo wants on, off or verify" "$tmp/bad.err" ||
+	fail "run --stack-memo sometimes: exit $rc, $(cat "$tmp/bad.err")"
+[[ ! -e $tmp/bad ]] || fail "run --stack-memo sometimes still made a trace"
+echo "run --stack-memo with a bad mode: one line, exit 2: ok"
 echo "sites named from the module files: ok"
 
 rm "$tmp/client" "$tmp/libshim_lib.so"
