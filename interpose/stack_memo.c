@@ -40,14 +40,19 @@ struct check {
 	uintptr_t addr, val;
 };
 
-/* A learnt stack: its frames, then the checks, in one arena block. */
+/* A learnt stack: its frames, then its checks (in the order the unwinder
+ * reads them: stack_checks), in one arena block. */
 struct memo_stack {
 	uintptr_t fp;    /* the wrapper's rbp, when need_fp */
 	uint8_t need_fp; /* an outer frame starts from the wrapper's live rbp */
 	uint16_t nips, nchecks;
-	const struct check *checks; /* in the order the unwinder reads them */
 	uintptr_t ips[];
 };
+
+static const struct check *stack_checks(const struct memo_stack *st)
+{
+	return (const struct check *)(st->ips + st->nips);
+}
 
 struct way {
 	uintptr_t ip, ra, sp; /* the key */
@@ -63,7 +68,6 @@ struct memo {
 	uint8_t victim[MEMO_SETS]; /* round robin */
 	struct vt_arena arena;
 	/* the walk notes here, then the stack is copied to the arena */
-	struct memo_stack scratch;
 	struct check scratch_checks[MAX_CHECKS];
 };
 
@@ -141,6 +145,12 @@ static struct way *set_of(struct memo *m, const struct vt_stack_memo_key *k)
 	return m->sets[h >> 58]; /* 64 sets */
 }
 
+/* The way now stands for this key (its state and counts are the caller's). */
+static void take_key(struct way *w, const struct vt_stack_memo_key *k, int want)
+{
+	w->ip = k->ip, w->ra = k->ra, w->sp = k->sp, w->gen = k->gen, w->want = (int16_t)want;
+}
+
 static int same_key(const struct way *w, const struct vt_stack_memo_key *k, int want)
 {
 	return w->sp == k->sp && w->ra == k->ra && w->ip == k->ip && w->gen == k->gen &&
@@ -153,8 +163,9 @@ static int slots_hold(const struct memo_stack *st, const struct vt_stack_memo_ke
 {
 	if (st->need_fp && st->fp != k->fp)
 		return 0;
+	const struct check *c = stack_checks(st);
 	for (unsigned i = 0; i < st->nchecks; i++)
-		if (*(const uintptr_t *)st->checks[i].addr != st->checks[i].val)
+		if (*(const uintptr_t *)c[i].addr != c[i].val)
 			return 0;
 	return 1;
 }
@@ -181,10 +192,12 @@ int vt_stack_memo_find(const struct vt_stack_memo_key *k, void **ips, int want)
 /* ---- learning: a step-by-step walk that notes what it read --------------- */
 
 struct walk {
-	struct memo *m; /* notes into m->scratch */
+	struct memo *m; /* notes into m->scratch_checks */
 	const struct vt_stack_memo_key *k;
 	uintptr_t uc_lo, uc_hi; /* the walk's own register copy */
 	uintptr_t last_fp_slot;
+	uint16_t nchecks;
+	uint8_t need_fp; /* memo_stack.need_fp */
 };
 
 static int on_stack(const struct walk *w, uintptr_t addr)
@@ -194,12 +207,9 @@ static int on_stack(const struct walk *w, uintptr_t addr)
 
 static int add_check(struct walk *w, uintptr_t addr, uintptr_t expect)
 {
-	struct memo_stack *st = &w->m->scratch;
-	if (!on_stack(w, addr) || st->nchecks == MAX_CHECKS || *(const uintptr_t *)addr != expect)
+	if (!on_stack(w, addr) || w->nchecks == MAX_CHECKS || *(const uintptr_t *)addr != expect)
 		return 0;
-	w->m->scratch_checks[st->nchecks].addr = addr;
-	w->m->scratch_checks[st->nchecks].val = expect;
-	st->nchecks++;
+	w->m->scratch_checks[w->nchecks++] = (struct check){addr, expect};
 	return 1;
 }
 
@@ -245,22 +255,23 @@ static int note_frame_pointer(struct walk *w, const struct frame_pointer *fp, ui
 	}
 	if (fp->value != w->k->fp)
 		return 0;
-	w->m->scratch.need_fp = 1;
+	w->need_fp = 1;
 	return 1;
 }
 
 /* Walk from here to the wrapper's caller, then along ips[first..n),
  * noting each frame's slots; 1 when the walk saw exactly those frames
  * (and ended where unw_backtrace ended, if it ended before `want`). */
-static __attribute__((noinline)) int walk_and_note(struct memo *m,
-                                                   const struct vt_stack_memo_key *k,
-                                                   void *const *ips, int n, int want, int first)
+static __attribute__((noinline)) int walk_and_note(struct walk *w, void *const *ips, int n,
+                                                   int want, int first)
 {
 	unw_context_t uc;
 	unw_cursor_t cur;
 	if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
 		return 0;
-	struct walk w = {m, k, (uintptr_t)&uc, (uintptr_t)&uc + sizeof uc, 0};
+	const struct vt_stack_memo_key *k = w->k;
+	w->uc_lo = (uintptr_t)&uc;
+	w->uc_hi = (uintptr_t)&uc + sizeof uc;
 	unw_word_t ip = 0, cfa;
 	for (int own = 0;; own++) { /* this file's frames and the wrapper's */
 		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
@@ -273,13 +284,13 @@ static __attribute__((noinline)) int walk_and_note(struct memo *m,
 	for (int i = first;; i++) {
 		struct frame_pointer fp;
 		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip != (uintptr_t)ips[i] ||
-		    unw_is_signal_frame(&cur) > 0 || !note_return_slot(&w, &cur, ip) ||
+		    unw_is_signal_frame(&cur) > 0 || !note_return_slot(w, &cur, ip) ||
 		    !read_frame_pointer(&cur, &fp))
 			return 0;
 		if (i + 1 == n) /* capped at want, or the stack ended here too */
 			return n == want || unw_step(&cur) <= 0;
 		if (unw_step(&cur) <= 0 || unw_get_reg(&cur, UNW_REG_SP, &cfa) < 0 ||
-		    !note_frame_pointer(&w, &fp, cfa))
+		    !note_frame_pointer(w, &fp, cfa))
 			return 0;
 	}
 }
@@ -302,13 +313,11 @@ static const struct memo_stack *learn(struct memo *m, const struct vt_stack_memo
 	int first = caller_index(ips, n, k->ra); /* ips[first]: the wrapper's caller */
 	if (first < 0 || n > VT_MEMO_MAX_FRAMES)
 		return NULL;
-	struct memo_stack *st = &m->scratch;
-	st->nchecks = 0;
-	st->need_fp = 0;
-	if (!walk_and_note(m, k, ips, n, want, first))
+	struct walk w = {.m = m, .k = k};
+	if (!walk_and_note(&w, ips, n, want, first))
 		return NULL;
 	size_t ips_bytes = (size_t)n * sizeof(uintptr_t);
-	size_t checks_bytes = st->nchecks * sizeof(struct check);
+	size_t checks_bytes = w.nchecks * sizeof(struct check);
 	struct memo_stack *out = vt_arena_alloc(&m->arena, sizeof *out + ips_bytes + checks_bytes);
 	if (!out) { /* full: start over, forgetting every learnt stack */
 		memset(m->sets, 0, sizeof m->sets);
@@ -317,14 +326,12 @@ static const struct memo_stack *learn(struct memo *m, const struct vt_stack_memo
 		if (!out)
 			return NULL;
 	}
-	struct check *checks = (struct check *)((char *)out->ips + ips_bytes);
-	memcpy(out->ips, ips, ips_bytes);
-	memcpy(checks, m->scratch_checks, checks_bytes);
 	out->fp = k->fp;
-	out->need_fp = st->need_fp;
+	out->need_fp = w.need_fp;
 	out->nips = (uint16_t)n;
-	out->nchecks = st->nchecks;
-	out->checks = checks;
+	out->nchecks = w.nchecks;
+	memcpy(out->ips, ips, ips_bytes);
+	memcpy(out->ips + n, m->scratch_checks, checks_bytes); /* stack_checks(out) */
 	return out;
 }
 
@@ -353,7 +360,7 @@ static void learn_into(struct memo *m, struct way *w, const struct vt_stack_memo
 	}
 	/* from here on it counts the misses other stacks of the key make */
 	w->misses = 0;
-	w->ip = k->ip, w->ra = k->ra, w->sp = k->sp, w->gen = k->gen, w->want = (int16_t)want;
+	take_key(w, k, want);
 	w->stack = st;
 	w->state = READY;
 	tls_stats.learnt++;
@@ -399,13 +406,9 @@ void vt_stack_memo_learn(const struct vt_stack_memo_key *k, void *const *ips, in
 		return;
 	}
 	struct way *w = victim(m, set, NULL);
-	*w = (struct way){.ip = k->ip,
-	                  .ra = k->ra,
-	                  .sp = k->sp,
-	                  .gen = k->gen,
-	                  .want = (int16_t)want,
-	                  .state = SEEN,
-	                  .misses = 1};
+	take_key(w, k, want);
+	w->state = SEEN;
+	w->misses = 1;
 }
 
 __attribute__((noinline)) int vt_stack_memo_verify(const struct vt_stack_memo_key *k, void **ips,
