@@ -141,34 +141,42 @@ static int find_self_cb(struct dl_phdr_info *info, size_t size, void *p)
 
 /* ---- counts for the log header (format.h stack_*) ------------------------ */
 
+/* Captures go in every VT_STACK_COUNT_BATCH (relaxed atomic adds on the
+ * shared header: once per capture would make threads contend for its line). */
+#define VT_STACK_COUNT_BATCH 64u
+
 /* what this thread has added to the header so far */
 static __thread struct {
 	uint64_t captures, hits, verified, mismatches;
 } t_published __attribute__((tls_model("initial-exec")));
 
+/* The thread's counts now, as added so far (s: its memo's counters). */
+static void mark_published(const struct vt_stack_memo_stats *s)
+{
+	t_published.captures = tls_unwind_calls;
+	t_published.hits = s->hits;
+	t_published.verified = s->verified;
+	t_published.mismatches = s->mismatches;
+}
+
 void vt_stack_counts_flush(void)
 {
 	struct vt_stack_memo_stats s;
 	vt_stack_memo_stats(&s);
-	uint64_t captures = tls_unwind_calls;
-	if (captures == t_published.captures && s.mismatches == t_published.mismatches)
+	if (tls_unwind_calls == t_published.captures && s.mismatches == t_published.mismatches)
 		return;
-	vt_log_add_stack_counts(captures - t_published.captures, s.hits - t_published.hits,
+	vt_log_add_stack_counts(tls_unwind_calls - t_published.captures, s.hits - t_published.hits,
 	                        s.verified - t_published.verified,
 	                        s.mismatches - t_published.mismatches);
-	t_published.captures = captures;
-	t_published.hits = s.hits;
-	t_published.verified = s.verified;
-	t_published.mismatches = s.mismatches;
+	mark_published(&s);
 }
 
 int vt_stack_verify_memo(const struct vt_stack_memo_key *k, void **ips, int got, int want)
 {
-	uint64_t before = t_published.mismatches;
-	struct vt_stack_memo_stats s;
 	got = vt_stack_memo_verify(k, ips, got, want);
+	struct vt_stack_memo_stats s;
 	vt_stack_memo_stats(&s);
-	if (s.mismatches != before)
+	if (s.mismatches != t_published.mismatches) /* a mismatch goes in at once */
 		vt_stack_counts_flush();
 	return got;
 }
@@ -179,10 +187,7 @@ static void child_after_fork(void)
 	/* the parent's counts are in the parent's log */
 	struct vt_stack_memo_stats s;
 	vt_stack_memo_stats(&s);
-	t_published.captures = tls_unwind_calls;
-	t_published.hits = s.hits;
-	t_published.verified = s.verified;
-	t_published.mismatches = s.mismatches;
+	mark_published(&s);
 }
 
 static void capture_init(void)

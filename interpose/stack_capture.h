@@ -67,8 +67,7 @@ uint32_t vt_stack_intern(uint64_t *buf, int got);
 int vt_stack_verify_memo(const struct vt_stack_memo_key *k, void **ips, int got, int want);
 
 /* The calling thread's stack counts not yet in the log header (they go in
- * batches of VT_STACK_COUNT_BATCH captures): the exiting thread's, at the
- * end. */
+ * batches): at its exit, and the exiting process's thread at the end. */
 void vt_stack_counts_flush(void);
 
 /* unw_backtrace, libunwind's fast path. Under TSan its per-thread trace

@@ -141,16 +141,15 @@ struct vt_file_header {
 	uint32_t self_hist[VT_SELF_HIST]; /* timed calls by time: bucket b holds
 	                                     [2^b, 2^(b+1)) ns, bucket 0 [0, 2) */
 	/* Stack captures and the stack memo (interpose/stack_memo.h), added by
-	 * each thread every VT_STACK_COUNT_BATCH captures and by the exiting
-	 * one at the end (another thread's last few may be missing); a
-	 * mismatch is added at once. Zero in logs from before (padding). */
+	 * each thread in batches and when it exits (interpose/stack_capture.c;
+	 * a thread killed with the process may miss its last few); a mismatch
+	 * is added at once. Zero in logs from before (padding). */
 	uint64_t stack_captures;        /* calls whose stack was taken */
 	uint64_t stack_memo_hits;       /* of them, frames from the memo */
 	uint64_t stack_memo_verified;   /* hits also unwound (VRAMTRACE_STACK_MEMO=verify) */
 	uint64_t stack_memo_mismatches; /* of those, where the unwinder disagreed */
 };
 _Static_assert(sizeof(struct vt_file_header) <= VT_HEADER_SIZE, "header fits");
-#define VT_STACK_COUNT_BATCH 64u
 
 /* ---- chunk header (first 32 bytes of every chunk) ---------------------- */
 
