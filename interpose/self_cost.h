@@ -40,8 +40,9 @@ uint64_t vt_self_start(void);
 /* Times [t0, t1) and [t2, now), publishes them with the calls counted. */
 void vt_self_publish(uint64_t t0, uint64_t t1, uint64_t t2);
 
-/* Count this thread's calls since its last timed one (at exit: without it
- * a short job's count stops at its last timed call). */
+/* Count this thread's calls since its last timed one (when the thread or
+ * the process exits: without it a short job's count stops at its last
+ * timed call). */
 void vt_self_flush(void);
 
 /* In a fork child (pthread_atfork): its next call is its first, timed apart

@@ -71,27 +71,31 @@ int vt_is_own_address(const void *p)
 
 static atomic_int finished;
 
+/* A thread's counts not yet in the log header (the shim's own time since
+ * its last timed call, its last stack counts) go in when it exits
+ * (thread_exit_key); the exiting process's thread, in finish(). */
+static pthread_key_t thread_exit_key;
+static int thread_exit_key_ok;
+
+static void flush_thread_counts(void)
+{
+	vt_self_flush();
+	vt_stack_counts_flush();
+}
+
 static void finish(int status)
 {
 	if (atomic_exchange(&finished, 1))
 		return;
 	vt_guard = VT_GUARD_EXITED; /* this thread's frees from later destructors pass through */
-	vt_self_flush();
-	vt_stack_counts_flush();
+	flush_thread_counts();
 	vt_log_finish(status);
 }
-
-/* A thread's counts not yet in the log header (the shim's own time since
- * its last timed call, its last stack counts) go in when it exits; the
- * exiting process's thread, in finish(). */
-static pthread_key_t thread_exit_key;
-static int thread_exit_key_ok;
 
 static void on_thread_exit(void *unused)
 {
 	(void)unused;
-	vt_self_flush();
-	vt_stack_counts_flush();
+	flush_thread_counts();
 }
 
 void vt_shim_thread_started(void)
@@ -132,7 +136,6 @@ int vt_shim_log_ready_slow(void)
 		t_opening_log = 1;
 		vt_log_init(&cfg); /* on failure the writer warns once, drops */
 		on_exit(on_exit_handler, NULL);
-		pthread_atfork(NULL, NULL, vt_self_after_fork);
 		__atomic_store_n(&vt_shim_log_state, VT_LOG_READY, __ATOMIC_RELEASE);
 		t_opening_log = 0;
 		return 1;
@@ -166,6 +169,7 @@ static void after_fork_child(void)
 	 * the facts already stated in the parent's log are stated again. */
 	atomic_store(&finished, 0);
 	vt_record_forget_devices();
+	vt_self_after_fork(); /* its first call sets its recording up: timed apart */
 }
 
 __attribute__((constructor)) static void vt_shim_constructor(void)
