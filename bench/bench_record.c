@@ -341,19 +341,24 @@ static void set_env(enum tracer tr, const char *dir)
 	unsetenv("VRAMTRACE_STACK_DEPTH");
 	unsetenv("VRAMTRACE_FREE_STACKS");
 	unsetenv("VRAMTRACE_STACK_MEMO");
-	switch (tr) {
+	switch (tr) { /* the shim's settings */
 	case SHIM_NOMEMO:
 		setenv("VRAMTRACE_STACK_MEMO", "0", 1);
-		setenv("LD_PRELOAD", shim_path, 1);
 		break;
 	case SHIM_FREESTACKS:
 		setenv("VRAMTRACE_FREE_STACKS", "1", 1);
-		setenv("LD_PRELOAD", shim_path, 1);
 		break;
 	case SHIM_NOSTACKS:
 		setenv("VRAMTRACE_STACK_DEPTH", "0", 1);
-		/* fall through */
+		break;
+	default:
+		break;
+	}
+	switch (tr) { /* what is preloaded */
 	case SHIM:
+	case SHIM_NOSTACKS:
+	case SHIM_FREESTACKS:
+	case SHIM_NOMEMO:
 		setenv("LD_PRELOAD", shim_path, 1);
 		break;
 	case SHIM_LOCKCOUNT:
