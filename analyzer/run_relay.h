@@ -11,7 +11,7 @@
  *
  * The marks: the launcher is not a traced process, so it writes its own small
  * log in the trace directory with the same writer the shim uses
- * (interpose/log_writer.c, compiled into the analyzer library: one writer of
+ * (logwriter/, the library both link: one writer of
  * the format, not two). The log is created at the first recognised message
  * only, so a run without one has no launcher log. It holds one
  * VT_MARK_LAUNCHER mark ("stderr relay of pid N", value = job pid) and a

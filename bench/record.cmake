@@ -21,7 +21,6 @@ if(TARGET vtsim_cuda)
     VT_BENCH_SIMDRIVER_DIR="${VT_SIMDRIVER_DIR}"
     VT_BENCH_NULLDRIVER_DIR="${CMAKE_CURRENT_BINARY_DIR}/null_driver")
   target_link_libraries(bench_record PRIVATE vtanalysis PkgConfig::LIBUNWIND ${CMAKE_DL_LIBS} Threads::Threads)
-  target_include_directories(bench_record PRIVATE ${CMAKE_SOURCE_DIR}/interpose) # event_clock.h
   add_dependencies(bench_record vramtrace vtsim_cuda bench_lockcount bench_null_driver)
   vt_add_bench(bench_record)
 

@@ -85,7 +85,7 @@ enum vt_header_flag {
 	VT_FLAG_FREE_STACKS = 1u << 2,/* frees carry their stacks too (--free-stacks);
 	                                 without it a free's stack_id is 0 */
 	VT_FLAG_TSC_CLOCK = 1u << 3,  /* event times read from the TSC, scaled to
-	                                 CLOCK_MONOTONIC (interpose/event_clock.c);
+	                                 CLOCK_MONOTONIC (logwriter/event_clock.c);
 	                                 without it each from clock_gettime */
 };
 

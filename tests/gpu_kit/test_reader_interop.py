@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The kit's reader (samples/gpu/vtlog.py) against the project's own writer
-and reader: kit_fixture_writer writes a trace with interpose/log_writer.c;
+and reader: kit_fixture_writer writes a trace with logwriter/log_writer.c;
 vtlog must read the same records, field for field, as `vramtrace dump
 --json`, and the kit's measurements must match what the fixture wrote.
 

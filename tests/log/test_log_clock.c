@@ -1,4 +1,4 @@
-/* The events' clock (interpose/event_clock.c): CLOCK_MONOTONIC read from the
+/* The events' clock (logwriter/event_clock.c): CLOCK_MONOTONIC read from the
  * TSC must stay within TOLERANCE_NS of clock_gettime (read before and after
  * it), never run backwards in a thread, survive anchors that expire (a
  * thread idle for over a second) and many threads at once; VRAMTRACE_TSC=0

@@ -1,4 +1,4 @@
-/* A test double for interpose/log_writer.h: records go into an in-memory
+/* A test double for logwriter/log_writer.h: records go into an in-memory
  * list (with the writing thread's id) instead of a file, so the capture and
  * module code can be tested on its own. Thread-safe (a mutex: tests only). */
 #ifndef VT_FAKE_LOG_H
