@@ -8,6 +8,7 @@
 #include "model_hash.h"
 #include <uthash.h>
 
+#include "model_consumer.h"
 #include "model_internal.h"
 #include "model_intervals.h"
 
@@ -42,10 +43,6 @@ void *vt_model_grow(void *arr, uint32_t *cap, uint32_t n, size_t elem)
 	*cap = c;
 	return p;
 }
-/* The check inline: it runs for every allocation and every free. */
-#define GROW(arr, cap, n)                                                                          \
-	((n) < (cap) ? (void)0 : (void)((arr) = vt_model_grow((arr), &(cap), (n), sizeof *(arr))))
-
 static char *dup_n(const char *s, size_t n)
 {
 	char *d = malloc(n + 1);
@@ -59,9 +56,11 @@ static char *dup_n(const char *s, size_t n)
 
 /* ---- lifecycle ------------------------------------------------------ */
 
-struct vt_model *vt_model_new(void)
+struct vt_model *vt_model_create(const struct vt_replay_consumer *consumer)
 {
 	struct vt_model *m = calloc(1, sizeof *m);
+	if (m)
+		m->consumer = consumer;
 	return m;
 }
 
@@ -143,7 +142,7 @@ void vt_model_free(struct vt_model *m)
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		free(m->devices[d].name);
 	free(m->replay_peaks);
-	vt_stream_free(m->stream);
+	m->consumer->destroy(m);
 	free(m->allocs);
 	free(m->copies);
 	free(m->copy_index);
@@ -337,15 +336,7 @@ static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_f
 {
 	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
 		return;
-	if (m->stream) { /* per process, with snapshots at the peaks */
-		vt_stream_charge(m, a, is_free, t, seq);
-		return;
-	}
-	if (!m->replay_peaks &&
-	    !(m->replay_peaks = calloc(VT_MAX_DEVICES, sizeof *m->replay_peaks))) {
-		vt_nomem();
-	}
-	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, is_free, t, seq);
+	m->consumer->charge(m, a, is_free, t, seq);
 }
 
 static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t,
@@ -361,13 +352,7 @@ static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uin
 	replay_charge(m, a, 1, t, seq);
 	a->t_free = t;
 	a->seq_free = seq;
-	if (m->stream) { /* no free order: the record is reused */
-		vt_stream_retire(m, idx);
-		return;
-	}
-	GROW(m->free_order, m->cap_free_order, m->nfree_order);
-	m->free_order[m->nfree_order++] = idx;
-	p->free_end = m->nfree_order;
+	m->consumer->freed(m, p, idx);
 }
 
 static int is_charged(uint8_t kind)
@@ -401,8 +386,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 		    .kind = ev->kind,
 		};
 		m->totals.failed_allocs++;
-		if (m->stream) /* what held the device when it said no */
-			vt_stream_failed(m, pi, ev->device, t, ev->seq);
+		m->consumer->failed(m, pi, ev->device, t, ev->seq);
 		return;
 	}
 	m->totals.alloc_calls++;
@@ -426,7 +410,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			m->totals.implicit_frees++;
 		}
 	}
-	uint32_t idx = m->stream ? vt_stream_take_record(m, pi, ev->stack_id) : VT_NO_INDEX;
+	uint32_t idx = m->consumer->take_record(m, pi, ev->stack_id);
 	if (idx == VT_NO_INDEX) {
 		GROW(m->allocs, m->cap_allocs, m->nallocs);
 		idx = m->nallocs++;
@@ -581,54 +565,20 @@ static uint32_t containing(const struct vt_proc *p, uint64_t addr, uint64_t *off
 	return iv->alloc;
 }
 
-static void note_partial_copy(struct vt_model *m, uint32_t idx, uint64_t off,
-                              const struct vt_event *ev, uint64_t t)
-{
-	struct vt_range_key key = {.alloc = idx, .offset = off};
-	struct vt_range_entry *e;
-	HASH_FIND(hh, m->range_index, &key, sizeof key, e);
-	if (!e) {
-		e = calloc(1, sizeof *e);
-		if (!e)
-			vt_nomem();
-		e->key = key;
-		GROW(m->ranges, m->cap_ranges, m->nranges);
-		e->range = m->nranges++;
-		m->ranges[e->range] = (struct vt_copy_range){
-		    .alloc = idx,
-		    .stack_id = ev->stack_id,
-		    .offset = off,
-		    .t_first = t,
-		};
-		HASH_ADD(hh, m->range_index, key, sizeof key, e);
-		m->allocs[idx].flags |= VT_AF_PARTIAL_COPIES;
-	}
-	struct vt_copy_range *r = &m->ranges[e->range];
-	r->copies++;
-	r->total_bytes += ev->bytes;
-	if (ev->bytes > r->bytes)
-		r->bytes = ev->bytes;
-	r->t_last = t;
-}
-
 static void attach_h2d(struct vt_model *m, uint32_t idx, uint64_t off, const struct vt_event *ev,
                        uint64_t t)
 {
 	struct vt_alloc_copies *c = copies_of(m, idx);
 	int partial = off != 0 || ev->bytes < m->allocs[idx].bytes;
-	if (c->h2d_copies == 0) {
+	int first = c->h2d_copies == 0;
+	if (first) {
 		c->t_first_h2d = t;
 		c->h2d_stack_id = ev->stack_id;
 	}
-	/* streaming: no per-offset ranges (they grow with the trace); a stack
-	 * that filled a part counts as an upload site, as in finish's count */
-	if (m->stream && (c->h2d_copies == 0 || partial))
-		vt_stream_count_use(m, m->allocs[idx].proc, ev->stack_id, 1);
 	c->h2d_copies++;
 	c->h2d_bytes += ev->bytes;
 	c->t_last_h2d = t;
-	if (partial && !m->stream)
-		note_partial_copy(m, idx, off, ev, t);
+	m->consumer->uploaded(m, idx, off, ev, t, first, partial);
 }
 
 static void on_copy(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
@@ -740,14 +690,14 @@ static void on_mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_
 {
 	if (size < sizeof *r || sizeof *r + r->text_len > size)
 		return;
-	/* streaming: one marker per step would grow with the trace; counted */
-	if (m->stream && vt_mark_is_step(r->kind, r->text, r->text_len)) {
-		vt_stream_step_mark(m, (uint32_t)(p - m->procs));
-		return;
-	}
+	m->consumer->mark(m, p, r, trace_t(p, r->t_ns));
+}
+
+void vt_model_keep_mark(struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t)
+{
 	GROW(p->marks, p->cap_marks, p->nmarks);
 	p->marks[p->nmarks++] = (struct vt_mark){
-	    .t_ns = trace_t(p, r->t_ns),
+	    .t_ns = t,
 	    .seq = r->seq,
 	    .value = r->value,
 	    .kind = r->kind,
@@ -763,17 +713,7 @@ static void on_meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_me
 	struct vt_device *d = device_of(m, r->device);
 	if (d && !d->total_bytes)
 		d->total_bytes = r->total_bytes;
-	if (m->stream) /* one per cuMemGetInfo call: only the capacity is kept */
-		return;
-	GROW(p->meminfo, p->cap_meminfo, p->nmeminfo);
-	p->meminfo[p->nmeminfo++] = (struct vt_meminfo){
-	    .t_ns = trace_t(p, r->t_ns),
-	    .seq = r->seq,
-	    .free_bytes = r->free_bytes,
-	    .total_bytes = r->total_bytes,
-	    .device = r->device,
-	    .reason = r->reason,
-	};
+	m->consumer->meminfo(m, p, r, trace_t(p, r->t_ns));
 }
 
 static void on_device(struct vt_model *m, const struct vt_device_rec *r, uint32_t size)
@@ -895,8 +835,8 @@ void vt_model_end_process(struct vt_model *m, uint32_t pi)
 	if (pi >= m->nprocs)
 		return;
 	struct vt_proc *p = &m->procs[pi];
-	if (m->stream && p->live)
-		vt_stream_end_process(m, pi);
+	if (p->live)
+		m->consumer->end_process(m, pi);
 	/* live allocations stay live (t_free = NEVER); the replay state goes */
 	if (p->live) {
 		vt_ival_destroy(p->live);

@@ -277,6 +277,9 @@ struct vt_model {
 		uint64_t live, peak, t_ns, seq;
 	} * replay_peaks;                       /* [VT_MAX_DEVICES], NULL until used */
 	struct vt_site_funnel *site_funnels[2]; /* [0] allocation stacks, [1] copy stacks */
+	/* what the replay hands on and who keeps it (model_consumer.h): the
+	 * full model's history or the streaming model's summaries */
+	const struct vt_replay_consumer *consumer;
 	/* set for a streaming model (model_stream.h): freed records are reused,
 	 * and allocs, free_order and ranges do not hold the whole trace */
 	struct vt_stream *stream;
@@ -284,7 +287,8 @@ struct vt_model {
 	int site_funnels_ready;
 };
 
-struct vt_model *vt_model_new(void);
+/* vt_model_new (model_history.h) and vt_model_new_streaming (model_stream.h)
+ * make a model; this frees either. */
 void vt_model_free(struct vt_model *m);
 
 /* Replay input. hdr may be NULL in tests (a pid-0 process is made). */

@@ -1,4 +1,5 @@
-/* uthash entries the model keeps per process; private to model*.c. */
+/* uthash entries the model keeps per process, and what the replay offers
+ * its consumers; private to the model (model*.c) and the site namer. */
 #ifndef VT_MODEL_INTERNAL_H
 #define VT_MODEL_INTERNAL_H
 
@@ -79,8 +80,15 @@ void vt_model_drop_range_index(struct vt_model *m);
 /* Allocation idx's copy statistics go (its record is about to be reused). */
 void vt_model_forget_copies(struct vt_model *m, uint32_t idx);
 
-/* ---- the streaming model (model_stream.c), called by the replay when
- * m->stream is set ------------------------------------------------------- */
+/* ---- for the replay's consumers (model_consumer.h) ------------------- */
+struct vt_replay_consumer;
+/* An empty model whose replay hands what it sees to consumer (a static
+ * table): the constructors vt_model_new and vt_model_new_streaming. */
+struct vt_model *vt_model_create(const struct vt_replay_consumer *consumer);
+/* Keep marker r of process p, at trace time t, in p->marks. */
+struct vt_mark_rec;
+void vt_model_keep_mark(struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t);
+
 /* Live bytes and the peak: 1 when this allocation made a new peak. */
 static inline int vt_replay_peak_charge(struct vt_replay_peak *r, uint64_t bytes, int is_free,
                                         uint64_t t, uint64_t seq)
@@ -98,27 +106,9 @@ static inline int vt_replay_peak_charge(struct vt_replay_peak *r, uint64_t bytes
 	return 1;
 }
 
-/* A recycled allocation record, or VT_NO_INDEX (append one); an allocation
- * of process proc with this stack is about to be recorded in it. */
-uint32_t vt_stream_take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id);
-/* Allocation idx was freed and its free recorded: recycle its record. */
-void vt_stream_retire(struct vt_model *m, uint32_t idx);
-/* replay_charge for a streaming model: a's process's live bytes and peak
- * on its device (vt_model.replay_peaks is the whole trace's: processes are
- * replayed one after the other), a snapshot before the first fall after a
- * new peak. */
-void vt_stream_charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
-                      uint64_t seq);
-/* An allocation (copy 0) or a first host-to-device copy (copy 1) made with
- * this stack: the full model counts these over its records in finish. */
-void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy);
-void vt_stream_end_process(struct vt_model *m, uint32_t proc);
-/* An allocation of proc on dev failed (event seq, trace time t). */
-void vt_stream_failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq);
-/* A step marker of process proc (not kept: counted). */
-void vt_stream_step_mark(struct vt_model *m, uint32_t proc);
-/* The devices' peaks and end bytes from the snapshots. */
-void vt_stream_finish(struct vt_model *m);
-void vt_stream_free(struct vt_stream *s);
+/* Grow arr so that index n fits (vt_model_grow), the check inline: it runs
+ * for every allocation and every free. */
+#define GROW(arr, cap, n)                                                                          \
+	((n) < (cap) ? (void)0 : (void)((arr) = vt_model_grow((arr), &(cap), (n), sizeof *(arr))))
 
 #endif

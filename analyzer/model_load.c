@@ -7,6 +7,7 @@
 
 #include "log_reader.h"
 #include "model.h"
+#include "model_history.h"
 #include "model_stream.h"
 
 #include "sites.h"

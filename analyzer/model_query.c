@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_consumer.h"
 #include "model_hash.h"
 #include "model_internal.h"
 #include "nomem.h"
@@ -208,112 +209,6 @@ const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t a
 	return *n ? &m->ranges[lo] : NULL;
 }
 
-/* ---- finish: the peak sweep ------------------------------------------- */
-
-/* One process's alloc/free events in seq order: allocations are stored in
- * the order they happened and frees in free_order, so this is a merge. */
-struct proc_cursor {
-	uint32_t ai, fi;
-};
-
-/* Next event of process p: returns 1 and sets *idx, *is_free, *when. */
-static int next_event(const struct vt_model *m, const struct vt_proc *p,
-                      const struct proc_cursor *c, uint32_t *idx, int *is_free,
-                      struct vt_moment *when, uint32_t pi)
-{
-	int have_a = c->ai < p->alloc_end, have_f = c->fi < p->free_end;
-	if (!have_a && !have_f)
-		return 0;
-	const struct vt_alloc *a = have_a ? &m->allocs[c->ai] : NULL;
-	const struct vt_alloc *f = have_f ? &m->allocs[m->free_order[c->fi]] : NULL;
-	/* a free and the alloc that closed it implicitly share a seq: free first */
-	if (f && (!a || f->seq_free <= a->seq_alloc)) {
-		*idx = m->free_order[c->fi];
-		*is_free = 1;
-		*when = (struct vt_moment){f->t_free, pi, f->seq_free};
-	} else {
-		*idx = c->ai;
-		*is_free = 0;
-		*when = (struct vt_moment){a->t_alloc, pi, a->seq_alloc};
-	}
-	return 1;
-}
-
-static void sweep_many(struct vt_model *m);
-
-static void sweep_peaks(struct vt_model *m)
-{
-	if (m->nprocs == 1) { /* the replay kept the score */
-		for (int dv = 0; dv < VT_MAX_DEVICES && m->replay_peaks; dv++) {
-			const struct vt_replay_peak *r = &m->replay_peaks[dv];
-			struct vt_device *d = &m->devices[dv];
-			d->end_bytes = r->live;
-			if (r->peak > d->peak_bytes) {
-				d->peak_bytes = r->peak;
-				d->peak_t_ns = r->t_ns;
-				d->peak_proc = 0;
-				d->peak_seq = r->seq;
-			}
-		}
-		return;
-	}
-	sweep_many(m);
-}
-
-static void sweep_many(struct vt_model *m)
-{
-	uint64_t live[VT_MAX_DEVICES] = {0};
-	struct proc_cursor *cur = calloc(m->nprocs ? m->nprocs : 1, sizeof *cur);
-	if (!cur)
-		vt_nomem();
-	for (uint32_t i = 0; i < m->nprocs; i++)
-		cur[i] = (struct proc_cursor){m->procs[i].alloc_begin, m->procs[i].free_begin};
-	for (;;) {
-		/* the process whose next event is earliest (k-way merge by time) */
-		int best = -1;
-		uint32_t bidx = 0;
-		int bfree = 0;
-		struct vt_moment bwhen = {0};
-		for (uint32_t i = 0; i < m->nprocs; i++) {
-			uint32_t idx;
-			int is_free;
-			struct vt_moment when;
-			if (!next_event(m, &m->procs[i], &cur[i], &idx, &is_free, &when, i))
-				continue;
-			if (best < 0 || vt_moment_cmp(&when, &bwhen) < 0) {
-				best = (int)i;
-				bidx = idx;
-				bfree = is_free;
-				bwhen = when;
-			}
-		}
-		if (best < 0)
-			break;
-		if (bfree)
-			cur[best].fi++;
-		else
-			cur[best].ai++;
-		const struct vt_alloc *a = &m->allocs[bidx];
-		if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
-			continue;
-		struct vt_device *d = &m->devices[a->device];
-		if (bfree) {
-			live[a->device] -= a->bytes;
-			continue;
-		}
-		live[a->device] += a->bytes;
-		if (live[a->device] > d->peak_bytes) {
-			d->peak_bytes = live[a->device];
-			d->peak_t_ns = bwhen.t_ns;
-			d->peak_proc = bwhen.proc;
-			d->peak_seq = bwhen.seq;
-		}
-	}
-	for (int dv = 0; dv < VT_MAX_DEVICES; dv++)
-		m->devices[dv].end_bytes = live[dv];
-	free(cur);
-}
-
 uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip)
 {
 	if (proc >= m->nprocs)
@@ -341,39 +236,8 @@ struct vt_stack_entry *vt_model_cached_stack(struct vt_model *m, struct vt_stack
 	return e;
 }
 
-/* How many allocations and first uploads each stack made (a streaming
- * model counted them as it replayed: its records are not the trace's). */
-static void count_stack_uses(struct vt_model *m)
-{
-	struct vt_stack_cache sc = {.proc = UINT32_MAX};
-	for (uint32_t i = 0; i < m->nallocs; i++) {
-		const struct vt_alloc *a = &m->allocs[i];
-		struct vt_stack_entry *e = vt_model_cached_stack(m, &sc, a->proc, a->stack_id);
-		if (e)
-			e->s.alloc_uses++;
-	}
-	/* only the side table's allocations had a first host-to-device copy */
-	for (uint32_t k = 0; k < m->ncopies; k++) {
-		const struct vt_alloc_copies *c = &m->copies[k];
-		struct vt_stack_entry *e =
-		    vt_model_cached_stack(m, &sc, m->allocs[c->alloc].proc, c->h2d_stack_id);
-		if (e)
-			e->s.copy_uses++;
-	}
-	for (uint32_t r = 0; r < m->nranges; r++) {
-		struct vt_stack_entry *e;
-		uint32_t id = m->ranges[r].stack_id;
-		HASH_FIND(hh, m->procs[m->allocs[m->ranges[r].alloc].proc].stacks, &id, sizeof id,
-		          e);
-		if (e)
-			e->s.copy_uses++;
-	}
-}
-
 static void frame_fanin(struct vt_model *m)
 {
-	if (!m->stream)
-		count_stack_uses(m);
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		struct vt_proc *p = &m->procs[pi];
 		struct vt_stack_entry *e, *tmp;
@@ -410,10 +274,7 @@ void vt_model_finish(struct vt_model *m)
 		return;
 	for (uint32_t i = 0; i < m->nprocs; i++)
 		vt_model_end_process(m, i);
-	if (m->stream)
-		vt_stream_finish(m);
-	else
-		sweep_peaks(m);
+	m->consumer->finish(m); /* peaks, end bytes, stack uses */
 	frame_fanin(m);
 	/* ranges sorted by (alloc, offset) for vt_model_ranges; the hash index
 	 * pointing into them is no longer needed */

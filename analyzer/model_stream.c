@@ -1,13 +1,14 @@
 /* The streaming model's state (see model_stream.h): recycled allocation
  * records, each process's live bytes and peak per device, and the
- * snapshots of what was live at those peaks. model.c's replay calls in
- * here only when m->stream is set. */
+ * snapshots of what was live at those peaks: the replay's consumer
+ * (model_consumer.h) that a streaming model is made with. */
 #include "model_stream.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "live_curve.h"
+#include "model_consumer.h"
 #include "model_internal.h"
 
 /* One process's replay state. */
@@ -44,22 +45,12 @@ struct vt_stream {
 	uint32_t nfailures;
 };
 
-struct vt_model *vt_model_new_streaming(void)
-{
-	struct vt_model *m = vt_model_new();
-	if (m && !(m->stream = calloc(1, sizeof *m->stream))) {
-		vt_model_free(m);
-		return NULL;
-	}
-	return m;
-}
-
 int vt_model_is_streaming(const struct vt_model *m)
 {
 	return m->stream != NULL;
 }
 
-void vt_stream_free(struct vt_stream *s)
+static void stream_free(struct vt_stream *s)
 {
 	if (!s)
 		return;
@@ -81,14 +72,16 @@ void vt_stream_free(struct vt_stream *s)
 
 /* ---- records ------------------------------------------------------------ */
 
-uint32_t vt_stream_take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id)
+static void count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy);
+
+static uint32_t take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id)
 {
 	struct vt_stream *s = m->stream;
-	vt_stream_count_use(m, proc, stack_id, 0);
+	count_use(m, proc, stack_id, 0);
 	return s->nfree ? s->free_records[--s->nfree] : VT_NO_INDEX;
 }
 
-void vt_stream_retire(struct vt_model *m, uint32_t idx)
+static void retire(struct vt_model *m, uint32_t idx)
 {
 	struct vt_stream *s = m->stream;
 	const struct vt_alloc *a = &m->allocs[idx];
@@ -133,10 +126,6 @@ static inline struct stream_proc *proc_state(struct vt_stream *s, uint32_t proc)
 	return s->last && s->last_proc == proc ? s->last : proc_state_slow(s, proc);
 }
 
-void vt_stream_step_mark(struct vt_model *m, uint32_t proc)
-{
-	proc_state(m->stream, proc)->steps++;
-}
 
 uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc)
 {
@@ -144,7 +133,7 @@ uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc)
 	return s && proc < s->nprocs && s->procs[proc] ? s->procs[proc]->steps : 0;
 }
 
-void vt_stream_count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy)
+static void count_use(struct vt_model *m, uint32_t proc, uint32_t stack_id, int copy)
 {
 	if (proc >= m->nprocs)
 		return;
@@ -266,7 +255,7 @@ static void snapshot(struct vt_model *m, uint32_t proc, uint8_t dev)
 	sp->pending[dev] = 0;
 }
 
-void vt_stream_failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
+static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
 {
 	struct vt_stream *s = m->stream;
 	if (s->nfailures == VT_STREAM_FAILURES)
@@ -283,8 +272,8 @@ const struct vt_stream_peak *vt_stream_failures(const struct vt_model *m, uint32
 	return m->stream ? m->stream->failures : NULL;
 }
 
-void vt_stream_charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
-                      uint64_t seq)
+static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
+                   uint64_t seq)
 {
 	struct stream_proc *sp = proc_state(m->stream, a->proc);
 	/* before the first fall after a peak, what is live is what was then */
@@ -307,7 +296,7 @@ const struct vt_live_curve *vt_stream_curve(const struct vt_model *m, uint32_t p
 	return s && proc < s->nprocs && s->procs[proc] ? s->procs[proc]->curve[dev] : NULL;
 }
 
-void vt_stream_end_process(struct vt_model *m, uint32_t proc)
+static void end_process(struct vt_model *m, uint32_t proc)
 {
 	struct vt_stream *s = m->stream;
 	struct stream_proc *sp = proc_state(s, proc);
@@ -353,7 +342,7 @@ static void combine(struct vt_model *m, int dev, uint64_t *at_least, uint64_t *a
 
 /* Each device's peak: the largest of its processes' own peaks (exact when
  * one process used it); at the end, what every process still held. */
-void vt_stream_finish(struct vt_model *m)
+static void finish(struct vt_model *m)
 {
 	struct vt_stream *s = m->stream;
 	for (uint32_t i = 0; i < s->npeaks; i++) {
@@ -370,6 +359,68 @@ void vt_stream_finish(struct vt_model *m)
 	for (int dev = 0; dev < VT_MAX_DEVICES; dev++)
 		if (s->procs_on_device[dev])
 			combine(m, dev, &s->combined[dev][0], &s->combined[dev][1]);
+}
+
+/* ---- the replay's consumer ---------------------------------------------- */
+
+static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
+{
+	(void)p; /* no free order: the record is reused */
+	retire(m, idx);
+}
+
+/* No per-offset ranges (they grow with the trace); a stack that filled a
+ * part counts as an upload site, as in the full model's count. */
+static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struct vt_event *ev,
+                     uint64_t t, int first, int partial)
+{
+	(void)off, (void)t;
+	if (first || partial)
+		count_use(m, m->allocs[idx].proc, ev->stack_id, 1);
+}
+
+/* One marker per step would grow with the trace: steps are counted. */
+static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t)
+{
+	if (vt_mark_is_step(r->kind, r->text, r->text_len))
+		proc_state(m->stream, (uint32_t)(p - m->procs))->steps++;
+	else
+		vt_model_keep_mark(p, r, t);
+}
+
+/* One per cuMemGetInfo call: only the capacity (taken by the replay) is kept. */
+static void meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_meminfo_rec *r,
+                    uint64_t t)
+{
+	(void)m, (void)p, (void)r, (void)t;
+}
+
+static void destroy(struct vt_model *m)
+{
+	stream_free(m->stream);
+}
+
+static const struct vt_replay_consumer streaming = {
+    .take_record = take_record,
+    .charge = charge,
+    .freed = freed,
+    .failed = failed,
+    .uploaded = uploaded,
+    .mark = mark,
+    .meminfo = meminfo,
+    .end_process = end_process,
+    .finish = finish,
+    .destroy = destroy,
+};
+
+struct vt_model *vt_model_new_streaming(void)
+{
+	struct vt_model *m = vt_model_create(&streaming);
+	if (m && !(m->stream = calloc(1, sizeof *m->stream))) {
+		vt_model_free(m);
+		return NULL;
+	}
+	return m;
 }
 
 /* ---- queries ------------------------------------------------------------ */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "model_history.h"
 #include "report.h"
 
 static int feed_file(struct vt_model *m, const char *path)

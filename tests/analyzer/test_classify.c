@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "model_history.h"
+
 #include "classify.h"
 #include "flags.h"
 #include "model_builder.h"

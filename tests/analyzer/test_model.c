@@ -7,6 +7,8 @@
 
 #include <cmocka.h>
 
+#include "model_history.h"
+
 #include "model_builder.h"
 
 static struct vt_model *new_model(struct builder *b)

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "model_history.h"
+
 #include "model_builder.h"
 #include "live_curve.h"
 #include "model_stream.h"

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "model_history.h"
+
 #include "export_csv.h"
 #include "export_data.h"
 #include "export_folded.h"

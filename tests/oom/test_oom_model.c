@@ -11,6 +11,7 @@
 
 #include "diff.h"
 #include "model.h"
+#include "model_history.h"
 #include "oom.h"
 
 #define API_ALLOC 2 /* cuMemAlloc_v2 (api.def) */
