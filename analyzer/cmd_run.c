@@ -30,7 +30,7 @@
 #include "log_reader.h"
 #include "recording_cost.h"
 #include "run_relay.h" /* oomdiff: the job's stderr through the launcher */
-#include "sidecar.h"   /* names resolved on this host, so the trace reads the same elsewhere */
+#include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
 #include "vramtrace/size_text.h"
 
 struct run_job {

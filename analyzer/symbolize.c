@@ -18,7 +18,7 @@
 
 #include "dwarf_scopes.h"
 #include "elf_symbols.h"
-#include "sidecar.h"
+#include "sidecar_read.h"
 
 #define MAX_INLINE 64
 

@@ -3,7 +3,7 @@
  * A frame is (module, offset) — see stack_store.h: offset is the ELF virtual
  * address inside the module file. For each frame the symbolizer tries, in
  * order:
- *   1. the trace's symbol sidecar DIR/symbols.vtsym (sidecar.h), written on
+ *   1. the trace's symbol sidecar DIR/symbols.vtsym (sidecar_read.h), written on
  *      the recording host by `vramtrace run`, keyed by (build id, offset):
  *      names survive the binary being deleted or the trace being moved;
  *   2. the module file named in the trace, on this machine, but only if its
@@ -31,31 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frame_names.h"
 #include "stack_store.h"
-
-enum vt_sym_status {
-	VT_SYM_OK = 0,            /* named: at least the function */
-	VT_SYM_NO_MODULE,         /* the address lies in no recorded module */
-	VT_SYM_NO_FILE,           /* not in the sidecar, module file not here */
-	VT_SYM_BUILD_ID_MISMATCH, /* the file here is another build of it */
-	VT_SYM_NO_SYMBOL,         /* file read, nothing covers the address */
-};
-
-/* One function at an address: the real one, or one inlined into it. */
-struct vt_symbol {
-	const char *function;  /* never NULL */
-	const char *file;      /* source path as in DWARF, NULL if unknown */
-	uint32_t line;         /* 0 if unknown */
-	uint32_t inlined;      /* 1: inlined into the next entry */
-};
-
-struct vt_frame_names {
-	enum vt_sym_status status;
-	const char *source;    /* "sidecar", "dwarf", "symtab"; NULL if unnamed */
-	size_t n;              /* entries, innermost (deepest inline) first;
-				  >= 1 exactly when status == VT_SYM_OK */
-	const struct vt_symbol *sym;  /* owned by the symbolizer: valid until close */
-};
 
 /* vt_symbolizer_open flags */
 enum {

@@ -1,4 +1,4 @@
-/* Fuzz target for the symbol sidecar parser (analyzer/sidecar.c).
+/* Fuzz target for the symbol sidecar parser (analyzer/sidecar_read.c).
  *   clang -fsanitize=fuzzer,address -DVT_LIBFUZZER ... -> a libFuzzer binary
  *   otherwise: fuzz_sidecar FILE...  parses each file (replays a corpus or a
  *   crash) and checks the invariants below. */
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sidecar.h"
+#include "sidecar_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "log_reader.h"
-#include "sidecar.h"
+#include "sidecar_read.h"
+#include "sidecar_write.h"
 #include "sites.h"
 #include "stack_store.h"
 #include "symbolize.h"

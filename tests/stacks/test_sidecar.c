@@ -15,7 +15,8 @@
 
 #include <cmocka.h>
 
-#include "sidecar.h"
+#include "sidecar_read.h"
+#include "sidecar_write.h"
 #include "stack_store.h"
 #include "sym_fixture.h"
 #include "symbolize.h"

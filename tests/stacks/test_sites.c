@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "sidecar.h"
+#include "sidecar_read.h"
 #include "sites.h"
 #include "stack_store.h"
 #include "symbolize.h"

@@ -1,4 +1,5 @@
-/* The symbol sidecar: DIR/symbols.vtsym, names resolved on the recording host.
+/* The symbol sidecar: DIR/symbols.vtsym, names resolved on the recording
+ * host; its format and its reader (the writer: sidecar_write.h).
  *
  * `vramtrace run` calls vt_sidecar_write(DIR) after the job exits: every
  * (module, offset) that a stack in the trace uses is symbolized with the
@@ -37,18 +38,19 @@
  * line (vt_sidecar_load prints the first and the count on stderr). A file without its E line was cut short:
  * everything before the cut is still used. A later version number is refused.
  */
-#ifndef VT_SIDECAR_H
-#define VT_SIDECAR_H
+#ifndef VT_SIDECAR_READ_H
+#define VT_SIDECAR_READ_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "stack_store.h"
-#include "symbolize.h"
+#include "frame_names.h"
+#include "stack_store.h" /* struct vt_module_info */
 
 #define VT_SIDECAR_NAME "symbols.vtsym"
 #define VT_SIDECAR_VERSION 1
+#define VT_SIDECAR_MAX_FRAMES 64u /* F lines of one A line, at most */
 
 struct vt_sidecar;
 
@@ -72,17 +74,5 @@ unsigned vt_sidecar_warnings(const struct vt_sidecar *sc);
 int vt_sidecar_complete(const struct vt_sidecar *sc);     /* E line seen and right */
 /* "name:line: reason" of the first problem, NULL if none. */
 const char *vt_sidecar_first_warning(const struct vt_sidecar *sc);
-
-/* Write DIR/symbols.vtsym for the trace in DIR, replacing any earlier one
- * atomically (a temporary file, 0600, renamed into place). Returns 0, or -1
- * with one line on stderr. Frames that cannot be named here are left out
- * (the analyzer then tries the module files, and says what it could not
- * name). */
-int vt_sidecar_write(const char *dir);
-
-/* The writer's core: every frame of every stack in st, named with sym
- * (from the module files), to out. *naddrs gets the number of A lines. */
-int vt_sidecar_write_store(const struct vt_stack_store *st, struct vt_symbolizer *sym, FILE *out,
-			   size_t *naddrs);
 
 #endif
