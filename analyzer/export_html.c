@@ -1,6 +1,7 @@
 /* The HTML timeline document (see export_html.h): the embedded page with
  * the trace's data written into its JSON slot. */
 #include "export_html.h"
+#include "export_html_series.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * device and time bucket, the step with the most bytes and the last one
  * (and the step of the device's peak); the second replays again and keeps
  * the exact state at each picked step, with the sites holding most bytes. */
-#include "export_html.h"
+#include "export_html_series.h"
 #include "nomem.h"
 
 #include <stdlib.h>

@@ -11,19 +11,12 @@
 #include <stdint.h>
 
 #include "vramtrace/format.h"
-
-typedef const char *(*vt_packed_decode_fn)(const uint8_t *rec, uint32_t size, uint64_t readable,
-                                           uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
-                                           struct vt_event *ev);
+#include "bmi2/packed_decode_bmi2.h"
 
 /* vt_packed_decode compiled for any CPU. */
 const char *vt_packed_decode_portable(const uint8_t *rec, uint32_t size, uint64_t readable,
                                       uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
                                       struct vt_event *ev);
-
-/* vt_packed_decode compiled with BMI2 (x86-64), or NULL where this build has
- * no such form. Call it only when vt_packed_bmi2_fast() says so. */
-extern const vt_packed_decode_fn vt_packed_decode_bmi2;
 
 /* Does this CPU run PEXT fast? BMI2, and not an AMD core before Zen 3,
  * where PEXT is microcoded (tens of cycles: slower than the portable

@@ -1,7 +1,7 @@
-/* vt_packed_decode compiled with -mbmi -mbmi2 (see packed_decode.h): its
+/* vt_packed_decode compiled with -mbmi -mbmi2 (packed_decode.h picks it): its
  * varints squeeze their 7-bit groups with one PEXT. Built only for x86-64, in a file
  * of its own so that no other code of the analyzer may use BMI2. */
-#include "packed_decode.h"
+#include "packed_decode_bmi2.h"
 #include "vramtrace/event_packed.h"
 
 #if !defined(__BMI2__) || !defined(__BMI__)
