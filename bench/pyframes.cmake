@@ -27,14 +27,11 @@ if(VT_PYTHONS)
     VT_BENCH_PY_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/bench_pyframes.py"
     VT_BENCH_PY_MODULE="$<TARGET_FILE:vt_bench_pyframes>")
   add_dependencies(bench_pyframes vt_bench_pyframes)
-  if(TARGET vramtrace-cli AND TARGET vtsim_cuda AND EXISTS ${CMAKE_SOURCE_DIR}/analyzer/cmd_run.c
-     AND EXISTS ${CMAKE_SOURCE_DIR}/interpose/hooks.def)
-    target_compile_definitions(bench_pyframes PRIVATE
-      VT_BENCH_JOB_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/bench_pyframes_job.py"
-      VT_BENCH_VRAMTRACE="$<TARGET_FILE:vramtrace-cli>"
-      VT_BENCH_SIMDRIVER_DIR="${VT_SIMDRIVER_DIR}")
-    add_dependencies(bench_pyframes vramtrace-cli vramtrace vtsim_cuda)
-  endif()
+  target_compile_definitions(bench_pyframes PRIVATE
+    VT_BENCH_JOB_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/bench_pyframes_job.py"
+    VT_BENCH_VRAMTRACE="$<TARGET_FILE:vramtrace-cli>"
+    VT_BENCH_SIMDRIVER_DIR="${VT_SIMDRIVER_DIR}")
+  add_dependencies(bench_pyframes vramtrace-cli vramtrace vtsim_cuda)
   if(COMMAND vt_add_bench)
     vt_add_bench(bench_pyframes)
   endif()

@@ -24,14 +24,21 @@ SRC_DIRS = ["include", "logformat", "interpose", "analyzer"]
 
 
 def layers_from(path):
-    """Folder order, earliest first: one folder (or folder prefix) per line."""
-    order = []
+    """Folder order, earliest first: one folder (or folder prefix) per line;
+    "apart A B" lines name folders that must not include each other."""
+    order, apart = [], []
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
-            if line:
+            if line.startswith("apart "):
+                apart.append(tuple(line.split()[1:3]))
+            elif line:
                 order.append(line)
-    return order
+    return order, apart
+
+
+def under(path, folder):
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def collect(root):
@@ -96,7 +103,26 @@ def object_source(build, obj):
     return src
 
 
-def add_symbol_edges(root, build, edges, files):
+PROTO_RE = re.compile(r"^(?!static|typedef|#|\s)[^;()]*?\b(vt_\w+)\s*\([^;]*?\)\s*;", re.M | re.S)
+
+
+def foreign_declarations(root, files, defs):
+    """(header, function, defining file) for each function a header declares
+    that another unit defines: one header per source file."""
+    out = []
+    for f in files:
+        if not f.endswith(".h") or f.startswith("include/"):
+            continue
+        with open(os.path.join(root, f), errors="replace") as fh:
+            text = fh.read()
+        for name in PROTO_RE.findall(text):
+            d = defs.get(name)
+            if d and unit_of(d) != unit_of(f):
+                out.append((f, name, d))
+    return out
+
+
+def add_symbol_edges(root, build, edges, files, defs_out=None):
     """Adds an edge for each undefined symbol of an object defined by another."""
     import subprocess
     known = set(files)
@@ -118,6 +144,8 @@ def add_symbol_edges(root, build, edges, files):
                     uses[src].add(parts[1])
                 elif len(parts) == 3 and parts[1] in "TDBRGSVW" and not parts[2].startswith("."):
                     defs.setdefault(parts[2], src)
+    if defs_out is not None:
+        defs_out.update(defs)
     added = []
     for src, syms in uses.items():
         for s in syms:
@@ -197,17 +225,24 @@ def main():
     ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."))
     ap.add_argument("--layers", default=None, help="folder order file (default tools/layers.txt)")
     ap.add_argument("--build", help="also read calls from this build's objects (nm)")
+    ap.add_argument("--headers", action="store_true",
+                    help="with --build: also list functions a header declares for another file")
     ap.add_argument("--dot", help="write the unit graph as Graphviz to this file")
     args = ap.parse_args()
     root = os.path.abspath(args.root)
-    layers = layers_from(args.layers or os.path.join(root, "tools", "layers.txt"))
+    layers, apart = layers_from(args.layers or os.path.join(root, "tools", "layers.txt"))
     files = collect(root)
     edges, file_edges = build_graph(root, files)
     nodes = {unit_of(f) for f in files}
+    bad = 0
     calls_only = []
     if args.build:
-        calls_only = add_symbol_edges(root, os.path.abspath(args.build), edges, files)
-    bad = 0
+        defs = {}
+        calls_only = add_symbol_edges(root, os.path.abspath(args.build), edges, files, defs)
+        if args.headers:
+            for h, name, d in foreign_declarations(root, files, defs):
+                print(f"header: {h} declares {name}, defined in {d}")
+                bad += 1
     for comp in sccs(nodes, edges):
         bad += 1
         print("circle: " + " <-> ".join(comp))
@@ -222,6 +257,10 @@ def main():
         elif rd > rs:
             print(f"upward: {src} includes {dst} ({layers[rd]} comes after {layers[rs]})")
             bad += 1
+        for a, b in apart:
+            if (under(src, a) and under(dst, b)) or (under(src, b) and under(dst, a)):
+                print(f"apart: {src} includes {dst} ({a} and {b} are kept apart)")
+                bad += 1
     if args.dot:
         write_dot(args.dot, edges, nodes)
     n_edges = sum(len(v) for v in edges.values())

@@ -12,7 +12,7 @@
 #include "model_history.h"
 
 #include "classify.h"
-#include "flags.h"
+#include "findings.h"
 #include "model_builder.h"
 #include "steps.h"
 
@@ -156,24 +156,24 @@ static void test_markers_twins(void **state)
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_MARKERS);
 	assert_int_equal(m->procs[0].nsteps, 8);
 	check_roles(m, &j);
-	struct vt_flags f;
-	vt_flags_find(m, &f);
+	struct vt_findings f;
+	vt_findings_find(m, &f);
 	int whole = 0, depth = 0;
 	for (uint32_t i = 0; i < f.n; i++) {
-		if (f.v[i].kind == VT_FLAG_WHOLE_DATASET) {
+		if (f.v[i].kind == VT_FINDING_WHOLE_DATASET) {
 			whole++;
 			assert_int_equal(f.v[i].ndev, 1);
 			assert_int_equal(f.v[i].bytes[0], 64 * MIB);
 			assert_int_equal(f.v[i].copies, 1);
 		}
-		if (f.v[i].kind == VT_FLAG_PREFETCH_DEPTH) {
+		if (f.v[i].kind == VT_FINDING_PREFETCH_DEPTH) {
 			depth++;
 			assert_int_equal(f.v[i].depth, 2);
 		}
 	}
 	assert_int_equal(whole, 1);
 	assert_int_equal(depth, 1);
-	vt_flags_free(&f);
+	vt_findings_free(&f);
 	vt_model_free(m);
 }
 
@@ -321,11 +321,11 @@ static void test_host_weights_per_tensor(void **state)
 	                .wbytes = {8 * MIB, 8 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
 	check_roles(m, &j); /* host-filled weights are not a dataset: they have twins */
-	struct vt_flags f;
-	vt_flags_find(m, &f);
+	struct vt_findings f;
+	vt_findings_find(m, &f);
 	for (uint32_t i = 0; i < f.n; i++)
-		assert_int_not_equal(f.v[i].kind, VT_FLAG_WHOLE_DATASET);
-	vt_flags_free(&f);
+		assert_int_not_equal(f.v[i].kind, VT_FINDING_WHOLE_DATASET);
+	vt_findings_free(&f);
 	vt_model_free(m);
 }
 
@@ -344,19 +344,19 @@ static void test_pool_region(void **state)
 	vt_classify(m);
 	assert_int_equal(m->allocs[0].category, VT_CAT_POOL);
 	assert_true(m->procs[0].pool_mode);
-	struct vt_flags f;
-	vt_flags_find(m, &f);
+	struct vt_findings f;
+	vt_findings_find(m, &f);
 	int whole = 0, pool = 0;
 	for (uint32_t i = 0; i < f.n; i++) {
-		if (f.v[i].kind == VT_FLAG_WHOLE_DATASET) {
+		if (f.v[i].kind == VT_FINDING_WHOLE_DATASET) {
 			whole++;
 			assert_int_equal(f.v[i].bytes[0], 256 * MIB);
 		}
-		pool += f.v[i].kind == VT_FLAG_OPAQUE_POOL;
+		pool += f.v[i].kind == VT_FINDING_OPAQUE_POOL;
 	}
 	assert_int_equal(whole, 1);
 	assert_int_equal(pool, 1);
-	vt_flags_free(&f);
+	vt_findings_free(&f);
 	vt_model_free(m);
 }
 

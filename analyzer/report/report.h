@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "flags.h"
+#include "findings.h"
 #include "model.h"
 
 struct vt_site_stat {
@@ -29,7 +29,7 @@ struct vt_report_stack_site; /* report_build.c: (process, stack) -> site */
 struct vt_report {
 	struct vt_model *m;
 	struct vt_report_options opt;
-	struct vt_flags flags;
+	struct vt_findings findings;
 	uint64_t cats_at_peak[VT_CAT_COUNT];          /* each device at its peak */
 	uint64_t dev_cats[VT_MAX_DEVICES][VT_CAT_COUNT];
 	struct vt_moment at;                          /* --at moment */

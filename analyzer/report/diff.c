@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_site.h"
+#include "site_names.h"
 #include "report_stream.h"
 #include "nomem.h"
 
@@ -204,57 +204,57 @@ static void diff_sites(struct vt_diff *d)
 /* "kind site" for every flag of a report (site without its run's address). */
 static char **flag_keys(const struct vt_report *r)
 {
-	char **v = vt_xcalloc(r->flags.n, sizeof *v);
-	for (uint32_t i = 0; i < r->flags.n; i++) {
-		const struct vt_flag *f = &r->flags.v[i];
+	char **v = vt_xcalloc(r->findings.n, sizeof *v);
+	for (uint32_t i = 0; i < r->findings.n; i++) {
+		const struct vt_finding *f = &r->findings.v[i];
 		char site[256], key[256];
-		vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(r->m, f->proc, f->stack_id, site, sizeof site);
 		whole_name(site, key, sizeof key);
 		v[i] = vt_xcalloc(1, 300);
-		snprintf(v[i], 300, "%s %s", vt_flag_kind_name(f->kind), key);
+		snprintf(v[i], 300, "%s %s", vt_finding_kind_name(f->kind), key);
 	}
 	return v;
 }
 
-static void fill_flag(struct vt_diff_flag *out, const struct vt_report *r, uint32_t i)
+static void fill_flag(struct vt_diff_finding *out, const struct vt_report *r, uint32_t i)
 {
-	out->f = &r->flags.v[i];
+	out->f = &r->findings.v[i];
 	out->r = r;
-	vt_report_site(r->m, out->f->proc, out->f->stack_id, out->site, sizeof out->site);
+	vt_name_site(r->m, out->f->proc, out->f->stack_id, out->site, sizeof out->site);
 }
 
 static void diff_flags(struct vt_diff *d)
 {
 	const struct vt_report *rb = &d->base, *rn = &d->new_;
 	char **kb = flag_keys(rb), **kn = flag_keys(rn);
-	int32_t *b2n = vt_xcalloc(rb->flags.n, sizeof *b2n),
-	        *n2b = vt_xcalloc(rn->flags.n, sizeof *n2b);
-	vt_diff_match_names(kb, rb->flags.n, kn, rn->flags.n, b2n, n2b);
+	int32_t *b2n = vt_xcalloc(rb->findings.n, sizeof *b2n),
+	        *n2b = vt_xcalloc(rn->findings.n, sizeof *n2b);
+	vt_diff_match_names(kb, rb->findings.n, kn, rn->findings.n, b2n, n2b);
 	/* the only flag of its kind on both sides, named from another site
 	 * (site naming depends on each trace's population of stacks): moved */
-	int32_t *before = vt_xcalloc(rb->flags.n, sizeof *before);
-	memcpy(before, b2n, rb->flags.n * sizeof *before);
-	match_pass(kb, rb->flags.n, kn, rn->flags.n, b2n, n2b, first_word, 1);
-	d->flags_gone = vt_xcalloc(rb->flags.n, sizeof *d->flags_gone);
-	d->flags_new = vt_xcalloc(rn->flags.n, sizeof *d->flags_new);
-	d->flags_moved = vt_xcalloc(rb->flags.n, sizeof *d->flags_moved);
-	for (uint32_t i = 0; i < rb->flags.n; i++) {
+	int32_t *before = vt_xcalloc(rb->findings.n, sizeof *before);
+	memcpy(before, b2n, rb->findings.n * sizeof *before);
+	match_pass(kb, rb->findings.n, kn, rn->findings.n, b2n, n2b, first_word, 1);
+	d->findings_gone = vt_xcalloc(rb->findings.n, sizeof *d->findings_gone);
+	d->findings_new = vt_xcalloc(rn->findings.n, sizeof *d->findings_new);
+	d->findings_moved = vt_xcalloc(rb->findings.n, sizeof *d->findings_moved);
+	for (uint32_t i = 0; i < rb->findings.n; i++) {
 		if (b2n[i] < 0) {
-			fill_flag(&d->flags_gone[d->nflags_gone++], rb, i);
+			fill_flag(&d->findings_gone[d->nfindings_gone++], rb, i);
 		} else if (before[i] < 0) {
-			struct vt_diff_flag *mv = &d->flags_moved[d->nflags_moved++];
+			struct vt_diff_finding *mv = &d->findings_moved[d->nfindings_moved++];
 			fill_flag(mv, rn, (uint32_t)b2n[i]);
-			vt_report_site(rb->m, rb->flags.v[i].proc, rb->flags.v[i].stack_id, mv->base_site,
+			vt_name_site(rb->m, rb->findings.v[i].proc, rb->findings.v[i].stack_id, mv->base_site,
 			               sizeof mv->base_site);
 		}
 	}
 	free(before);
-	for (uint32_t i = 0; i < rn->flags.n; i++)
+	for (uint32_t i = 0; i < rn->findings.n; i++)
 		if (n2b[i] < 0)
-			fill_flag(&d->flags_new[d->nflags_new++], rn, i);
-	for (uint32_t i = 0; i < rb->flags.n; i++)
+			fill_flag(&d->findings_new[d->nfindings_new++], rn, i);
+	for (uint32_t i = 0; i < rb->findings.n; i++)
 		free(kb[i]);
-	for (uint32_t i = 0; i < rn->flags.n; i++)
+	for (uint32_t i = 0; i < rn->findings.n; i++)
 		free(kn[i]);
 	free(kb);
 	free(kn);
@@ -298,15 +298,15 @@ void vt_diff_free(struct vt_diff *d)
 	if (d->new_.m)
 		vt_report_free(&d->new_);
 	free(d->sites);
-	free(d->flags_new);
-	free(d->flags_gone);
-	free(d->flags_moved);
+	free(d->findings_new);
+	free(d->findings_gone);
+	free(d->findings_moved);
 	memset(d, 0, sizeof *d);
 }
 
 int vt_diff_unchanged(const struct vt_diff *d)
 {
-	if (d->nflags_new || d->nflags_gone || d->nflags_moved)
+	if (d->nfindings_new || d->nfindings_gone || d->nfindings_moved)
 		return 0;
 	for (int dev = 0; dev < VT_MAX_DEVICES; dev++)
 		if (d->peak_base[dev] != d->peak_new[dev])

@@ -198,7 +198,7 @@ struct vt_proc {
 	uint64_t step_period_ns; /* median step length, 0 if none */
 	/* classification (classify.c) */
 	int pool_mode; /* 1: opaque allocator pool seen */
-	int framework; /* enum vt_framework (flags.h) */
+	int framework; /* enum vt_framework (explain/findings.h) */
 	/* the shim's measure of its own time (header self_*; recording_cost.h) */
 	struct vt_self_cost self_cost;
 };
@@ -266,7 +266,7 @@ struct vt_model {
 	uint64_t end_t_ns;       /* last event time seen */
 	int finished;
 	unsigned warnings; /* reader damage warnings, if loaded */
-	/* site naming (report_site.c): symbolized stacks when the loader set
+	/* site naming (explain/site_names.c): symbolized stacks when the loader set
 	 * them up, and the names already made, per (process, stack) */
 	struct vt_sites *sites;
 	void (*sites_close)(struct vt_sites *sites);

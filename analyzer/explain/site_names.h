@@ -7,15 +7,15 @@
  * allocation stacks pass through (the job's own allocator wrapper) is
  * stepped over to the next frame out. "(no stack)" without one. Names are
  * cached on the model. */
-#ifndef VT_REPORT_SITE_H
-#define VT_REPORT_SITE_H
+#ifndef VT_SITE_NAMES_H
+#define VT_SITE_NAMES_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "model.h"
 
-void vt_report_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, char *buf,
+void vt_name_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, char *buf,
                     size_t len);
 
 #endif

@@ -1,5 +1,5 @@
-/* Flags and their advice (see flags.h). */
-#include "flags.h"
+/* Findings and their advice (see findings.h). */
+#include "findings.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,23 +7,23 @@
 #include <string.h>
 
 #include "classify.h"
-#include "report_site.h"
+#include "site_names.h"
 #include "steps.h"
 #include "units.h"
 #include "nomem.h"
 
 #define MIB (1024ull * 1024ull)
 
-static const char *const kind_names[VT_FLAG_KIND_COUNT] = {
+static const char *const kind_names[VT_FINDING_KIND_COUNT] = {
     "whole_dataset_upload",
     "prefetch_depth",
     "replicated_across_devices",
     "opaque_pool",
 };
 
-const char *vt_flag_kind_name(int kind)
+const char *vt_finding_kind_name(int kind)
 {
-	return kind >= 0 && kind < VT_FLAG_KIND_COUNT ? kind_names[kind] : "unknown";
+	return kind >= 0 && kind < VT_FINDING_KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
 const char *vt_framework_name(int fw)
@@ -65,7 +65,7 @@ int vt_framework_of(const struct vt_proc *p)
 	return VT_FW_NONE;
 }
 
-uint64_t vt_flag_bytes_max(const struct vt_flag *f)
+uint64_t vt_finding_bytes_max(const struct vt_finding *f)
 {
 	uint64_t b = 0;
 	for (uint32_t i = 0; i < f->ndev; i++)
@@ -74,17 +74,17 @@ uint64_t vt_flag_bytes_max(const struct vt_flag *f)
 	return b;
 }
 
-static struct vt_flag *new_flag(struct vt_flags *out, int kind, uint32_t proc)
+static struct vt_finding *new_flag(struct vt_findings *out, int kind, uint32_t proc)
 {
 	if (out->n == out->cap) {
 		uint32_t cap = out->cap ? out->cap * 2 : 8;
-		struct vt_flag *v = realloc(out->v, cap * sizeof *v);
+		struct vt_finding *v = realloc(out->v, cap * sizeof *v);
 		if (!v)
 			vt_nomem();
 		out->v = v;
 		out->cap = cap;
 	}
-	struct vt_flag *f = &out->v[out->n++];
+	struct vt_finding *f = &out->v[out->n++];
 	memset(f, 0, sizeof *f);
 	f->kind = kind;
 	f->proc = proc;
@@ -92,7 +92,7 @@ static struct vt_flag *new_flag(struct vt_flags *out, int kind, uint32_t proc)
 }
 
 /* Add bytes on a device, keeping devices ascending. */
-static void add_device(struct vt_flag *f, uint8_t dev, uint64_t bytes)
+static void add_device(struct vt_finding *f, uint8_t dev, uint64_t bytes)
 {
 	uint32_t i = 0;
 	while (i < f->ndev && f->devices[i] < dev)
@@ -157,7 +157,7 @@ static int big_enough(const struct vt_model *m, const struct scan *ds, uint8_t d
 
 /* ---- advice -------------------------------------------------------------- */
 
-static void dataset_advice(struct vt_flag *f, const char *size)
+static void dataset_advice(struct vt_finding *f, const char *size)
 {
 	switch (f->framework) {
 	case VT_FW_TENSORFLOW:
@@ -196,7 +196,7 @@ static void dataset_advice(struct vt_flag *f, const char *size)
 	}
 }
 
-static void prefetch_advice(struct vt_flag *f)
+static void prefetch_advice(struct vt_finding *f)
 {
 	char batch[32], all[32];
 	vt_format_bytes(f->batch_bytes, batch, sizeof batch);
@@ -219,13 +219,13 @@ static void prefetch_advice(struct vt_flag *f)
 		    f->depth, f->depth == 1 ? "" : "es", batch, all);
 }
 
-static void replicated_advice(struct vt_flag *f)
+static void replicated_advice(struct vt_finding *f)
 {
 	char each[32], total[32];
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < f->ndev; i++)
 		sum += f->bytes[i];
-	vt_format_bytes(vt_flag_bytes_max(f), each, sizeof each);
+	vt_format_bytes(vt_finding_bytes_max(f), each, sizeof each);
 	vt_format_bytes(sum, total, sizeof total);
 	const char *how =
 	    f->framework == VT_FW_TENSORFLOW
@@ -242,7 +242,7 @@ static void replicated_advice(struct vt_flag *f)
 	         each, f->ndev, total, how);
 }
 
-static void pool_advice(struct vt_flag *f)
+static void pool_advice(struct vt_finding *f)
 {
 	const char *how =
 	    f->framework == VT_FW_TENSORFLOW ? " (it sets TF_GPU_ALLOCATOR=cuda_malloc_async)"
@@ -252,7 +252,7 @@ static void pool_advice(struct vt_flag *f)
 	    : f->framework == VT_FW_PYTORCH ? " (it sets PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
 	                                    : "";
 	char size[32];
-	vt_format_bytes(vt_flag_bytes_max(f), size, sizeof size);
+	vt_format_bytes(vt_finding_bytes_max(f), size, sizeof size);
 	snprintf(f->advice, sizeof f->advice,
 	         "An allocator holds %s in an opaque region; only copies into it show what it "
 	         "contains. Rerun with `vramtrace run --per-tensor`%s to see each tensor.",
@@ -263,12 +263,12 @@ static void pool_advice(struct vt_flag *f)
 
 /* The flag already made for the same dataset on another device: same proc,
  * same size and site. */
-static struct vt_flag *same_dataset(struct vt_flags *out, uint32_t first, uint32_t proc,
+static struct vt_finding *same_dataset(struct vt_findings *out, uint32_t first, uint32_t proc,
                                     uint32_t stack_id, uint64_t bytes, uint8_t dev)
 {
 	for (uint32_t i = first; i < out->n; i++) {
-		struct vt_flag *f = &out->v[i];
-		if (f->kind != VT_FLAG_WHOLE_DATASET || f->proc != proc ||
+		struct vt_finding *f = &out->v[i];
+		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != proc ||
 		    f->stack_id != stack_id || f->bytes[0] != bytes)
 			continue;
 		int has_dev = 0;
@@ -280,13 +280,13 @@ static struct vt_flag *same_dataset(struct vt_flags *out, uint32_t first, uint32
 	return NULL;
 }
 
-static void note_dataset(const struct vt_model *m, struct vt_flags *out, uint32_t first,
+static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint32_t first,
                          uint32_t proc, uint32_t stack, uint8_t dev, uint64_t bytes,
                          uint64_t copies, uint64_t t, int confidence)
 {
-	struct vt_flag *f = same_dataset(out, first, proc, stack, bytes, dev);
+	struct vt_finding *f = same_dataset(out, first, proc, stack, bytes, dev);
 	if (!f) {
-		f = new_flag(out, VT_FLAG_WHOLE_DATASET, proc);
+		f = new_flag(out, VT_FINDING_WHOLE_DATASET, proc);
 		f->stack_id = stack;
 		f->t_ns = t;
 		f->confidence = confidence;
@@ -299,7 +299,7 @@ static void note_dataset(const struct vt_model *m, struct vt_flags *out, uint32_
 }
 
 static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
-                                struct vt_flags *out, uint32_t first)
+                                struct vt_findings *out, uint32_t first)
 {
 	for (uint32_t k = 0; k < ds->n; k++) {
 		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
@@ -314,7 +314,7 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 
 /* In a pool: contiguous ranges copied once each, from one site, close in
  * time, are one upload; a big one is a dataset. */
-static void datasets_in_pool(const struct vt_model *m, const struct scan *ds, struct vt_flags *out,
+static void datasets_in_pool(const struct vt_model *m, const struct scan *ds, struct vt_findings *out,
                              uint32_t first, uint32_t idx)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
@@ -371,7 +371,7 @@ static void sort_if_needed(struct edge *e, uint32_t n)
 
 /* The prefetch buffers of one process on one device, from the scan. */
 static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_t proc, uint8_t dev,
-                        struct vt_flags *out)
+                        struct vt_findings *out)
 {
 	uint32_t n = 0;
 	for (uint32_t k = 0; k < ds->n; k++) {
@@ -417,7 +417,7 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 		}
 	}
 	free(e);
-	struct vt_flag *f = new_flag(out, VT_FLAG_PREFETCH_DEPTH, proc);
+	struct vt_finding *f = new_flag(out, VT_FINDING_PREFETCH_DEPTH, proc);
 	add_device(f, dev, batch * (uint64_t)best);
 	f->depth = (uint32_t)best;
 	f->batch_bytes = batch;
@@ -431,13 +431,13 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 
 /* ---- pools ----------------------------------------------------------------- */
 
-static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_flags *out)
+static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_findings *out)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
 	uint32_t h2d_copies = vt_model_copies(m, a)->h2d_copies;
 	for (uint32_t i = 0; i < out->n; i++) { /* one flag per process and site */
-		struct vt_flag *f = &out->v[i];
-		if (f->kind == VT_FLAG_OPAQUE_POOL && f->proc == a->proc &&
+		struct vt_finding *f = &out->v[i];
+		if (f->kind == VT_FINDING_OPAQUE_POOL && f->proc == a->proc &&
 		    f->stack_id == a->stack_id) {
 			add_device(f, a->device, a->bytes);
 			f->copies += h2d_copies;
@@ -445,7 +445,7 @@ static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_flags *o
 			return;
 		}
 	}
-	struct vt_flag *f = new_flag(out, VT_FLAG_OPAQUE_POOL, a->proc);
+	struct vt_finding *f = new_flag(out, VT_FINDING_OPAQUE_POOL, a->proc);
 	add_device(f, a->device, a->bytes);
 	f->copies = h2d_copies;
 	f->stack_id = a->stack_id;
@@ -455,7 +455,7 @@ static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_flags *o
 	pool_advice(f);
 }
 
-void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
+void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 {
 	memset(out, 0, sizeof *out);
 	struct scan ds;
@@ -468,14 +468,14 @@ void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
 	uint32_t ndatasets = out->n;
 	for (uint32_t i = first; i < ndatasets; i++) {
 		char size[32];
-		vt_format_bytes(vt_flag_bytes_max(&out->v[i]), size, sizeof size);
+		vt_format_bytes(vt_finding_bytes_max(&out->v[i]), size, sizeof size);
 		dataset_advice(&out->v[i], size);
 		if (out->v[i].ndev < 2)
 			continue;
-		struct vt_flag copy = out->v[i];
-		struct vt_flag *r = new_flag(out, VT_FLAG_REPLICATED, copy.proc);
+		struct vt_finding copy = out->v[i];
+		struct vt_finding *r = new_flag(out, VT_FINDING_REPLICATED, copy.proc);
 		*r = copy;
-		r->kind = VT_FLAG_REPLICATED;
+		r->kind = VT_FINDING_REPLICATED;
 		replicated_advice(r);
 	}
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
@@ -496,7 +496,7 @@ void vt_flags_find(const struct vt_model *m, struct vt_flags *out)
 	free(ds.idx);
 }
 
-void vt_flags_free(struct vt_flags *f)
+void vt_findings_free(struct vt_findings *f)
 {
 	free(f->v);
 	memset(f, 0, sizeof *f);

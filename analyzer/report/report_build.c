@@ -9,7 +9,7 @@
 #include <uthash.h>
 
 #include "classify.h"
-#include "report_site.h"
+#include "site_names.h"
 
 struct vt_report_stack_site {
 	struct {
@@ -44,7 +44,7 @@ static uint32_t site_index(struct vt_report *r, struct vt_report_stack_site **by
 	if (e)
 		return e->site;
 	char name[256];
-	vt_report_site(r->m, a->proc, a->stack_id, name, sizeof name);
+	vt_name_site(r->m, a->proc, a->stack_id, name, sizeof name);
 	/* the same site in several processes is one site */
 	struct name_entry *ne;
 	HASH_FIND_STR(*by_name, name, ne);
@@ -222,7 +222,7 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 		return -1;
 	}
 	vt_classify(m);
-	vt_flags_find(m, &r->flags);
+	vt_findings_find(m, &r->findings);
 	build_sites(r);
 	r->main_proc = busiest_proc(m);
 	return 0;
@@ -230,7 +230,7 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 
 void vt_report_free(struct vt_report *r)
 {
-	vt_flags_free(&r->flags);
+	vt_findings_free(&r->findings);
 	struct vt_report_stack_site *e, *tmp;
 	HASH_ITER(hh, r->stack_sites, e, tmp)
 	{

@@ -103,12 +103,12 @@ static void text_row(FILE *out, const char *label, uint64_t b, uint64_t n)
 	fputc('\n', out);
 }
 
-static void text_flags(FILE *out, const char *label, const struct vt_diff_flag *v, uint32_t n)
+static void text_flags(FILE *out, const char *label, const struct vt_diff_finding *v, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		char b[32], site[1024];
-		vt_format_bytes(vt_flag_bytes_max(v[i].f), b, sizeof b);
-		fprintf(out, "  %-5s %s at %s: %s\n", label, vt_flag_kind_name(v[i].f->kind),
+		vt_format_bytes(vt_finding_bytes_max(v[i].f), b, sizeof b);
+		fprintf(out, "  %-5s %s at %s: %s\n", label, vt_finding_kind_name(v[i].f->kind),
 		        vt_term_safe(v[i].site, site, sizeof site), b);
 	}
 }
@@ -140,15 +140,15 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 	}
 	if (!d->stream)
 		fprintf(out, "\nFlags\n");
-	text_flags(out, "new", d->flags_new, d->nflags_new);
-	text_flags(out, "gone", d->flags_gone, d->nflags_gone);
-	for (uint32_t i = 0; i < d->nflags_moved; i++) {
+	text_flags(out, "new", d->findings_new, d->nfindings_new);
+	text_flags(out, "gone", d->findings_gone, d->nfindings_gone);
+	for (uint32_t i = 0; i < d->nfindings_moved; i++) {
 		char now[1024], was[1024];
-		fprintf(out, "  same  %s, now at %s (was %s)\n", vt_flag_kind_name(d->flags_moved[i].f->kind),
-		        vt_term_safe(d->flags_moved[i].site, now, sizeof now),
-		        vt_term_safe(d->flags_moved[i].base_site, was, sizeof was));
+		fprintf(out, "  same  %s, now at %s (was %s)\n", vt_finding_kind_name(d->findings_moved[i].f->kind),
+		        vt_term_safe(d->findings_moved[i].site, now, sizeof now),
+		        vt_term_safe(d->findings_moved[i].base_site, was, sizeof was));
 	}
-	if (!d->nflags_new && !d->nflags_gone && !d->stream)
+	if (!d->nfindings_new && !d->nfindings_gone && !d->stream)
 		fprintf(out, "  no flag appeared or vanished\n");
 	fprintf(out, "\nBiggest movers (bytes live at peak, by site)\n");
 	uint32_t shown = 0;
@@ -191,14 +191,14 @@ static void json_triple(struct vt_json *j, const char *key, uint64_t b, uint64_t
 	vt_json_end_object(j);
 }
 
-static void json_flags(struct vt_json *j, const char *key, const struct vt_diff_flag *v, uint32_t n)
+static void json_flags(struct vt_json *j, const char *key, const struct vt_diff_finding *v, uint32_t n)
 {
 	vt_json_key(j, key);
 	vt_json_begin_array(j);
 	for (uint32_t i = 0; i < n; i++) {
-		const struct vt_flag *f = v[i].f;
+		const struct vt_finding *f = v[i].f;
 		vt_json_begin_object(j);
-		vt_json_kv_string(j, "kind", vt_flag_kind_name(f->kind));
+		vt_json_kv_string(j, "kind", vt_finding_kind_name(f->kind));
 		vt_json_kv_string(j, "site", v[i].site);
 		vt_json_key(j, "devices");
 		vt_json_begin_array(j);
@@ -266,15 +266,15 @@ static int write_json(const struct vt_diff *d, const struct diff_options *o,
 			            d->new_.cats_at_peak[c]);
 		vt_json_end_object(&j);
 	}
-	json_flags(&j, "flags_new", d->flags_new, d->nflags_new);
-	json_flags(&j, "flags_gone", d->flags_gone, d->nflags_gone);
+	json_flags(&j, "flags_new", d->findings_new, d->nfindings_new);
+	json_flags(&j, "flags_gone", d->findings_gone, d->nfindings_gone);
 	vt_json_key(&j, "flags_moved");
 	vt_json_begin_array(&j);
-	for (uint32_t i = 0; i < d->nflags_moved; i++) {
+	for (uint32_t i = 0; i < d->nfindings_moved; i++) {
 		vt_json_begin_object(&j);
-		vt_json_kv_string(&j, "kind", vt_flag_kind_name(d->flags_moved[i].f->kind));
-		vt_json_kv_string(&j, "site", d->flags_moved[i].site);
-		vt_json_kv_string(&j, "base_site", d->flags_moved[i].base_site);
+		vt_json_kv_string(&j, "kind", vt_finding_kind_name(d->findings_moved[i].f->kind));
+		vt_json_kv_string(&j, "site", d->findings_moved[i].site);
+		vt_json_kv_string(&j, "base_site", d->findings_moved[i].base_site);
 		vt_json_end_object(&j);
 	}
 	vt_json_end_array(&j);

@@ -41,7 +41,7 @@ struct vt_site_name {
 	UT_hash_handle hh;
 };
 
-/* A function the allocation stacks pass through (report_site.c): in how
+/* A function the allocation stacks pass through (explain/site_names.c): in how
  * many stacks, whether it always calls the same function below it, and
  * whether it is called from more than one place. */
 struct vt_site_funnel {

@@ -1,5 +1,5 @@
-/* Site names (see report_site.h). */
-#include "report_site.h"
+/* Site names (see site_names.h). */
+#include "site_names.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -243,7 +243,7 @@ static void name_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id
 		raw_site(m, proc, s, buf, len);
 }
 
-void vt_report_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, char *buf,
+void vt_name_site(const struct vt_model *m, uint32_t proc, uint32_t stack_id, char *buf,
                     size_t len)
 {
 	if (proc >= m->nprocs || stack_id == 0) {

@@ -20,7 +20,7 @@
  * allocations live at once, the unique stacks, the snapshots.
  *
  *   struct vt_model *m = vt_model_load_trace_streaming(dir, err, errlen);
- *   ... vt_stream_peaks(m, &n), vt_report_site(m, proc, stack_id, ...) ...
+ *   ... vt_stream_peaks(m, &n), vt_name_site(m, proc, stack_id, ...) ...
  *
  * It is not classified: vt_classify and the report/oom/diff/export builders
  * need the full model and refuse a streaming one. Processes are replayed

@@ -15,7 +15,7 @@
 #include "model_stream.h"
 #include "record_text.h"
 #include "report.h"
-#include "report_site.h"
+#include "site_names.h"
 #include "term.h"
 #include "units.h"
 
@@ -48,7 +48,7 @@ static struct named_site *named_sites(const struct vt_model *m, const struct vt_
 	if (!v)
 		vt_nomem();
 	for (uint32_t i = 0; i < pk->nsites; i++) {
-		vt_report_site(m, pk->proc, pk->sites[i].stack_id, v[i].name, sizeof v[i].name);
+		vt_name_site(m, pk->proc, pk->sites[i].stack_id, v[i].name, sizeof v[i].name);
 		v[i].bytes = pk->sites[i].bytes;
 		v[i].allocs = pk->sites[i].allocs;
 	}
@@ -128,7 +128,7 @@ static void text_largest(const struct vt_model *m, const struct vt_stream_peak *
 		vt_format_bytes(a->bytes, b, sizeof b);
 		vt_format_seconds(a->t_alloc, when, sizeof when);
 		vt_format_bytes(a->h2d_bytes, h2d, sizeof h2d);
-		vt_report_site(m, pk->proc, a->stack_id, site, sizeof site);
+		vt_name_site(m, pk->proc, a->stack_id, site, sizeof site);
 		fprintf(out, "    %10s %12s %10s  %s (%s)\n", b, when, a->h2d_bytes ? h2d : "-",
 		        vt_term_safe(site, safe, sizeof safe), vt_api_name(a->api));
 	}
@@ -179,7 +179,7 @@ static void text_failed(const struct vt_model *m, int top, FILE *out)
 		vt_format_bytes(f->bytes, b, sizeof b);
 		vt_format_seconds(f->t_ns, when, sizeof when);
 		vt_format_bytes(snap[i].bytes, live, sizeof live);
-		vt_report_site(m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(m, f->proc, f->stack_id, site, sizeof site);
 		fprintf(out,
 		        "  %" PRIu32 ". %s on GPU %u at %s, pid %d, %s (%s, error %d): %s live on "
 		        "that GPU then, %" PRIu32 " allocations\n",
@@ -308,7 +308,7 @@ static void json_largest(struct vt_json *j, const struct vt_model *m,
 	for (uint32_t i = 0; i < pk->nlargest; i++) {
 		const struct vt_stream_alloc *a = &pk->largest[i];
 		char site[256];
-		vt_report_site(m, pk->proc, a->stack_id, site, sizeof site);
+		vt_name_site(m, pk->proc, a->stack_id, site, sizeof site);
 		vt_json_begin_object(j);
 		vt_json_kv_u64(j, "bytes", a->bytes);
 		vt_json_kv_u64(j, "t_ns", a->t_alloc);
@@ -371,7 +371,7 @@ static void json_failures(struct vt_json *j, const struct vt_model *m, int top)
 	for (uint32_t i = 0; i < n && i < m->nfailed; i++) {
 		const struct vt_failed_alloc *f = &m->failed[i];
 		char site[256];
-		vt_report_site(m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(m, f->proc, f->stack_id, site, sizeof site);
 		vt_json_begin_object(j);
 		vt_json_kv_i64(j, "pid", m->procs[f->proc].pid);
 		vt_json_kv_u64(j, "device", f->device);

@@ -10,7 +10,7 @@
 #include "json_out.h"
 #include "oom.h"
 #include "record_text.h"
-#include "report_site.h"
+#include "site_names.h"
 #include "units.h"
 #include "term.h"
 
@@ -133,10 +133,10 @@ static void text_advice(const struct vt_oom_report *r, FILE *out)
 {
 	fprintf(out, "\nAdvice (from the findings that held memory then)\n");
 	for (uint32_t i = 0; i < r->nadvice; i++) {
-		const struct vt_flag *f = &r->flags.v[r->advice[i]];
+		const struct vt_finding *f = &r->findings.v[r->advice[i]];
 		char b[32];
-		vt_format_bytes(vt_flag_bytes_max(f), b, sizeof b);
-		fprintf(out, "  [%s] %s: %s\n", vt_flag_kind_name(f->kind), b, f->advice);
+		vt_format_bytes(vt_finding_bytes_max(f), b, sizeof b);
+		fprintf(out, "  [%s] %s: %s\n", vt_finding_kind_name(f->kind), b, f->advice);
 	}
 	if (!r->nadvice && r->nlargest) {
 		char b[32];
@@ -307,18 +307,18 @@ static void json_advice(struct vt_json *j, const struct vt_oom_report *r)
 	vt_json_key(j, "advice");
 	vt_json_begin_array(j);
 	for (uint32_t i = 0; i < r->nadvice; i++)
-		vt_json_string(j, r->flags.v[r->advice[i]].advice);
+		vt_json_string(j, r->findings.v[r->advice[i]].advice);
 	vt_json_end_array(j);
 	vt_json_key(j, "flags");
 	vt_json_begin_array(j);
 	for (uint32_t i = 0; i < r->nadvice; i++) {
-		const struct vt_flag *f = &r->flags.v[r->advice[i]];
+		const struct vt_finding *f = &r->findings.v[r->advice[i]];
 		char site[VT_OOM_SITE_LEN];
-		vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(r->m, f->proc, f->stack_id, site, sizeof site);
 		vt_json_begin_object(j);
-		vt_json_kv_string(j, "kind", vt_flag_kind_name(f->kind));
+		vt_json_kv_string(j, "kind", vt_finding_kind_name(f->kind));
 		vt_json_kv_string(j, "site", site);
-		vt_json_kv_u64(j, "bytes", vt_flag_bytes_max(f));
+		vt_json_kv_u64(j, "bytes", vt_finding_bytes_max(f));
 		vt_json_kv_u64(j, "t_ns", f->t_ns);
 		vt_json_end_object(j);
 	}

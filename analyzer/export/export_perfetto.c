@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flags.h"
+#include "findings.h"
 #include "json_out.h"
 #include "log_reader.h"
 #include "record_text.h"
 #include "trace_event.h"
-#include "report_site.h"
+#include "site_names.h"
 #include "units.h"
 
 /* A name from record_text.h, or "unknown" for a value it does not know (a
@@ -147,7 +147,7 @@ static void write_failed(const struct vt_export *x, struct vt_te_writer *j)
 		vt_te_kv_i64(j, "result", f->result);
 		if (f->device != VT_DEVICE_UNKNOWN)
 			vt_te_kv_u64(j, "device", f->device);
-		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(x->m, f->proc, f->stack_id, site, sizeof site);
 		vt_te_kv_string(j, "site", site);
 		vt_te_end_object(j);
 		vt_te_end_object(j);
@@ -157,11 +157,11 @@ static void write_failed(const struct vt_export *x, struct vt_te_writer *j)
 /* The report's findings, with their advice, where they happened. */
 static void write_flags(const struct vt_export *x, struct vt_te_writer *j)
 {
-	for (uint32_t i = 0; i < x->r.flags.n; i++) {
-		const struct vt_flag *f = &x->r.flags.v[i];
+	for (uint32_t i = 0; i < x->r.findings.n; i++) {
+		const struct vt_finding *f = &x->r.findings.v[i];
 		char site[256];
-		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
-		vt_te_instant(j, vt_flag_kind_name(f->kind), "g", f->t_ns,
+		vt_name_site(x->m, f->proc, f->stack_id, site, sizeof site);
+		vt_te_instant(j, vt_finding_kind_name(f->kind), "g", f->t_ns,
 		              (uint64_t)x->m->procs[f->proc].pid, 0);
 		vt_te_kv_string(j, "cat", "flag");
 		vt_te_args_begin(j);
@@ -222,7 +222,7 @@ static void copy_event(struct copy_ctx *c, const struct vt_record_view *rec)
 	snprintf(addr, sizeof addr, "0x%" PRIx64, ev->aux);
 	vt_te_kv_string(c->j, "src", addr);
 	vt_te_kv_string(c->j, "api", known(vt_api_name(ev->api)));
-	vt_report_site(c->x->m, c->proc, ev->stack_id, site, sizeof site);
+	vt_name_site(c->x->m, c->proc, ev->stack_id, site, sizeof site);
 	vt_te_kv_string(c->j, "site", site);
 	vt_te_end_object(c->j);
 	vt_te_end_object(c->j);

@@ -5,7 +5,7 @@
 
 #include "live_curve.h"
 #include "model_stream.h"
-#include "report_site.h"
+#include "site_names.h"
 #include "trace_event.h"
 
 int vt_export_stream_csv(const struct vt_model *m, FILE *out)
@@ -54,7 +54,7 @@ static void instant(struct vt_te_writer *j, const struct vt_model *m,
 	vt_te_kv_u64(j, "live_allocs", s->live_allocs);
 	for (uint32_t k = 0; k < s->nsites && k < 10; k++) {
 		char site[256], key[32];
-		vt_report_site(m, s->proc, s->sites[k].stack_id, site, sizeof site);
+		vt_name_site(m, s->proc, s->sites[k].stack_id, site, sizeof site);
 		snprintf(key, sizeof key, "site %u", k + 1);
 		vt_te_kv_string(j, key, site);
 		snprintf(key, sizeof key, "site %u bytes", k + 1);

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flags.h"
+#include "findings.h"
 #include "json_out.h"
-#include "report_site.h"
+#include "site_names.h"
 #include "steps.h"
 
 static void categories(struct vt_json *j, const char *key, const uint64_t *cats)
@@ -135,12 +135,12 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 {
 	vt_json_key(j, "flags");
 	vt_json_begin_array(j);
-	for (uint32_t i = 0; i < r->flags.n; i++) {
-		const struct vt_flag *f = &r->flags.v[i];
+	for (uint32_t i = 0; i < r->findings.n; i++) {
+		const struct vt_finding *f = &r->findings.v[i];
 		char site[256];
-		vt_report_site(r->m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(r->m, f->proc, f->stack_id, site, sizeof site);
 		vt_json_begin_object(j);
-		vt_json_kv_string(j, "kind", vt_flag_kind_name(f->kind));
+		vt_json_kv_string(j, "kind", vt_finding_kind_name(f->kind));
 		vt_json_key(j, "devices");
 		vt_json_begin_array(j);
 		for (uint32_t d = 0; d < f->ndev; d++)
@@ -158,7 +158,7 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 		vt_json_kv_string(j, "advice", f->advice);
 		vt_json_kv_i64(j, "pid", r->m->procs[f->proc].pid);
 		vt_json_kv_string(j, "framework", vt_framework_name(f->framework));
-		if (f->kind == VT_FLAG_PREFETCH_DEPTH) {
+		if (f->kind == VT_FINDING_PREFETCH_DEPTH) {
 			vt_json_kv_u64(j, "depth", f->depth);
 			vt_json_kv_u64(j, "batch_bytes", f->batch_bytes);
 		}
@@ -217,7 +217,7 @@ static void allocations(struct vt_json *j, const struct vt_report *r)
 			continue;
 		char addr[24], site[256];
 		snprintf(addr, sizeof addr, "0x%" PRIx64, a->addr);
-		vt_report_site(r->m, a->proc, a->stack_id, site, sizeof site);
+		vt_name_site(r->m, a->proc, a->stack_id, site, sizeof site);
 		vt_json_begin_object(j);
 		vt_json_kv_i64(j, "pid", r->m->procs[a->proc].pid);
 		vt_json_kv_i64(j, "device", a->device == VT_DEVICE_UNKNOWN ? -1 : a->device);

@@ -10,9 +10,9 @@
 #include <uthash.h>
 
 #include "export_stack.h"
-#include "flags.h"
+#include "findings.h"
 #include "json_out.h"
-#include "report_site.h"
+#include "site_names.h"
 
 /* analyzer/html/timeline.html, made into a C array at build time
  * (analyzer/html/embed.cmake). */
@@ -170,12 +170,12 @@ static void write_flags(const struct vt_export *x, struct vt_json *j)
 {
 	vt_json_key(j, "flags");
 	vt_json_begin_array(j);
-	for (uint32_t i = 0; i < x->r.flags.n; i++) {
-		const struct vt_flag *f = &x->r.flags.v[i];
+	for (uint32_t i = 0; i < x->r.findings.n; i++) {
+		const struct vt_finding *f = &x->r.findings.v[i];
 		char site[256];
-		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(x->m, f->proc, f->stack_id, site, sizeof site);
 		vt_json_begin_object(j);
-		vt_json_kv_string(j, "kind", vt_flag_kind_name(f->kind));
+		vt_json_kv_string(j, "kind", vt_finding_kind_name(f->kind));
 		vt_json_key(j, "devices");
 		vt_json_begin_array(j);
 		for (uint32_t d = 0; d < f->ndev; d++)
@@ -256,7 +256,7 @@ static void write_markers(const struct vt_export *x, struct vt_json *j, int dev)
 		if (f->device != dev && f->device != VT_DEVICE_UNKNOWN)
 			continue;
 		char site[256];
-		vt_report_site(x->m, f->proc, f->stack_id, site, sizeof site);
+		vt_name_site(x->m, f->proc, f->stack_id, site, sizeof site);
 		vt_json_begin_object(j);
 		vt_json_kv_u64(j, "t_ns", f->t_ns);
 		vt_json_kv_u64(j, "bytes", f->bytes);

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "flags.h"
-#include "report_site.h"
+#include "findings.h"
+#include "site_names.h"
 #include "steps.h"
 #include "term.h"
 #include "units.h"
@@ -28,7 +28,7 @@ static const enum vt_color category_color[VT_CAT_COUNT] = {
 /* A flag's kind: red for the upload that breaks jobs, yellow for the rest. */
 static enum vt_color flag_color(int kind)
 {
-	return kind == VT_FLAG_WHOLE_DATASET ? VT_COLOR_RED : VT_COLOR_YELLOW;
+	return kind == VT_FINDING_WHOLE_DATASET ? VT_COLOR_RED : VT_COLOR_YELLOW;
 }
 
 static const char *on(FILE *out, enum vt_color c)
@@ -172,7 +172,7 @@ static void sites(const struct vt_report *r, FILE *out)
 }
 
 /* "GPU 0" or "GPUs 0,1" */
-static void gpus(FILE *out, const struct vt_flag *f)
+static void gpus(FILE *out, const struct vt_finding *f)
 {
 	fprintf(out, "GPU%s", f->ndev > 1 ? "s" : "");
 	for (uint32_t d = 0; d < f->ndev; d++)
@@ -180,33 +180,33 @@ static void gpus(FILE *out, const struct vt_flag *f)
 }
 
 /* One sentence per flag, then its advice. */
-static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *out)
+static void flag_line(const struct vt_report *r, const struct vt_finding *f, FILE *out)
 {
 	char raw[256], site[256], b[32], when[32], all[32];
 	uint64_t sum = 0;
 	for (uint32_t d = 0; d < f->ndev; d++)
 		sum += f->bytes[d];
-	vt_report_site(r->m, f->proc, f->stack_id, raw, sizeof raw);
+	vt_name_site(r->m, f->proc, f->stack_id, raw, sizeof raw);
 	vt_term_safe(raw, site, sizeof site);
-	vt_format_bytes(vt_flag_bytes_max(f), b, sizeof b);
+	vt_format_bytes(vt_finding_bytes_max(f), b, sizeof b);
 	vt_format_bytes(sum, all, sizeof all);
 	vt_format_seconds(f->t_ns, when, sizeof when);
 	const char *copies = f->copies == 1 ? "copy" : "copies";
-	fprintf(out, "  %s[%s]%s ", on(out, flag_color(f->kind)), vt_flag_kind_name(f->kind), off(out));
+	fprintf(out, "  %s[%s]%s ", on(out, flag_color(f->kind)), vt_finding_kind_name(f->kind), off(out));
 	switch (f->kind) {
-	case VT_FLAG_WHOLE_DATASET:
+	case VT_FINDING_WHOLE_DATASET:
 		fprintf(out, "%s dataset%s uploaded to ", b, f->ndev > 1 ? " (each)" : "");
 		gpus(out, f);
 		fprintf(out, " in %" PRIu64 " host-to-device %s at t=%s from %s", f->copies, copies,
 		        when, site);
 		break;
-	case VT_FLAG_PREFETCH_DEPTH:
+	case VT_FINDING_PREFETCH_DEPTH:
 		fprintf(out, "prefetch holds %u batch%s (%s) on ", f->depth, f->depth == 1 ? "" : "es",
 		        b);
 		gpus(out, f);
 		fprintf(out, ", filled from %s", site);
 		break;
-	case VT_FLAG_REPLICATED:
+	case VT_FINDING_REPLICATED:
 		fprintf(out, "the same %s dataset on ", b);
 		gpus(out, f);
 		fprintf(out, " (%s in all), uploaded from %s", all, site);
@@ -226,10 +226,10 @@ static void flag_line(const struct vt_report *r, const struct vt_flag *f, FILE *
 static void flags(const struct vt_report *r, FILE *out)
 {
 	heading(out, "\n", "Flags");
-	if (!r->flags.n)
+	if (!r->findings.n)
 		fprintf(out, "  none\n");
-	for (uint32_t i = 0; i < r->flags.n; i++)
-		flag_line(r, &r->flags.v[i], out);
+	for (uint32_t i = 0; i < r->findings.n; i++)
+		flag_line(r, &r->findings.v[i], out);
 }
 
 int vt_report_write_text(const struct vt_report *r, FILE *out)

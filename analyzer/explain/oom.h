@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#include "flags.h"
+#include "findings.h"
 #include "model.h"
 #include "stderr_scan.h"
 
@@ -61,7 +61,7 @@ struct vt_oom_proc {
 
 struct vt_oom_report {
 	struct vt_model *m;
-	struct vt_flags flags;
+	struct vt_findings findings;
 	int source;                     /* enum vt_oom_source */
 	uint32_t index;                 /* 1-based, among events of that source */
 	uint32_t driver_count, framework_count;

@@ -11,7 +11,7 @@
 #include <uthash.h>
 
 #include "classify.h"
-#include "report_site.h"
+#include "site_names.h"
 
 #define CUDA_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY */
 
@@ -92,7 +92,7 @@ static void pick_driver(struct vt_oom_report *r, const struct event_ref *e)
 	r->device = f->device == VT_DEVICE_UNKNOWN ? -1 : f->device;
 	r->request_bytes = f->bytes;
 	r->at = vt_moment_at_seq(f->proc, f->seq, f->t_ns);
-	vt_report_site(r->m, f->proc, f->stack_id, r->site, sizeof r->site);
+	vt_name_site(r->m, f->proc, f->stack_id, r->site, sizeof r->site);
 }
 
 static void pick_framework(struct vt_oom_report *r, const struct event_ref *e)
@@ -230,7 +230,7 @@ static int on_live(const struct vt_model *m, uint32_t idx, const struct vt_alloc
 	struct vt_oom_report *r = s->r;
 	int cat = cat_of(a);
 	char name[VT_OOM_SITE_LEN];
-	vt_report_site(m, a->proc, a->stack_id, name, sizeof name);
+	vt_name_site(m, a->proc, a->stack_id, name, sizeof name);
 	r->tracked_bytes += a->bytes;
 	r->live_allocs++;
 	r->cats[cat] += a->bytes;
@@ -294,8 +294,8 @@ static void derive_gaps(struct vt_oom_report *r)
 /* Flags that held memory on the device at that moment. */
 static void pick_advice(struct vt_oom_report *r)
 {
-	for (uint32_t i = 0; i < r->flags.n && r->nadvice < 64; i++) {
-		const struct vt_flag *f = &r->flags.v[i];
+	for (uint32_t i = 0; i < r->findings.n && r->nadvice < 64; i++) {
+		const struct vt_finding *f = &r->findings.v[i];
 		int on_device = r->device < 0;
 		for (uint32_t d = 0; d < f->ndev && !on_device; d++)
 			on_device = f->devices[d] == r->device;
@@ -365,7 +365,7 @@ int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, ch
 	r->device = -1;
 	vt_model_finish(m);
 	vt_classify(m);
-	vt_flags_find(m, &r->flags);
+	vt_findings_find(m, &r->findings);
 	struct event_ref *drv = driver_ooms(m, &r->driver_count);
 	struct event_ref *fw = framework_ooms(m, &r->framework_count);
 	uint32_t have = r->driver_count ? r->driver_count : r->framework_count;
@@ -405,7 +405,7 @@ int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, ch
 
 void vt_oom_free(struct vt_oom_report *r)
 {
-	vt_flags_free(&r->flags);
+	vt_findings_free(&r->findings);
 	free(r->sites);
 	free(r->procs);
 	memset(r, 0, sizeof *r);

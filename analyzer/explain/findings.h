@@ -1,4 +1,5 @@
-/* Findings a person can act on, from a classified model:
+/* Findings a person can act on, from a classified model (the JSON and the
+ * text call them "flags"):
  *   whole_dataset_upload       host-to-device copies filled long-lived memory
  *                              that is many times the per-step upload, or a
  *                              large share of the device, and acts as data
@@ -8,17 +9,17 @@
  * Each with the devices, bytes per device, copies, site, time, confidence
  * and advice that is true for the framework that made the trace
  * (recognised from its loaded modules). */
-#ifndef VT_FLAGS_H
-#define VT_FLAGS_H
+#ifndef VT_FINDINGS_H
+#define VT_FINDINGS_H
 
 #include "model.h"
 
-enum vt_flag_kind {
-	VT_FLAG_WHOLE_DATASET = 0,
-	VT_FLAG_PREFETCH_DEPTH,
-	VT_FLAG_REPLICATED,
-	VT_FLAG_OPAQUE_POOL,
-	VT_FLAG_KIND_COUNT
+enum vt_finding_kind {
+	VT_FINDING_WHOLE_DATASET = 0,
+	VT_FINDING_PREFETCH_DEPTH,
+	VT_FINDING_REPLICATED,
+	VT_FINDING_OPAQUE_POOL,
+	VT_FINDING_KIND_COUNT
 };
 
 enum vt_framework {
@@ -29,8 +30,8 @@ enum vt_framework {
 	VT_FW_CUPY,
 };
 
-struct vt_flag {
-	int kind;                           /* enum vt_flag_kind */
+struct vt_finding {
+	int kind;                           /* enum vt_finding_kind */
 	uint32_t proc;                      /* process of the site */
 	uint32_t stack_id;                  /* site's stack in that process */
 	uint32_t ndev;
@@ -45,19 +46,19 @@ struct vt_flag {
 	char advice[1024];
 };
 
-struct vt_flags {
-	struct vt_flag *v;
+struct vt_findings {
+	struct vt_finding *v;
 	uint32_t n, cap;
 };
 
 /* Needs vt_classify() first. */
-void vt_flags_find(const struct vt_model *m, struct vt_flags *out);
-void vt_flags_free(struct vt_flags *f);
+void vt_findings_find(const struct vt_model *m, struct vt_findings *out);
+void vt_findings_free(struct vt_findings *f);
 
-const char *vt_flag_kind_name(int kind);
+const char *vt_finding_kind_name(int kind);
 int vt_framework_of(const struct vt_proc *p);
 const char *vt_framework_name(int fw);
 /* The largest bytes over a flag's devices. */
-uint64_t vt_flag_bytes_max(const struct vt_flag *f);
+uint64_t vt_finding_bytes_max(const struct vt_finding *f);
 
 #endif

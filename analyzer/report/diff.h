@@ -29,11 +29,11 @@ struct vt_diff_site {
 	int category;            /* NEW's, else BASE's */
 };
 
-struct vt_diff_flag {
-	const struct vt_flag *f;
+struct vt_diff_finding {
+	const struct vt_finding *f;
 	const struct vt_report *r; /* the side it belongs to */
 	char site[256];
-	char base_site[256];       /* flags_moved: its site in BASE */
+	char base_site[256];       /* findings_moved: its site in BASE */
 };
 
 struct vt_diff {
@@ -42,10 +42,10 @@ struct vt_diff {
 	uint64_t peak_base[VT_MAX_DEVICES], peak_new[VT_MAX_DEVICES];
 	struct vt_diff_site *sites;   /* biggest |delta| first */
 	uint32_t nsites;
-	struct vt_diff_flag *flags_new, *flags_gone;
-	uint32_t nflags_new, nflags_gone;
-	struct vt_diff_flag *flags_moved; /* same kind, the only one each side, other site */
-	uint32_t nflags_moved;
+	struct vt_diff_finding *findings_new, *findings_gone;
+	uint32_t nfindings_new, nfindings_gone;
+	struct vt_diff_finding *findings_moved; /* same kind, the only one each side, other site */
+	uint32_t nfindings_moved;
 	int stream; /* built from streaming models: peaks and sites only */
 };
 
