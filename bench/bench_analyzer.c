@@ -30,7 +30,9 @@
 
 #include "gen_trace.h"
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "model.h"
+#include "model_load.h"
 #include "model_stream.h"
 #include "report.h"
 

@@ -21,6 +21,7 @@
 #include "export_perfetto.h"
 #include "gen_trace.h"
 #include "model.h"
+#include "model_load.h"
 
 static double now(void)
 {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 
 struct tally {
 	unsigned long events, stacks, other;

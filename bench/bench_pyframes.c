@@ -1,4 +1,4 @@
-/* Cost of Python frames per event (issue 8).
+/* Cost of Python frames per event.
  *
  * Built twice from this file:
  *  - bench_pyframes (program, no arguments: paths are compiled in): a

@@ -44,6 +44,7 @@
 
 #include "event_clock.h"
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "recording_cost.h"
 
 #define STACK_FRAMES 24

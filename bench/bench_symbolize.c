@@ -35,6 +35,7 @@
 #include <gelf.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "sites.h"
 #include "stack_store.h"
 #include "symbolize.h"
@@ -227,7 +228,7 @@ static void python_library(char *out, size_t len)
 }
 
 /* The file at path as a module at its own addresses (bias 0, as the
- * symbolizer reports files), in a session of its own: dwfl_end(*dwfl). */
+ * symbolizer reports files), in a Dwfl of its own: dwfl_end(*dwfl). */
 static Dwfl_Module *open_offline(const char *path, Dwfl **dwfl)
 {
 	static const Dwfl_Callbacks cb = {.find_elf = dwfl_build_id_find_elf,

@@ -1,4 +1,4 @@
-# Exports (issue 11): a generated trace of a million events (gen_trace.c;
+# Exports: a generated trace of a million events (gen_trace.c;
 # VT_BENCH_EXPORT_EVENTS overrides) exported to HTML, Perfetto, folded and
 # CSV: sizes and times, and the HTML page's load time in headless Chromium
 # when one is installed.

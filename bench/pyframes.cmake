@@ -1,4 +1,4 @@
-# Python frames (issue 8): bench_pyframes prints its rows into the bench
+# Python frames: bench_pyframes prints its rows into the bench
 # table. It runs Python scripts, so it is built only when a supported CPython
 # was found (tests/python sets VT_PYTHONS).
 if(VT_PYTHONS)

@@ -11,6 +11,7 @@
 
 #include "fuzz_common.h"
 #include "model.h"
+#include "model_load.h"
 #include "model_stream.h"
 #include "vramtrace/format.h"
 

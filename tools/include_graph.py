@@ -114,7 +114,7 @@ def foreign_declarations(root, files, defs):
         if not f.endswith(".h") or f.startswith("include/"):
             continue
         with open(os.path.join(root, f), errors="replace") as fh:
-            text = fh.read()
+            text = re.sub(r"/\*.*?\*/", " ", fh.read(), flags=re.S)
         for name in PROTO_RE.findall(text):
             d = defs.get(name)
             if d and unit_of(d) != unit_of(f):
@@ -146,19 +146,18 @@ def add_symbol_edges(root, build, edges, files, defs_out=None):
                     defs.setdefault(parts[2], src)
     if defs_out is not None:
         defs_out.update(defs)
-    added = []
+    calls = []
     for src, syms in uses.items():
-        for s in syms:
+        for s in sorted(syms):
             d = defs.get(s)
             # the shim is preloaded, never linked: its wrappers of dlopen
             # and dlsym are not what the analyzer's calls of them reach
             if d and d.startswith("interpose/") and not src.startswith("interpose/"):
                 continue
             if d and unit_of(d) != unit_of(src):
-                if unit_of(d) not in edges[unit_of(src)]:
-                    added.append((src, d, s))
+                calls.append((src, d, s))
                 edges[unit_of(src)].add(unit_of(d))
-    return added
+    return calls
 
 
 def sccs(nodes, edges):
@@ -233,6 +232,7 @@ def main():
     layers, apart = layers_from(args.layers or os.path.join(root, "tools", "layers.txt"))
     files = collect(root)
     edges, file_edges = build_graph(root, files)
+    include_edges = {k: set(v) for k, v in edges.items()}
     nodes = {unit_of(f) for f in files}
     bad = 0
     calls_only = []
@@ -247,19 +247,21 @@ def main():
         bad += 1
         print("circle: " + " <-> ".join(comp))
         for src, dst, sym in calls_only:
-            if unit_of(src) in comp and unit_of(dst) in comp:
+            if unit_of(src) in comp and unit_of(dst) in comp and unit_of(dst) not in include_edges.get(unit_of(src), ()):
                 print(f"  {src} calls {sym} in {dst}")
-    for src, dst in file_edges:
+    checked = [(src, dst, "includes") for src, dst in file_edges]
+    checked += [(src, dst, f"calls {sym} in") for src, dst, sym in calls_only]
+    for src, dst, how in checked:
         rs, rd = layer_rank(src, layers), layer_rank(dst, layers)
         if rs is None or rd is None:
             print(f"unplaced: {src if rs is None else dst} is in no folder of the layer list")
             bad += 1
         elif rd > rs:
-            print(f"upward: {src} includes {dst} ({layers[rd]} comes after {layers[rs]})")
+            print(f"upward: {src} {how} {dst} ({layers[rd]} comes after {layers[rs]})")
             bad += 1
         for a, b in apart:
             if (under(src, a) and under(dst, b)) or (under(src, b) and under(dst, a)):
-                print(f"apart: {src} includes {dst} ({a} and {b} are kept apart)")
+                print(f"apart: {src} {how} {dst} ({a} and {b} are kept apart)")
                 bad += 1
     if args.dot:
         write_dot(args.dot, edges, nodes)

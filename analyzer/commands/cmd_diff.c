@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd_load.h"
 #include "commands.h"
 #include "diff.h"
 #include "json_out.h"

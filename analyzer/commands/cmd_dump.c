@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "json_out.h"
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "record_text.h"
 #include "sites.h"
 

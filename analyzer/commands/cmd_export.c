@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cmd_load.h"
 #include "commands.h"
 #include "export_csv.h"
 #include "export_data.h"

@@ -1,4 +1,4 @@
-/* How every command loads its trace (commands.h): a progress bar on stderr
+/* How every command loads its trace (cmd_load.h): a progress bar on stderr
  * while the logs are read, when stderr is a terminal and the read takes
  * longer than half a second (a 100 M-event trace takes the full model half a
  * minute, which should not look like a hang); and before the full model, a
@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "commands.h"
+#include "cmd_load.h"
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "mem_budget.h"
 #include "model.h"
+#include "model_load.h"
 #include "model_stream.h"
 #include "term.h"
 #include "units.h"

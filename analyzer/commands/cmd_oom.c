@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd_load.h"
 #include "commands.h"
 #include "json_out.h"
 #include "oom.h"

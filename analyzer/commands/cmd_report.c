@@ -4,11 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd_load.h"
 #include "commands.h"
-#include "export_html.h" /* --html (export part, issue 11) */
+#include "export_html.h" /* --html (export/) */
 #include "model.h"
 #include "model_stream.h"
 #include "report.h"
+#include "report_json.h"
+#include "report_text.h"
 #include "report_stream.h"
 
 static int usage(void)

@@ -28,8 +28,9 @@
 #include <dirent.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "recording_cost.h"
-#include "run_relay.h" /* oomdiff: the job's stderr through the launcher */
+#include "run_relay.h" /* the job's stderr through the launcher */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
 #include "vramtrace/size_text.h"
 
@@ -442,31 +443,31 @@ static int spawn_and_wait(struct run_job *job)
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	fflush(NULL);
-	/* oomdiff: the job's stderr is relayed (pipe, or pty on a terminal) and
+	/* the job's stderr is relayed (pipe, or pty on a terminal) and
 	 * framework OOM messages on it become marks in the trace */
 	struct vt_relay relay;
 	vt_relay_setup(&relay, job->dir);
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "vramtrace run: fork: %s\n", strerror(errno));
-		vt_relay_finish(&relay, 1); /* oomdiff */
+		vt_relay_finish(&relay, 1);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return -1;
 	}
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL); /* the job gets what we had */
-		vt_relay_in_child(&relay);            /* oomdiff */
+		vt_relay_in_child(&relay);
 		execvp(job->cmd[0], job->cmd);
 		fprintf(stderr, "vramtrace run: cannot run %s: %s\n", job->cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	job->pid = pid;
-	vt_relay_start(&relay, pid); /* oomdiff */
+	vt_relay_start(&relay, pid);
 	write_run_json(job, 0);
 	wait_forwarding(job, &set);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	job->exit_code = status_to_exit_code(job->status);
-	vt_relay_finish(&relay, job->exit_code); /* oomdiff: drained before the summary */
+	vt_relay_finish(&relay, job->exit_code); /* drained before the summary */
 	return 0;
 }
 

@@ -23,7 +23,5 @@ VT_COMMAND_LIST(VT_DECLARE_COMMAND)
 /* The trace in dir as a model (streaming: the streaming model), with a
  * progress bar on a terminal (cmd_load.c); NULL after one line on stderr,
  * "vramtrace CMD: why". */
-struct vt_model;
-struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming);
 
 #endif

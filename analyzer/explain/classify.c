@@ -9,6 +9,7 @@
 #include <uthash.h>
 
 #include "steps.h"
+#include "model_query.h"
 
 /* Per-allocation facts the rules read, gathered in one pass: the rules'
  * many passes then walk these 16 bytes an allocation instead of the

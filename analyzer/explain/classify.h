@@ -1,4 +1,4 @@
-/* Classification (DESIGN.md "Classification"): each allocation of a finished
+/* Classification (docs/design/classification.md): each allocation of a finished
  * model gets a category, a reason and a confidence; each process gets its
  * allocator mode (per-tensor or pool). Steps are found first (steps.h).
  *
@@ -43,5 +43,8 @@ static inline int vt_alloc_is_pool(const struct vt_alloc *a)
 {
 	return a->category == VT_CAT_POOL;
 }
+
+/* The classifier's reason for a's category (static text). */
+const char *vt_alloc_reason(const struct vt_alloc *a);
 
 #endif

@@ -11,6 +11,7 @@
 #include "steps.h"
 #include "units.h"
 #include "nomem.h"
+#include "model_query.h"
 
 #define MIB (1024ull * 1024ull)
 

@@ -12,6 +12,7 @@
 
 #include "classify.h"
 #include "site_names.h"
+#include "model_query.h"
 
 #define CUDA_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY */
 

@@ -10,6 +10,7 @@
 
 #include "sites.h"
 #include "nomem.h"
+#include "model_query.h"
 
 /* Frames inside these are the driver's, the runtime's or ours: skip them to
  * reach the caller (raw naming only; the sites part has its own rules). */

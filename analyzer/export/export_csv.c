@@ -1,5 +1,6 @@
 /* CSV export (see export_csv.h). */
 #include "export_csv.h"
+#include "model_query.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

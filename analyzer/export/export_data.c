@@ -1,5 +1,6 @@
 /* The data every export shares (see export_data.h). */
 #include "export_data.h"
+#include "model_query.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,6 +5,7 @@
  * the exact state at each picked step, with the sites holding most bytes. */
 #include "export_html_series.h"
 #include "nomem.h"
+#include "model_query.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,10 +9,12 @@
 #include "findings.h"
 #include "json_out.h"
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "record_text.h"
 #include "trace_event.h"
 #include "site_names.h"
 #include "units.h"
+#include "classify.h"
 
 /* A name from record_text.h, or "unknown" for a value it does not know (a
  * newer writer or a damaged log): NULL must never reach a printer. */

@@ -9,6 +9,7 @@
 #include "pystack.h"
 #include "sites.h"
 #include "nomem.h"
+#include "model_query.h"
 
 static const char *basename_of(const char *path)
 {
@@ -67,7 +68,7 @@ static int native_entries(struct vt_sites *sites, const struct vt_frame *f,
 	return (int)names.n;
 }
 
-/* Python frames (issue 8) in place of the interpreter's eval-loop frames
+/* Python frames in place of the interpreter's eval-loop frames
  * they ran in (pystack.h): "function (file:line)", or "function"; the
  * interpreter's other frames (libpython, the python executable) left out. */
 static int merged_entries(struct vt_sites *sites, const struct vt_stack *s,

@@ -2,7 +2,7 @@
  * stacks (folded flame graphs, the HTML site view). Frames are symbolized
  * through the stacks part (sites.h), each inlined function its own entry;
  * a model without it (built in memory) gives "module+0xOFFSET". Python
- * frames (issue 8) take the place of the interpreter's eval-loop frames
+ * frames take the place of the interpreter's eval-loop frames
  * they ran in (pystack.h), and the interpreter's other C frames are left
  * out of such stacks. */
 #ifndef VT_EXPORT_STACK_H

@@ -850,3 +850,79 @@ void vt_model_end_process(struct vt_model *m, uint32_t pi)
 		free(h);
 	}
 }
+
+/* ---- the end of the replay ------------------------------------------- */
+
+struct vt_stack_entry *vt_model_cached_stack(struct vt_model *m, struct vt_stack_cache *sc,
+                                             uint32_t proc, uint32_t id)
+{
+	if (!id)
+		return NULL;
+	if (proc != sc->proc) {
+		memset(sc->slot, 0, sizeof sc->slot);
+		sc->proc = proc;
+	}
+	struct vt_stack_entry *e = sc->slot[id % VT_STACK_CACHE];
+	if (e && e->s.id == id)
+		return e;
+	HASH_FIND(hh, m->procs[proc].stacks, &id, sizeof id, e);
+	if (e)
+		sc->slot[id % VT_STACK_CACHE] = e;
+	return e;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct vt_copy_range *x = a, *y = b;
+	if (x->alloc != y->alloc)
+		return x->alloc < y->alloc ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static void frame_fanin(struct vt_model *m)
+{
+	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
+		struct vt_proc *p = &m->procs[pi];
+		struct vt_stack_entry *e, *tmp;
+		HASH_ITER(hh, p->stacks, e, tmp)
+		{
+			if (!e->s.alloc_uses)
+				continue;
+			p->alloc_stacks++;
+			for (uint16_t k = 0; k < e->s.depth; k++) {
+				uint64_t ip = e->s.frames[k];
+				int again = 0; /* recursion: count a frame once per stack */
+				for (uint16_t j = 0; j < k && !again; j++)
+					again = e->s.frames[j] == ip;
+				if (again)
+					continue;
+				struct vt_frame_fanin *f;
+				HASH_FIND(hh, p->fanin, &ip, sizeof ip, f);
+				if (!f) {
+					f = calloc(1, sizeof *f);
+					if (!f)
+						vt_nomem();
+					f->ip = ip;
+					HASH_ADD(hh, p->fanin, ip, sizeof f->ip, f);
+				}
+				f->stacks++;
+			}
+		}
+	}
+}
+
+void vt_model_finish(struct vt_model *m)
+{
+	if (m->finished)
+		return;
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		vt_model_end_process(m, i);
+	m->consumer->finish(m); /* peaks, end bytes, stack uses */
+	frame_fanin(m);
+	/* ranges sorted by (alloc, offset) for vt_model_ranges; the hash index
+	 * pointing into them is no longer needed */
+	vt_model_drop_range_index(m);
+	if (m->nranges)
+		qsort(m->ranges, m->nranges, sizeof *m->ranges, range_cmp);
+	m->finished = 1;
+}

@@ -11,7 +11,8 @@
  *   ... more processes ...
  *   vt_model_finish(m);          // peaks per device; the model is now read-only
  *
- * or simply vt_model_load_trace(m, dir, err, errlen) which does all of it.
+ * or simply vt_model_load_trace(dir, err, errlen) (model_load.h), which does
+ * all of it; the questions a finished model answers are in model_query.h.
  *
  * Time: every t_* below is nanoseconds from the trace start (the smallest
  * clock base over its logs). A "moment" orders events across processes:
@@ -19,7 +20,7 @@
  * alloc moment <= M < free moment. Within a process seq is the truth; across
  * processes time is.
  *
- * Rules the replay follows (DESIGN.md):
+ * Rules the replay follows (docs/design/classification.md):
  *  - an address is one allocation from its ALLOC to its FREE; an ALLOC at an
  *    address that is still live closes the stale one first (a lost free);
  *  - cuMemFreeAsync frees at the event (the memory may be reused from then on);
@@ -46,7 +47,7 @@
 #define VT_MAX_DEVICES 256
 #define VT_NO_INDEX UINT32_MAX
 
-/* The categories of DESIGN.md "Classification". Order is the report's. */
+/* The categories (docs/design/classification.md). Order is the report's. */
 enum vt_category {
 	VT_CAT_DATASET = 0,
 	VT_CAT_PREFETCH,
@@ -300,65 +301,7 @@ void vt_model_end_process(struct vt_model *m, uint32_t proc);
 /* Peaks and end state per device. Call once, after the last process. */
 void vt_model_finish(struct vt_model *m);
 
-/* Read a trace directory (analyzer/log_reader.h) into a new model, finished.
- * NULL and a one-line reason in err on failure. */
-struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen);
-/* Optional progress while vt_model_load_trace reads: bytes of the logs read
- * so far and in all, called every few thousand records (a progress bar,
- * term.h). fn NULL turns it off. Process-wide: set it before loading. */
-typedef void (*vt_load_progress_fn)(uint64_t done, uint64_t total, void *ctx);
-void vt_model_set_load_progress(vt_load_progress_fn fn, void *ctx);
-
-/* ---- queries -------------------------------------------------------- */
-
-int vt_moment_cmp(const struct vt_moment *a, const struct vt_moment *b);
-/* The moment of an allocation's birth / death (death = infinitely late if live). */
-struct vt_moment vt_alloc_born(const struct vt_model *m, const struct vt_alloc *a);
-struct vt_moment vt_alloc_died(const struct vt_model *m, const struct vt_alloc *a);
-/* After every event at time t (the state "at t"). */
-struct vt_moment vt_moment_at_time(uint64_t t_ns);
-/* Right after event seq of process proc (its time is looked up from the
- * allocation/free/failed record when known, else t_ns is used). */
-struct vt_moment vt_moment_at_seq(uint32_t proc, uint64_t seq, uint64_t t_ns);
-/* The moment device dev reached its peak; the end of the trace for dev < 0. */
-struct vt_moment vt_moment_peak(const struct vt_model *m, int dev);
-struct vt_moment vt_moment_end(const struct vt_model *m);
-
-int vt_alloc_live_at(const struct vt_model *m, const struct vt_alloc *a,
-                     const struct vt_moment *at);
-
-/* Visit the charged allocations live at a moment (dev < 0: all devices).
- * Stops when fn returns non-zero. */
-typedef int (*vt_alloc_fn)(const struct vt_model *m, uint32_t idx, const struct vt_alloc *a,
-                           void *ctx);
-int vt_model_for_each_live(const struct vt_model *m, const struct vt_moment *at, int dev,
-                           vt_alloc_fn fn, void *ctx);
-
-/* A device's live bytes at a moment, and those bytes split by category. */
-uint64_t vt_model_live_bytes(const struct vt_model *m, const struct vt_moment *at, int dev);
-void vt_model_bytes_by_category(const struct vt_model *m, const struct vt_moment *at, int dev,
-                                uint64_t out[VT_CAT_COUNT]);
-
-/* Parse --at: "peak", "end" or seconds from the trace start ("3.25").
- * Returns 0 and the moment, or -1 on a malformed value. For "peak" with
- * several devices, the moment of the highest per-device peak. */
-int vt_model_parse_at(const struct vt_model *m, const char *spec, struct vt_moment *out,
-                      char *label, size_t labellen);
-
-/* How many of process proc's unique allocation stacks contain ip: a frame
- * every allocation passes through (an allocator wrapper) names no site. */
-uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t ip);
-const struct vt_model_stack *vt_model_stack(const struct vt_model *m, uint32_t proc, uint32_t id);
 /* The copy statistics of allocation a (an element of m->allocs): never NULL. */
 const struct vt_alloc_copies *vt_model_copies(const struct vt_model *m, const struct vt_alloc *a);
-/* The classifier's reason for a's category (static text). */
-const char *vt_alloc_reason(const struct vt_alloc *a);
-/* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
-const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc, uint32_t *n);
-/* Devices a report lists: those the job allocated on (failed attempts
- * included); every device seen when it allocated nothing at all. */
-int vt_model_device_used(const struct vt_model *m, int dev);
-/* Device total bytes known from DEVICE/MEMINFO records (0 if never seen). */
-uint64_t vt_model_device_total(const struct vt_model *m, int dev);
 
 #endif

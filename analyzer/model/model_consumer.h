@@ -10,7 +10,7 @@
  *     each process's peak.
  * The replay calls every entry (none is optional) and knows neither
  * consumer: the way perf's `struct perf_tool` is filled by a tool and
- * driven by the session. Times are trace times (ns from the trace's start). */
+ * driven by perf_session. Times are trace times (ns from the trace's start). */
 #ifndef VT_MODEL_CONSUMER_H
 #define VT_MODEL_CONSUMER_H
 

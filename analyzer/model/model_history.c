@@ -11,6 +11,7 @@
 #include "model_hash.h"
 #include "model_internal.h"
 #include "nomem.h"
+#include "model_query.h"
 
 static uint32_t append_record(struct vt_model *m, uint32_t proc, uint32_t stack_id)
 {

@@ -1,11 +1,14 @@
 /* Loading a trace directory into the model through the log reader; the
  * stacks and modules also go to the stacks part's store (sites.h) in the
  * same pass, so reports name sites "function (file:line)". */
+#include "model_load.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "model.h"
 #include "model_history.h"
 #include "model_stream.h"
@@ -112,7 +115,7 @@ static struct vt_model *load_into(struct vt_model *m, const char *dir, char *err
 	struct feed_ctx c = {.m = m};
 	c.sites = open_sites(trace.dir);
 	m->sites = c.sites;
-	if (c.sites) /* Python names first: stacks are folded on them (issue 8) */
+	if (c.sites) /* Python names first: stacks are folded on them */
 		vt_stack_store_load_pystrs(c.sites->store, &trace);
 	m->sites_close = close_sites;
 	uint64_t start = vt_trace_start_ns(&trace);

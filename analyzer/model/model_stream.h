@@ -66,8 +66,6 @@ struct vt_stream_peak {
 };
 
 struct vt_model *vt_model_new_streaming(void);
-/* vt_model_load_trace with a streaming model. */
-struct vt_model *vt_model_load_trace_streaming(const char *dir, char *err, size_t errlen);
 int vt_model_is_streaming(const struct vt_model *m);
 
 /* The snapshots, one per (process, device) that process charged, in the

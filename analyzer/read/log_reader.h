@@ -55,24 +55,4 @@ int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx);
  * compact record delivered expanded). */
 uint32_t vt_log_stored_size(const struct vt_log *log, const struct vt_record_view *rec);
 
-/* A trace directory: every vramtrace.*.log inside it, sorted by pid and
- * exec index. */
-struct vt_trace {
-	char *dir;
-	struct vt_log **logs;
-	size_t nlogs;
-};
-int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen);
-void vt_trace_close(struct vt_trace *t);
-/* vt_log_for_each over every log in order; stops at the first non-zero
- * return of fn and returns it. For passes that need nothing per log. */
-int vt_trace_for_each(const struct vt_trace *t, vt_record_fn fn, void *ctx);
-
-/* The bytes the logs of a trace directory (or one log file) hold on disk,
- * without opening them; 0 if there are none. */
-uint64_t vt_trace_log_bytes(const char *dir);
-
-/* Trace start: the smallest clock_base_ns over its logs (same host clock). */
-uint64_t vt_trace_start_ns(const struct vt_trace *t);
-
 #endif

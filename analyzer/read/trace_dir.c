@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "log_reader.h"
+#include "trace_dir.h"
 
 struct named_log {
 	unsigned long pid, exec_index;

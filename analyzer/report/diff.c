@@ -11,6 +11,7 @@
 #include "site_names.h"
 #include "report_stream.h"
 #include "nomem.h"
+#include "model_query.h"
 
 /* ---- matching names ------------------------------------------------------- */
 

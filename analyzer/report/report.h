@@ -1,5 +1,5 @@
-/* What `vramtrace report` says, computed once from a classified model and
- * rendered as text (report_text.c) or JSON (report_json.c). */
+/* What `vramtrace report` says, computed once from a classified model
+ * (report.c) and rendered as text (report_text.h) or JSON (report_json.h). */
 #ifndef VT_REPORT_H
 #define VT_REPORT_H
 
@@ -48,17 +48,6 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
                     char *err, size_t errlen);
 void vt_report_free(struct vt_report *r);
 
-int vt_report_write_text(const struct vt_report *r, FILE *out);
-/* How process p ended, in the text report's words ("exited 0", "exec'd",
- * "did NOT exit cleanly"); 1 when it died. */
-int vt_report_proc_status(const struct vt_proc *p, char *buf, size_t len);
-/* The text report's line for what recording cost process p (the shim's own
- * measure, recording_cost.h), nothing when its log has none. */
-void vt_report_recording_cost_text(const struct vt_proc *p, FILE *out);
-int vt_report_write_json(const struct vt_report *r, FILE *out);
-/* "recording_cost": the same as an object, or null. */
-struct vt_json;
-void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p);
 
 /* The index in r->sites of the site that (process, stack) allocates at:
  * the site table's own grouping, so an export's site column agrees with

@@ -1,6 +1,6 @@
 /* `vramtrace report --json` (keys documented in the README; they never
  * change meaning). */
-#include "report.h"
+#include "report_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +10,8 @@
 #include "json_out.h"
 #include "site_names.h"
 #include "steps.h"
+#include "model_query.h"
+#include "classify.h"
 
 static void categories(struct vt_json *j, const char *key, const uint64_t *cats)
 {

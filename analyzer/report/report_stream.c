@@ -15,6 +15,8 @@
 #include "model_stream.h"
 #include "record_text.h"
 #include "report.h"
+#include "report_json.h"
+#include "report_text.h"
 #include "site_names.h"
 #include "term.h"
 #include "units.h"

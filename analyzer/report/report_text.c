@@ -3,7 +3,7 @@
  * never with NO_COLOR: headings bold, each category's bar in its colour, a
  * process that died and the flags in red/yellow; piped, the text is plain
  * and byte-identical to what it was before colour. */
-#include "report.h"
+#include "report_text.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "steps.h"
 #include "term.h"
 #include "units.h"
+#include "model_query.h"
 
 #define BAR_WIDTH 40
 

@@ -1,4 +1,4 @@
-/* Python frames in the analyzer (issue 8): names from VT_REC_PYSTR records,
+/* Python frames in the analyzer: names from VT_REC_PYSTR records,
  * Python frames merged into native stacks in place of the interpreter's
  * evaluation frames, and the Python site of an event.
  *
@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 
 #define VT_PYSTACK_NIDX_UNKNOWN 0xffffu
 

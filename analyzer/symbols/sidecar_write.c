@@ -10,7 +10,7 @@
 
 #include "nomem.h"
 #include "sidecar_read.h" /* the format: name, version, limits */
-#include "log_reader.h" /* vt_trace_open */
+#include "trace_dir.h"
 
 /* ---- escaping ------------------------------------------------------------ */
 

@@ -263,7 +263,7 @@ int vt_site_of_stack(const struct vt_site_rules *r, struct vt_symbolizer *sym,
 		snprintf(buf, len, "(no stack)");
 		return -1;
 	}
-	/* Python frames (issue 8): the innermost one in user code is the site */
+	/* Python frames: the innermost one in user code is the site */
 	if (vt_pystack_site_text(vt_stack_store_pystrs(st), s->py_words, s->py_depth, buf, len,
 				 NULL) >= 0)
 		return VT_SITE_PYTHON;
@@ -393,7 +393,7 @@ static void print_native_frame(struct vt_sites *s, const struct vt_frame *f, uns
 	}
 }
 
-/* Python frames (issue 8) merged in: each takes the place of the
+/* Python frames merged in: each takes the place of the
  * interpreter's eval-loop frame it ran in (pystack.h); printed "py". */
 static void print_merged_stack(struct vt_sites *s, const struct vt_stack *stack, FILE *out,
 			       const char *indent)

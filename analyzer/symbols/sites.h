@@ -65,7 +65,7 @@ int vt_site_rules_skip(const struct vt_site_rules *r, const char *module_path,
 /* The site of a stack, formatted into buf ("function (file:line)"; unnamed:
  * "0x7f.. (libfoo.so+0x1234)"). Returns the index of the native frame chosen,
  * or -1 for a stack with no frames (buf gets "(no stack)"), or
- * VT_SITE_PYTHON when the stack has Python frames (issue 8): buf then names
+ * VT_SITE_PYTHON when the stack has Python frames: buf then names
  * the innermost Python frame in user code (pystack.h) and no native frame
  * was chosen. */
 #define VT_SITE_PYTHON (-2)

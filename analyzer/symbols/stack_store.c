@@ -54,7 +54,7 @@ struct vt_stack_store {
 	struct canon_entry **canon; /* id - 1 */
 	size_t ncanon, canon_cap;
 	size_t records;
-	struct vt_pystrs *pystrs; /* Python names, trace-wide ids (issue 8) */
+	struct vt_pystrs *pystrs; /* Python names, trace-wide ids */
 };
 
 struct vt_stack_store *vt_stack_store_new(void)
@@ -238,7 +238,7 @@ static struct canon_entry *intern_stack(struct vt_stack_store *st, uint32_t log_
 		unknown |= frames[i].module == 0;
 	}
 	key[1] = unknown ? log_index : UINT64_MAX;
-	/* Python words with trace-wide name ids (issue 8): PYSTR ids are per
+	/* Python words with trace-wide name ids: PYSTR ids are per
 	 * process, so equal ids in two logs may name different texts */
 	vt_pystack_globalize(st->pystrs, log_index, s->frames + s->depth, s->py_depth,
 			     key + 2 + 2 * s->depth);

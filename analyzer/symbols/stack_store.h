@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "pystack.h"
 
 /* A module as the analyzer knows it: one per distinct (path, build id). */
@@ -46,7 +47,7 @@ struct vt_frame {
 struct vt_stack {
 	uint32_t id;             /* canonical id, >= 1 */
 	uint16_t depth;          /* native frames, innermost first */
-	uint16_t py_depth;       /* Python frames (issue 8), 2 words each */
+	uint16_t py_depth;       /* Python frames, 2 words each */
 	const struct vt_frame *frames;
 	const uint64_t *py_words;/* 2 * py_depth words, file/function ids made
 				    trace-wide (vt_pystack_globalize): decode
@@ -80,7 +81,7 @@ const struct vt_stack *vt_stack_store_stack(const struct vt_stack_store *st, uin
 const struct vt_module_info *vt_stack_store_module(const struct vt_stack_store *st,
 						   uint32_t module_index);
 
-/* Python names of the trace (issue 8): the ids in vt_stack.py_words. */
+/* Python names of the trace: the ids in vt_stack.py_words. */
 const struct vt_pystrs *vt_stack_store_pystrs(const struct vt_stack_store *st);
 
 /* Read every Python name (VT_REC_PYSTR) of the trace. A caller that feeds

@@ -48,7 +48,7 @@ void vt_progress_begin(struct vt_progress *p, const char *label);
 void vt_progress_update(struct vt_progress *p, uint64_t done, uint64_t total);
 void vt_progress_end(struct vt_progress *p);
 
-/* For vt_model_set_load_progress (model.h): ctx is a struct vt_progress. */
+/* For vt_model_set_load_progress (model_load.h): ctx is a struct vt_progress. */
 void vt_progress_hook(uint64_t done, uint64_t total, void *ctx);
 
 #endif

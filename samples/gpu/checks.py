@@ -174,7 +174,7 @@ def dataset_checks(truth, run):
     return out
 
 
-# What `vramtrace run --per-tensor` sets (DESIGN.md), as the jobs report it.
+# What `vramtrace run --per-tensor` sets (docs/run.md), as the jobs report it.
 PER_TENSOR_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
                   "TF_GPU_ALLOCATOR": "cuda_malloc_async"}
 

@@ -2,7 +2,7 @@
 """The trainer matrix (matrix.txt) against the analyzer, with ground truth.
 
 For every configuration: run samples/trainer with --truth, analyse the trace,
-and check (issue 6):
+and check:
   1. per-tensor mode: >= 95% of the bytes live at each device's peak carry
      their true category (accuracy printed for every configuration);
   2. whole-dataset configurations carry a whole_dataset_upload flag with the

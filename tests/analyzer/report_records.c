@@ -9,6 +9,8 @@
 #include "model.h"
 #include "model_history.h"
 #include "report.h"
+#include "report_json.h"
+#include "report_text.h"
 
 static int feed_file(struct vt_model *m, const char *path)
 {

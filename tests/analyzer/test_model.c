@@ -10,6 +10,7 @@
 #include "model_history.h"
 
 #include "model_builder.h"
+#include "model_query.h"
 
 static struct vt_model *new_model(struct builder *b)
 {

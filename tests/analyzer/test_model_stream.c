@@ -18,6 +18,7 @@
 #include "model_builder.h"
 #include "live_curve.h"
 #include "model_stream.h"
+#include "model_query.h"
 
 struct op {
 	uint32_t type, stack;

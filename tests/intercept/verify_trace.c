@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 
 static const char *const api_names[256] = {
 #define VT_API(id, sym, cls) [id] = #sym,

@@ -1,4 +1,4 @@
-/* Helper for full_fs.sh (issue 2, test 3).
+/* Helper for full_fs.sh.
  *   log_fill_helper write DIR N   4 threads write N counter events in all
  *                                 (config from VRAMTRACE_* with dir DIR);
  *                                 prints "acked T K" per thread, then "done".
@@ -14,6 +14,7 @@
 
 #include "log_test_util.h"
 #include "log_writer.h"
+#include "trace_dir.h"
 
 #define THREADS 4u
 

@@ -16,6 +16,7 @@
 
 #include "log_test_util.h"
 #include "log_writer.h"
+#include "trace_dir.h"
 
 #define THREADS 4u
 #define PER_THREAD 20000u

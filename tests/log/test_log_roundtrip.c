@@ -16,6 +16,7 @@
 
 #include "log_test_util.h"
 #include "log_writer.h"
+#include "trace_dir.h"
 
 #define NRECORDS 700u
 #define CHUNK 8192u

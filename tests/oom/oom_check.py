@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`vramtrace oom` and `vramtrace diff` end to end (issue 7, tests 1-4):
+"""`vramtrace oom` and `vramtrace diff` end to end:
 real runs of the simulated trainer under `vramtrace run` and the simulated
 driver (VT_SIM_CAPACITY makes out-of-memory real), then the commands' JSON
 checked against what the job did.

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "sites.h"
 
 struct ctx {

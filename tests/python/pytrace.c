@@ -15,6 +15,7 @@
 #include <uthash.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "pystack.h"
 
 struct stack_entry {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two tools preloaded together (issue 9, item 3): libvramtrace.so with another
+# Two tools preloaded together: libvramtrace.so with another
 # LD_PRELOAD library that also wraps dlsym, and with an ASan-built job (the
 # sanitizer runtime preloaded first). Each run: exact counts through all
 # three lookup paths (kill_harness, 0 kills), and the other tool still sees

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile environment (issue 9, item 4): the job must run to completion with
+# Hostile environment: the job must run to completion with
 # the output and exit code it has without vramtrace, print at most one
 # vramtrace warning line, and leave either no log or a valid one (marked
 # truncated when a size cap stopped it), never a damaged one.

@@ -1,4 +1,4 @@
-/* Process-lifecycle job (issue 9, item 3), one scenario per run:
+/* Process-lifecycle job, one scenario per run:
  *   fork N          3 threads allocate without pause; the main thread (with
  *                   a current context) forks N children meanwhile; each child
  *                   calls vramtrace_mark 10 times and exits
@@ -279,7 +279,7 @@ static int s_signal_at_open(void)
 	if (cuCtxPopCurrent(&popped))
 		die("cannot drop the context");
 	timer_t timer = sigusr1_here_every_300us();
-	mark("first record: it creates the log"); /* as the hang did (issue 10 session 4) */
+	mark("first record: it creates the log"); /* where a signal once hung the job */
 	timer_delete(timer);
 	if (cuCtxPushCurrent(g_ctx))
 		die("cannot restore the context");

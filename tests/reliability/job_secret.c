@@ -1,4 +1,4 @@
-/* Privacy job (issue 9, item 7): uploads a known secret byte pattern to the
+/* Privacy job: uploads a known secret byte pattern to the
  * device (heap and stack buffers, sync and async H2D, a D2D copy, pinned host
  * memory) and reads it back. The pattern comes from VT_SECRET (an
  * environment variable, which the shim must not record either); argv

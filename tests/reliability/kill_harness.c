@@ -1,4 +1,4 @@
-/* Kill anywhere (issue 9, item 1): run a multi-threaded job RUNS times and
+/* Kill anywhere: run a multi-threaded job RUNS times and
  * SIGKILL it at a seeded random moment; after each kill, every event the job
  * had acknowledged (kill_protocol.h) must be in its trace exactly once,
  * nothing may be invented (at most the one event per thread in flight past
@@ -33,6 +33,7 @@
 
 #include "kill_protocol.h"
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "record_text.h"
 
 #define ACK_FD 100

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Process lifecycle under `vramtrace run` (issue 9, item 3). Each scenario of
+# Process lifecycle under `vramtrace run`. Each scenario of
 # vt-rel-lifecycle runs once; the trace (read with `vramtrace dump`, which
 # must not warn) must hold exactly what the job says it did, per process.
 #   lifecycle.sh VRAMTRACE LIFECYCLE_JOB DLCYCLE_LIB SLOW_READLINK_LIB WORKDIR

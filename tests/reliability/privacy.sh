@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Privacy (issue 9, item 7): a job uploads a known secret pattern through the
+# Privacy: a job uploads a known secret pattern through the
 # simulated driver under `vramtrace run`; no file of the trace contains it
 # (whole, or its first or last 12 bytes), every file is 0600 and every
 # directory 0700, owned by the user, whatever the umask.

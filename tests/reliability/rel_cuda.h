@@ -1,5 +1,5 @@
 /* The driver entry points the reliability jobs call, found through one of
- * the three lookup paths the shim must cover (DESIGN.md "Interception"). */
+ * the three lookup paths the shim must cover (docs/design/interception.md). */
 #ifndef VT_REL_CUDA_H
 #define VT_REL_CUDA_H
 

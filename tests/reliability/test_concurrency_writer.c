@@ -1,4 +1,4 @@
-/* Concurrency (issue 9, item 2) on the log writer API: 32 threads x 100k
+/* Concurrency on the log writer API: 32 threads x 100k
  * events at once, released together by a barrier so they race for chunks.
  * Exact counts: every (thread, k) exactly once, the seqs a gap-free
  * permutation delivered in increasing order, no damaged record. Labelled

@@ -1,4 +1,4 @@
-/* Opening the log while other threads already record (issue 9, item 2): in
+/* Opening the log while other threads already record: in
  * a job, the first thread to need the log opens it while its other threads
  * are making calls; a record made meanwhile must wait for the file, not be
  * dropped before there is a header to count the drop in. Here 6 threads spin

@@ -178,7 +178,7 @@ static void *expect(const char *symbol)
 	return v.hidden ? NULL : v.fn;
 }
 
-/* The resolutions the real driver is known to give (DESIGN.md). */
+/* The resolutions the real driver is known to give (docs/design/interception.md). */
 static void test_known_resolutions(void **state)
 {
 	(void)state;

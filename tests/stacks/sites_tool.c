@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log_reader.h"
+#include "trace_dir.h"
 #include "sidecar_read.h"
 #include "sidecar_write.h"
 #include "sites.h"

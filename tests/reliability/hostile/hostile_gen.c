@@ -1,4 +1,4 @@
-/* The catalogue of hostile traces (issue 9, item 5).
+/* The catalogue of hostile traces.
  *
  *   hostile_gen OUTDIR          one directory per case: OUTDIR/<case>/
  *   hostile_gen --list          the case names

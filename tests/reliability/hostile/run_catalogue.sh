@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hostile-log catalogue (issue 9, item 5): every case hostile_gen builds
+# The hostile-log catalogue: every case hostile_gen builds
 # is fed to the analyzer's commands; each must end with the exit code, the
 # message lines and the records expected.tsv names. Never a crash (exit >= 124
 # or a sanitizer report), a hang (20 s) or unbounded memory (512 MiB of heap:

@@ -10,6 +10,7 @@
 
 #include "classify.h"
 #include "site_names.h"
+#include "model_query.h"
 
 struct vt_report_stack_site {
 	struct {

@@ -1,0 +1,12 @@
+/* How every command loads its trace: with a progress bar on a terminal and
+ * a warning before a full model that may not fit (cmd_load.c). */
+#ifndef VT_CMD_LOAD_H
+#define VT_CMD_LOAD_H
+
+struct vt_model;
+
+/* The trace in dir as a finished model (streaming: the streaming model),
+ * or NULL after one line on stderr that names cmd. */
+struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming);
+
+#endif

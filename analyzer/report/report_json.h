@@ -1,0 +1,14 @@
+/* The report as JSON (docs/report.md lists every key). */
+#ifndef VT_REPORT_JSON_H
+#define VT_REPORT_JSON_H
+
+#include <stdio.h>
+
+#include "report.h"
+
+int vt_report_write_json(const struct vt_report *r, FILE *out);
+/* "recording_cost": what recording cost process p, as an object, or null. */
+struct vt_json;
+void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p);
+
+#endif
