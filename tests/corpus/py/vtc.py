@@ -40,6 +40,11 @@ _PROTOS = {  # base name: (version, exported symbol, argument types)
 }
 
 
+def _ok(job, base, rc):
+    if rc != 0:
+        raise SystemExit(f"{job.name}: {base} returned CUresult {rc}")
+
+
 class Job:
     def __init__(self, name, default_lookup, description=""):
         ap = argparse.ArgumentParser(description=description)
@@ -145,7 +150,7 @@ class Job:
         """cuMemAlloc, one tensor (or one region)."""
         self.use(dev)
         p = ctypes.c_uint64(0)
-        self.call("cuMemAlloc", ctypes.byref(p), nbytes)
+        _ok(self, "cuMemAlloc", self.fns["cuMemAlloc"](ctypes.byref(p), nbytes))
         self._alloc_rec(dev, p.value, nbytes, cat)
         return p.value
 
@@ -153,19 +158,19 @@ class Job:
         """cuMemAllocAsync (stream-ordered allocator)."""
         self.use(dev)
         p = ctypes.c_uint64(0)
-        self.call("cuMemAllocAsync", ctypes.byref(p), nbytes, stream)
+        _ok(self, "cuMemAllocAsync", self.fns["cuMemAllocAsync"](ctypes.byref(p), nbytes, stream))
         self._alloc_rec(dev, p.value, nbytes, cat)
         return p.value
 
     def mem_free(self, dev, ptr):
         self.use(dev)
         self.records.append(["free", dev, ptr])
-        self.call("cuMemFree", ptr)
+        _ok(self, "cuMemFree", self.fns["cuMemFree"](ptr))
 
     def mem_free_async(self, dev, ptr, stream=None):
         self.use(dev)
         self.records.append(["free", dev, ptr])
-        self.call("cuMemFreeAsync", ptr, stream)
+        _ok(self, "cuMemFreeAsync", self.fns["cuMemFreeAsync"](ptr, stream))
 
     def part(self, dev, ptr, nbytes, cat):
         self.records.append(["part", dev, ptr, nbytes, cat])
@@ -189,23 +194,23 @@ class Job:
         if src is None:
             src = self.host(nbytes)
         if stream is not None:
-            self.call("cuMemcpyHtoDAsync", dst, src, nbytes, stream)
+            _ok(self, "cuMemcpyHtoDAsync", self.fns["cuMemcpyHtoDAsync"](dst, src, nbytes, stream))
         else:
-            self.call("cuMemcpyHtoD", dst, src, nbytes)
+            _ok(self, "cuMemcpyHtoD", self.fns["cuMemcpyHtoD"](dst, src, nbytes))
 
     def dtoh(self, dev, src, nbytes):
         self.use(dev)
         buf = ctypes.create_string_buffer(nbytes)
-        self.call("cuMemcpyDtoH", buf, src, nbytes)
+        _ok(self, "cuMemcpyDtoH", self.fns["cuMemcpyDtoH"](buf, src, nbytes))
         return buf
 
     def dtod(self, dev, dst, src, nbytes):
         self.use(dev)
-        self.call("cuMemcpyDtoD", dst, src, nbytes)
+        _ok(self, "cuMemcpyDtoD", self.fns["cuMemcpyDtoD"](dst, src, nbytes))
 
     def zero(self, dev, dst, nbytes):
         self.use(dev)
-        self.call("cuMemsetD8", dst, 0, nbytes)
+        _ok(self, "cuMemsetD8", self.fns["cuMemsetD8"](dst, 0, nbytes))
 
     def step(self, s):
         if self._mark:
