@@ -339,7 +339,7 @@ def main():
     if failed:
         return 1
     if args.require and (ge90 < n or mean < REQ_MEAN or false_whole):
-        print("--require: not met (each >= 90%%, mean >= 97%%, no false whole_dataset_upload)")
+        print("--require: not met (each >= 90%, mean >= 97%, no false whole_dataset_upload)")
         return 1
     return 0
 
