@@ -1,0 +1,217 @@
+"""vtc.py: the Python corpus jobs' shared plumbing (see ../common/vtc.h and
+../README.md). The CUDA driver through ctypes, found by dlsym (ctypes
+attribute lookup on the loaded libcuda.so.1, as TensorFlow and XLA dlsym
+each symbol) or by cuGetProcAddress_v2 (as libcudart, so PyTorch and CuPy);
+every driver allocation is recorded as ground truth:
+
+  alloc DEV ADDR BYTES CATEGORY ORDER   free DEV ADDR
+  part DEV ADDR BYTES CATEGORY          part_free DEV ADDR
+  finding/no_finding/steps/leak ...     written verbatim by the job
+
+Common options: --truth FILE, --lookup dlsym|getproc, --markers/--no-markers.
+Nothing here is named after a framework: the jobs carry the names."""
+import argparse
+import ctypes
+
+CATEGORIES = ("dataset", "weights", "gradients", "optimizer", "prefetch",
+              "activations", "pool", "other")
+KIB = 1 << 10
+MIB = 1 << 20
+
+_u64 = ctypes.c_uint64
+_PROTOS = {  # base name: (version, exported symbol, argument types)
+    "cuInit": (2000, "cuInit", [ctypes.c_uint]),
+    "cuDeviceGetCount": (2000, "cuDeviceGetCount", [ctypes.POINTER(ctypes.c_int)]),
+    "cuDeviceGet": (2000, "cuDeviceGet", [ctypes.POINTER(ctypes.c_int), ctypes.c_int]),
+    "cuDevicePrimaryCtxRetain": (7000, "cuDevicePrimaryCtxRetain",
+                                 [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]),
+    "cuCtxSetCurrent": (4000, "cuCtxSetCurrent", [ctypes.c_void_p]),
+    "cuMemAlloc": (3020, "cuMemAlloc_v2", [ctypes.POINTER(_u64), ctypes.c_size_t]),
+    "cuMemFree": (3020, "cuMemFree_v2", [_u64]),
+    "cuMemAllocAsync": (11020, "cuMemAllocAsync", [ctypes.POINTER(_u64), ctypes.c_size_t, ctypes.c_void_p]),
+    "cuMemFreeAsync": (11020, "cuMemFreeAsync", [_u64, ctypes.c_void_p]),
+    "cuMemcpyHtoD": (3020, "cuMemcpyHtoD_v2", [_u64, ctypes.c_void_p, ctypes.c_size_t]),
+    "cuMemcpyHtoDAsync": (3020, "cuMemcpyHtoDAsync_v2", [_u64, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
+    "cuMemcpyDtoH": (3020, "cuMemcpyDtoH_v2", [ctypes.c_void_p, _u64, ctypes.c_size_t]),
+    "cuMemcpyDtoD": (3020, "cuMemcpyDtoD_v2", [_u64, _u64, ctypes.c_size_t]),
+    "cuMemsetD8": (3020, "cuMemsetD8_v2", [_u64, ctypes.c_ubyte, ctypes.c_size_t]),
+    "cuMemAllocHost": (3020, "cuMemAllocHost_v2", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
+    "cuMemFreeHost": (2000, "cuMemFreeHost", [ctypes.c_void_p]),
+}
+
+
+def _ok(job, base, rc):
+    if rc != 0:
+        raise SystemExit(f"{job.name}: {base} returned CUresult {rc}")
+
+
+class Job:
+    def __init__(self, name, default_lookup, description=""):
+        ap = argparse.ArgumentParser(description=description)
+        ap.add_argument("--truth")
+        ap.add_argument("--lookup", choices=("dlsym", "getproc"), default=default_lookup)
+        ap.add_argument("--markers", dest="markers", action="store_true", default=None)
+        ap.add_argument("--no-markers", dest="markers", action="store_false")
+        self.ap = ap
+        self.name = name
+        self.records = []
+        self.order = 0
+        self._host = None
+        self.fns = {}
+
+    def start(self, markers_default=True):
+        self.args = self.ap.parse_args()
+        if self.args.markers is None:
+            self.args.markers = markers_default
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        if self.args.lookup == "getproc":
+            gp = self.lib.cuGetProcAddress_v2
+            gp.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                           ctypes.c_uint64, ctypes.c_void_p]
+            for base, (ver, _sym, argtypes) in _PROTOS.items():
+                pfn = ctypes.c_void_p()
+                st = ctypes.c_int(0)
+                if gp(base.encode(), ctypes.byref(pfn), 12000, 0, ctypes.byref(st)) or not pfn.value:
+                    raise SystemExit(f"{self.name}: cuGetProcAddress_v2({base}) failed")
+                self.fns[base] = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(pfn.value)
+        else:
+            for base, (_ver, sym, argtypes) in _PROTOS.items():
+                fn = getattr(self.lib, sym)
+                fn.argtypes = argtypes
+                fn.restype = ctypes.c_int
+                self.fns[base] = fn
+        self._mark = None
+        if self.args.markers:
+            try:
+                self._mark = ctypes.CDLL(None).vramtrace_mark
+                self._mark.argtypes = [ctypes.c_char_p]
+            except AttributeError:  # not under vramtrace
+                self._mark = None
+        self.call("cuInit", 0)
+        self.ctx = []
+        return self.args
+
+    def call(self, base, *args):
+        rc = self.fns[base](*args)
+        if rc != 0:
+            raise SystemExit(f"{self.name}: {base} returned CUresult {rc}")
+
+    def open_devices(self, n):
+        count = ctypes.c_int(0)
+        self.call("cuDeviceGetCount", ctypes.byref(count))
+        if count.value < n:
+            raise SystemExit(f"{self.name}: {n} devices needed, {count.value} present")
+        for d in range(n):
+            dev, ctx = ctypes.c_int(0), ctypes.c_void_p()
+            self.call("cuDeviceGet", ctypes.byref(dev), d)
+            self.call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
+            self.ctx.append(ctx)
+        self.use(0)
+        self.line(f"config job={self.name} lookup={self.args.lookup} "
+                  f"markers={int(bool(self.args.markers))} devices={n}")
+
+    def use(self, dev):
+        self.call("cuCtxSetCurrent", self.ctx[dev])
+
+    # ---- truth -----------------------------------------------------------
+    def line(self, text):
+        self.records.append(["line", text])
+
+    def _alloc_rec(self, dev, ptr, nbytes, cat):
+        assert cat in CATEGORIES, cat
+        rec = ["alloc", dev, ptr, nbytes, cat, self.order]
+        self.order += 1
+        self.records.append(rec)
+        return rec
+
+    def set_category(self, rec, cat):
+        rec[4] = cat
+
+    def finish(self):
+        if not self.args.truth:
+            return
+        import sys
+        with open(self.args.truth, "w") as f:
+            f.write("# vramtrace corpus ground truth: " + " ".join(sys.argv) + "\n")
+            for r in self.records:
+                if r[0] == "alloc":
+                    f.write("alloc %d 0x%x %d %s %d\n" % tuple(r[1:]))
+                elif r[0] == "free":
+                    f.write("free %d 0x%x\n" % (r[1], r[2]))
+                elif r[0] == "part":
+                    f.write("part %d 0x%x %d %s\n" % tuple(r[1:]))
+                elif r[0] == "part_free":
+                    f.write("part_free %d 0x%x\n" % (r[1], r[2]))
+                else:
+                    f.write(r[1] + "\n")
+
+    # ---- memory ----------------------------------------------------------
+    def mem_alloc(self, dev, nbytes, cat):
+        """cuMemAlloc, one tensor (or one region)."""
+        self.use(dev)
+        p = ctypes.c_uint64(0)
+        _ok(self, "cuMemAlloc", self.fns["cuMemAlloc"](ctypes.byref(p), nbytes))
+        self._alloc_rec(dev, p.value, nbytes, cat)
+        return p.value
+
+    def mem_alloc_async(self, dev, nbytes, cat, stream=None):
+        """cuMemAllocAsync (stream-ordered allocator)."""
+        self.use(dev)
+        p = ctypes.c_uint64(0)
+        _ok(self, "cuMemAllocAsync", self.fns["cuMemAllocAsync"](ctypes.byref(p), nbytes, stream))
+        self._alloc_rec(dev, p.value, nbytes, cat)
+        return p.value
+
+    def mem_free(self, dev, ptr):
+        self.use(dev)
+        self.records.append(["free", dev, ptr])
+        _ok(self, "cuMemFree", self.fns["cuMemFree"](ptr))
+
+    def mem_free_async(self, dev, ptr, stream=None):
+        self.use(dev)
+        self.records.append(["free", dev, ptr])
+        _ok(self, "cuMemFreeAsync", self.fns["cuMemFreeAsync"](ptr, stream))
+
+    def part(self, dev, ptr, nbytes, cat):
+        self.records.append(["part", dev, ptr, nbytes, cat])
+
+    def part_free(self, dev, ptr):
+        self.records.append(["part_free", dev, ptr])
+
+    def host(self, nbytes):
+        """A host buffer of at least nbytes (one, patterned, reused)."""
+        if self._host is None or len(self._host) < nbytes:
+            self._host = ctypes.create_string_buffer(b"\x5a" * nbytes, nbytes)
+        return self._host
+
+    def pinned(self, nbytes):
+        p = ctypes.c_void_p()
+        self.call("cuMemAllocHost", ctypes.byref(p), nbytes)
+        return p.value
+
+    def htod(self, dev, dst, nbytes, src=None, stream=None):
+        self.use(dev)
+        if src is None:
+            src = self.host(nbytes)
+        if stream is not None:
+            _ok(self, "cuMemcpyHtoDAsync", self.fns["cuMemcpyHtoDAsync"](dst, src, nbytes, stream))
+        else:
+            _ok(self, "cuMemcpyHtoD", self.fns["cuMemcpyHtoD"](dst, src, nbytes))
+
+    def dtoh(self, dev, src, nbytes):
+        self.use(dev)
+        buf = ctypes.create_string_buffer(nbytes)
+        _ok(self, "cuMemcpyDtoH", self.fns["cuMemcpyDtoH"](buf, src, nbytes))
+        return buf
+
+    def dtod(self, dev, dst, src, nbytes):
+        self.use(dev)
+        _ok(self, "cuMemcpyDtoD", self.fns["cuMemcpyDtoD"](dst, src, nbytes))
+
+    def zero(self, dev, dst, nbytes):
+        self.use(dev)
+        _ok(self, "cuMemsetD8", self.fns["cuMemsetD8"](dst, 0, nbytes))
+
+    def step(self, s):
+        if self._mark:
+            self._mark(b"step %d" % s)

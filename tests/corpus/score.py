@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""Score vramtrace's analyzer on the corpus (tests/corpus/README.md).
+
+Every job in jobs.txt runs under `vramtrace run` on the simulated driver and
+writes its ground truth (--truth); `vramtrace report DIR --json --allocs` is
+compared with it:
+
+  accuracy  bytes live at each device's peak that carry their true category,
+            over the bytes live at those peaks. The peak is the TRUTH's: the
+            job's own allocation/free record is replayed in order per device
+            and the first moment with the most live bytes is taken, so the
+            score does not depend on the analyzer's timeline. (The report's
+            own live_at_peak view is printed beside it as `rpeak`.)
+            Allocations are matched as matrix_check.py does: (device,
+            address, n-th allocation at that address); a VMM allocation's
+            address is its handle. Truth `other` counts as right when the
+            report says unknown.
+  findings  whole_dataset_upload and prefetch_depth, per device: true
+            positive, false positive, missed, or right no-finding; steps found
+            vs true; per-step leaks (the report has no leak finding today, so
+            a leak is looked for in any flag kind containing "leak").
+
+Report-only (default): exit 0 when every job ran and left a trace, 1 when a
+job failed or the scorer broke. --require: also exit 1 unless every job is
+>= 90% accurate, the mean is >= 97% and no whole_dataset_upload is false.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REQ_MIN, REQ_MEAN = 0.90, 0.97
+SIZE_TOLERANCE = 0.02
+
+
+def read_manifest(path):
+    jobs = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, holdout, cmd = line.split(None, 2)
+            if holdout not in ("yes", "no"):
+                raise ValueError("jobs.txt: %s: holdout must be yes or no" % name)
+            jobs.append({"name": name, "holdout": holdout == "yes", "cmd": cmd})
+    return jobs
+
+
+def parse_truth(path):
+    t = {"events": [], "whole": [], "no_whole": False, "prefetch": [], "no_prefetch": False,
+         "steps": {}, "leaks": [], "config": {}}
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if not w or w[0].startswith("#"):
+                continue
+            k = w[0]
+            if k == "alloc":
+                t["events"].append(("alloc", int(w[1]), int(w[2], 16), int(w[3]), w[4]))
+            elif k == "free":
+                t["events"].append(("free", int(w[1]), int(w[2], 16)))
+            elif k == "config":
+                t["config"] = dict(kv.split("=", 1) for kv in w[1:])
+            elif k == "finding" and w[1] == "whole_dataset_upload":
+                t["whole"].append((int(w[2]), int(w[3])))
+            elif k == "no_finding" and w[1] == "whole_dataset_upload":
+                t["no_whole"] = True
+            elif k == "finding" and w[1] == "prefetch_depth":
+                t["prefetch"].append((int(w[2]), int(w[3]), int(w[4])))
+            elif k == "no_finding" and w[1] == "prefetch_depth":
+                t["no_prefetch"] = True
+            elif k == "steps":
+                t["steps"][int(w[1])] = int(w[2])
+            elif k == "leak":
+                t["leaks"].append((int(w[1]), int(w[2])))
+    return t
+
+
+def truth_peak(events):
+    """Per device: the identities live at the first moment of most live bytes."""
+    seen, live, live_bytes, best = {}, {}, {}, {}
+    for e in events:
+        dev, addr = e[1], e[2]
+        if e[0] == "alloc":
+            n = seen.get((dev, addr), 0)
+            seen[(dev, addr)] = n + 1
+            live.setdefault(dev, {})[(dev, addr)] = ((dev, addr, n), e[3], e[4])
+            live_bytes[dev] = live_bytes.get(dev, 0) + e[3]
+            if live_bytes[dev] > best.get(dev, (-1, None))[0]:
+                best[dev] = (live_bytes[dev], list(live[dev].values()))
+        else:
+            ent = live.get(dev, {}).pop((dev, addr), None)
+            if ent is None:
+                raise ValueError("truth frees 0x%x on %d, not live" % (addr, dev))
+            live_bytes[dev] -= ent[1]
+    return best
+
+
+def report_identities(allocs):
+    seen, out = {}, {}
+    for a in sorted(allocs, key=lambda a: a["t_alloc_ns"]):
+        k = (a["device"], int(a["addr"], 16))
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        out[k + (n,)] = a
+    return out
+
+
+def same_cat(truth_cat, got):
+    return truth_cat == got or (truth_cat == "other" and got in ("unknown", "other"))
+
+
+def accuracy(truth, rep):
+    best = truth_peak(truth["events"])
+    got = report_identities(rep.get("allocations", []))
+    live = ok = 0
+    wrong = {}
+    for dev, (nbytes, entries) in best.items():
+        for ident, b, cat in entries:
+            live += b
+            a = got.get(ident)
+            gcat = a["category"] if a else "absent"
+            if same_cat(cat, gcat):
+                ok += b
+            else:
+                key = "%s->%s" % (cat, gcat)
+                wrong[key] = wrong.get(key, 0) + b
+    # the report's own peak view, for comparison
+    rl = sum(a["bytes"] for a in got.values() if a.get("live_at_peak"))
+    tcat = {}
+    seen = {}
+    for e in truth["events"]:
+        if e[0] == "alloc":
+            n = seen.get((e[1], e[2]), 0)
+            seen[(e[1], e[2])] = n + 1
+            tcat[(e[1], e[2], n)] = e[4]
+    rok = sum(a["bytes"] for k, a in got.items()
+              if a.get("live_at_peak") and same_cat(tcat.get(k, "?"), a["category"]))
+    return (ok / live if live else 1.0), wrong, (rok / rl if rl else 1.0)
+
+
+def near(a, b):
+    return abs(a - b) <= SIZE_TOLERANCE * max(a, b)
+
+
+def score_whole(truth, flags):
+    """-> (tp, fp, missed, text)"""
+    exp = {}
+    for d, b in truth["whole"]:
+        exp.setdefault(d, []).append(b)
+    reported = []
+    for f in flags:
+        if f["kind"] == "whole_dataset_upload":
+            for d, b in zip(f["devices"], f["bytes"]):
+                reported.append((d, b))
+    tp = fp = 0
+    matched = set()
+    for d, b in reported:
+        sizes = exp.get(d, [])
+        hit = [i for i, e in enumerate(sizes) if near(b, e) and (d, i) not in matched]
+        if hit:
+            matched.add((d, hit[0]))
+            tp += 1
+        elif sizes and near(b, sum(sizes)):  # several arrays reported as one
+            for i in range(len(sizes)):
+                matched.add((d, i))
+            tp += 1
+        else:
+            fp += 1
+    missed = sum(len(v) for v in exp.values()) - len(matched)
+    if not exp and not reported:
+        text = "right no-finding"
+    else:
+        parts = []
+        if tp:
+            parts.append("%d true positive" % tp)
+        if fp:
+            parts.append("%d FALSE POSITIVE %s" % (fp, [(d, b) for d, b in reported
+                                                       if not any(near(b, e) for e in exp.get(d, []))]))
+        if missed:
+            parts.append("%d missed" % missed)
+        text = ", ".join(parts)
+    return tp, fp, missed, text
+
+
+def score_prefetch(truth, flags):
+    exp = {d: (depth, b) for d, depth, b in truth["prefetch"]}
+    rep = {}
+    for f in flags:
+        if f["kind"] == "prefetch_depth":
+            for d in f["devices"]:
+                rep[d] = (f.get("depth"), f.get("batch_bytes"))
+    out, ok = [], True
+    for d in sorted(set(exp) | set(rep)):
+        if d in exp and d in rep:
+            if exp[d][0] == rep[d][0]:
+                out.append("dev%d true positive (depth %s)" % (d, rep[d][0]))
+            else:
+                ok = False
+                out.append("dev%d WRONG depth %s, true %d" % (d, rep[d][0], exp[d][0]))
+        elif d in exp:
+            ok = False
+            out.append("dev%d missed (true depth %d x %d B)" % (d, exp[d][0], exp[d][1]))
+        else:
+            ok = False
+            out.append("dev%d FALSE POSITIVE (depth %s)" % (d, rep[d][0]))
+    if not out:
+        out.append("right no-finding")
+    return ok, "; ".join(out)
+
+
+def run_job(job, args, work):
+    name = job["name"]
+    trace = os.path.join(work, name + ".trace")
+    truth = os.path.join(work, name + ".truth")
+    cmd = job["cmd"].replace("@BIN@", args.bindir).replace("@SRC@", HERE).replace(
+        "@PY@", sys.executable)
+    argv = shlex.split(cmd) + ["--truth", truth]
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = args.simdriver + (":" + env["LD_LIBRARY_PATH"]
+                                               if env.get("LD_LIBRARY_PATH") else "")
+    env.setdefault("VT_SIM_DEVICES", "4")
+    env.setdefault("VT_SIM_CAPACITY", "8G")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    res = {"name": name, "holdout": job["holdout"], "error": None}
+    p = subprocess.run([args.vramtrace, "run", "-o", trace, "--"] + argv, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.timeout)
+    if p.returncode != 0 or not os.path.exists(truth):
+        res["error"] = "job failed (exit %d): %s" % (p.returncode, p.stderr.decode(
+            errors="replace").strip()[-400:])
+        return res
+    r = subprocess.run([args.vramtrace, "report", trace, "--json", "--allocs"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.timeout)
+    if r.returncode != 0:
+        res["error"] = "report failed (exit %d): %s" % (r.returncode, r.stderr.decode(
+            errors="replace").strip()[-400:])
+        return res
+    rep = json.loads(r.stdout)
+    t = parse_truth(truth)
+    res["acc"], res["wrong"], res["rpeak"] = accuracy(t, rep)
+    flags = rep.get("flags", [])
+    res["whole"] = score_whole(t, flags)
+    res["prefetch"] = score_prefetch(t, flags)
+    true_steps = max(t["steps"].values()) if t["steps"] else 0
+    st = rep.get("steps", {})
+    res["steps"] = (st.get("count", 0), st.get("source", "?"), true_steps)
+    leaks = [f for f in flags if "leak" in f["kind"]]
+    if t["leaks"]:
+        res["leak"] = "found" if leaks else "missed (%s)" % ", ".join(
+            "dev%d %d B/step" % l for l in t["leaks"])
+    elif leaks:
+        res["leak"] = "FALSE POSITIVE"
+    else:
+        res["leak"] = None
+    res["mode"] = rep["processes"][0]["mode"] if rep.get("processes") else "?"
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        shutil.copy(truth, os.path.join(args.keep, name + ".truth"))
+        with open(os.path.join(args.keep, name + ".report.json"), "wb") as f:
+            f.write(r.stdout)
+    return res
+
+
+def guarded(job, args, work):
+    """A job's failure (crash, timeout, unreadable truth or report) is its
+    result, not the scorer's end."""
+    try:
+        return run_job(job, args, work)
+    except Exception as e:  # noqa: BLE001 - reported per job, and fails the run
+        return {"name": job["name"], "holdout": job["holdout"],
+                "error": "%s: %s" % (type(e).__name__, e)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vramtrace", required=True)
+    ap.add_argument("--bindir", required=True, help="the built corpus jobs (build/tests/corpus)")
+    ap.add_argument("--simdriver", required=True, help="folder of the simulated libcuda.so.1")
+    ap.add_argument("--jobs", default=os.path.join(HERE, "jobs.txt"))
+    ap.add_argument("--set", choices=("all", "tuning", "holdout"), default="all")
+    ap.add_argument("--only", help="jobs whose name contains this")
+    ap.add_argument("--require", action="store_true",
+                    help="fail unless each job >= 90%%, mean >= 97%%, no false whole_dataset_upload")
+    ap.add_argument("--keep", help="copy truths and reports here")
+    ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=120)
+    args = ap.parse_args()
+    jobs = read_manifest(args.jobs)
+    if args.set != "all":
+        jobs = [j for j in jobs if j["holdout"] == (args.set == "holdout")]
+    if args.only:
+        jobs = [j for j in jobs if args.only in j["name"]]
+    with tempfile.TemporaryDirectory(prefix="vt-corpus-") as work:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as ex:
+            results = list(ex.map(lambda j: guarded(j, args, work), jobs))
+    failed, accs, ge90, false_whole = 0, [], 0, 0
+    counts = {"whole_tp": 0, "whole_missed": 0, "prefetch_ok": 0, "steps_ok": 0}
+    print("%-26s %-4s %-10s %8s %8s  %s" % ("job", "set", "mode", "accuracy", "rpeak", "details"))
+    for r in results:
+        tag = "hold" if r["holdout"] else "tune"
+        if r["error"]:
+            failed += 1
+            print("%-26s %-4s %-10s %8s %8s  ERROR %s" % (r["name"], tag, "?", "-", "-", r["error"]))
+            continue
+        accs.append(r["acc"])
+        ge90 += r["acc"] >= REQ_MIN
+        tp, fp, missed, wtext = r["whole"]
+        false_whole += fp
+        counts["whole_tp"] += tp
+        counts["whole_missed"] += missed
+        pok, ptext = r["prefetch"]
+        counts["prefetch_ok"] += pok
+        found, src, true_steps = r["steps"]
+        counts["steps_ok"] += found == true_steps
+        wrong = ", ".join("%s %.1f MiB" % (k, v / 2**20) for k, v in
+                          sorted(r["wrong"].items(), key=lambda kv: -kv[1]))
+        print("%-26s %-4s %-10s %7.1f%% %7.1f%%  %s" % (r["name"], tag, r["mode"], 100 * r["acc"],
+                                                       100 * r["rpeak"], wrong or "all right"))
+        print("%-26s   whole_dataset_upload: %s" % ("", wtext))
+        print("%-26s   prefetch_depth: %s" % ("", ptext))
+        print("%-26s   steps: %d found (%s), %d true%s" % ("", found, src, true_steps,
+              "" if r["leak"] is None else "; leak: " + r["leak"]))
+    n = len(results)
+    mean = sum(accs) / len(accs) if accs else 0.0
+    print("jobs run: %d of %d (set %s)" % (n - failed, n, args.set))
+    print("whole_dataset_upload: %d true positive, %d missed; prefetch_depth right on %d jobs; "
+          "steps right on %d jobs" % (counts["whole_tp"], counts["whole_missed"],
+                                      counts["prefetch_ok"], counts["steps_ok"]))
+    print("mean accuracy: %.1f%%" % (100 * mean))
+    print("jobs >= 90%%: %d of %d" % (ge90, n))
+    print("false whole_dataset_upload findings: %d" % false_whole)
+    if failed:
+        return 1
+    if args.require and (ge90 < n or mean < REQ_MEAN or false_whole):
+        print("--require: not met (each >= 90%, mean >= 97%, no false whole_dataset_upload)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as e:  # the scorer itself broke: a failure, not a score
+        import traceback
+        traceback.print_exc()
+        sys.exit(2)
