@@ -19,7 +19,12 @@ import sys
 from collections import defaultdict
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-SRC_DIRS = ["include", "logformat", "interpose", "analyzer"]
+SRC_DIRS = ["include", "logwriter", "interpose", "analyzer"]
+# Folders built into a preloaded library that nothing links: the symbols
+# they define (dlopen, dlsym, the driver's names) are what the rest of the
+# tree gets from libc or the driver, so a use outside such a folder never
+# resolves to a definition inside it.
+PRELOADED = ["interpose"]
 
 
 def layers_from(path):
@@ -92,6 +97,14 @@ def object_source(build, obj):
     return src
 
 
+def preloaded(path):
+    """The preloaded folder path lies in, or None."""
+    for top in PRELOADED:
+        if path == top or path.startswith(top + "/"):
+            return top
+    return None
+
+
 def add_symbol_edges(root, build, edges, files):
     """Adds an edge for each undefined symbol of an object defined by another."""
     import subprocess
@@ -118,6 +131,8 @@ def add_symbol_edges(root, build, edges, files):
     for src, syms in uses.items():
         for s in syms:
             d = defs.get(s)
+            if d and preloaded(d) and preloaded(d) != preloaded(src):
+                continue
             if d and unit_of(d) != unit_of(src):
                 if unit_of(d) not in edges[unit_of(src)]:
                     added.append((src, d, s))
