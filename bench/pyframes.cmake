@@ -1,9 +1,10 @@
-# Python frames (issue 8): bench_pyframes prints its rows into the bench
+# Python frames: bench_pyframes prints its rows into the bench
 # table. It runs Python scripts, so it is built only when a supported CPython
 # was found (tests/python sets VT_PYTHONS).
 if(VT_PYTHONS)
   set(_vt_pf ${CMAKE_SOURCE_DIR}/interpose/pyframes.c ${CMAKE_SOURCE_DIR}/interpose/pyframes_intern.c
     ${CMAKE_SOURCE_DIR}/interpose/pyframes_layout.c ${CMAKE_SOURCE_DIR}/interpose/pyframes_linetable.c
+    ${CMAKE_SOURCE_DIR}/interpose/real_dl.c
     ${CMAKE_SOURCE_DIR}/tests/python/fake_log.c)
   add_library(vt_bench_pyframes MODULE ${CMAKE_CURRENT_LIST_DIR}/bench_pyframes.c ${_vt_pf})
   add_executable(bench_pyframes ${CMAKE_CURRENT_LIST_DIR}/bench_pyframes.c ${_vt_pf})

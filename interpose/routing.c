@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "real_dl.h"
 #include "shim.h"
 
 #define VT_PER_THREAD_FLAG 2u /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
@@ -27,15 +28,19 @@ void *vt_driver(void)
 		return h;
 	/* Never load the driver ourselves: only find it once the job has.
 	 * NODELETE pins it, so the addresses in real_fn stay valid even if the
-	 * job dlcloses it. */
-	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	 * job dlcloses it. The real dlopen: the shim's own dlopen wrapper is
+	 * for the job's loads. */
+	const struct vt_real_dl *dl = vt_real_dl();
+	if (!dl->dlopen)
+		return NULL;
+	h = dl->dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	if (!h)
-		h = dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+		h = dl->dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	if (!h)
 		return NULL;
 	void *expected = NULL;
-	if (!atomic_compare_exchange_strong(&driver_handle, &expected, h))
-		dlclose(h); /* another thread won: drop our extra reference */
+	if (!atomic_compare_exchange_strong(&driver_handle, &expected, h) && dl->dlclose)
+		dl->dlclose(h); /* another thread won: drop our extra reference */
 	return atomic_load_explicit(&driver_handle, memory_order_acquire);
 }
 

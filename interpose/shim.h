@@ -1,10 +1,12 @@
 /* Internals shared by the shim's files: configuration, the re-entrancy guard,
- * the real dlsym, and the routing table (routing.c). */
+ * and the routing table (routing.c). */
 #ifndef VT_SHIM_H
 #define VT_SHIM_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "real_dl.h" /* vt_real_dlsym, vt_is_own_address */
 
 #define VT_EXPORT __attribute__((visibility("default")))
 
@@ -57,10 +59,6 @@ extern __thread int vt_guard __attribute__((tls_model("initial-exec")));
 
 /* Is p inside the driver's own code? (routing.c) */
 int vt_is_driver_address(const void *p);
-/* Is p inside libvramtrace.so? (shim_init.c) */
-int vt_is_own_address(const void *p);
-/* Does p lie in the same loaded object as anchor (dladdr, not cached)? */
-int vt_same_object(const void *p, const void *anchor);
 
 /* May a wrapper called from `caller` record its call? */
 static inline int vt_hook_may_record(const void *caller)
@@ -85,9 +83,6 @@ static inline int vt_hook_may_record(const void *caller)
 }
 
 /* ---- symbol resolution --------------------------------------------------- */
-typedef void *(*vt_dlsym_fn)(void *, const char *);
-/* glibc's dlsym (dlvsym GLIBC_2.34, else GLIBC_2.2.5), found on first use. */
-vt_dlsym_fn vt_real_dlsym(void);
 /* A function of the next object after the shim (libc, libcudart...). */
 void *vt_next_symbol(const char *name);
 

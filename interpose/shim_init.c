@@ -56,17 +56,6 @@ void *vt_next_symbol(const char *name)
 	return p;
 }
 
-int vt_same_object(const void *p, const void *anchor)
-{
-	Dl_info a, b;
-	return p && anchor && dladdr(anchor, &a) && dladdr(p, &b) && a.dli_fbase == b.dli_fbase;
-}
-
-int vt_is_own_address(const void *p)
-{
-	return vt_same_object(p, (const void *)vt_is_own_address);
-}
-
 /* ---- lifetime ----------------------------------------------------------- */
 
 static atomic_int finished;
