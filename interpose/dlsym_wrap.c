@@ -28,10 +28,13 @@
 #include <string.h>
 
 #include "dlsym_elf.h"
+#include "hook_wrappers.h" /* vt_route_wrappers */
 #include "hooks.h"
 #include "real_dl.h"
 #include "record_event.h"
+#include "routing.h"
 #include "shim.h"
+#include "shim_state.h"
 
 static struct link_map *map_of(const void *addr)
 {
@@ -104,10 +107,10 @@ static void *route_lookup(void *p, const char *name)
 	}
 	uint8_t outcome = VT_LOOKUP_FAILED;
 	if (p) {
-		int r = vt_route_by_pointer(p, NULL, 0, 0);
+		int r = vt_route_by_pointer(p, vt_route_wrappers, NULL, 0, 0);
 		outcome = r >= 0 ? VT_LOOKUP_ROUTED : VT_LOOKUP_UNROUTED; /* unrouted: someone else's */
 		if (r >= 0) {
-			p = vt_routes[r].wrapper;
+			p = vt_route_wrappers[r];
 			i = r;
 		}
 	}

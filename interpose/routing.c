@@ -15,7 +15,8 @@
 
 #include "hooks.h"
 #include "real_dl.h"
-#include "shim.h"
+#include "routing.h"
+#include "shim_state.h"
 
 #define VT_PER_THREAD_FLAG 2u /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
 static _Atomic(void *) driver_handle;
@@ -57,6 +58,18 @@ void *vt_driver_symbol(const char *name)
 	return p;
 }
 
+void *vt_next_symbol(const char *name)
+{
+	vt_dlsym_fn real = vt_real_dlsym();
+	if (!real)
+		return NULL;
+	int saved = vt_guard;
+	vt_guard = VT_GUARD_SHIM;
+	void *p = real(RTLD_NEXT, name); /* next after this object: the shim */
+	vt_guard = saved;
+	return p;
+}
+
 void *vt_hook_real_slow(int index)
 {
 	void *p = atomic_load_explicit(&vt_real_fn[index], memory_order_acquire);
@@ -82,13 +95,14 @@ static int same_base(int i, const char *base)
 	return base && !strcmp(vt_routes[i].base, base);
 }
 
-int vt_route_by_pointer(const void *p, const char *base, int version, uint64_t flags)
+int vt_route_by_pointer(const void *p, void *const *wrappers, const char *base, int version,
+                        uint64_t flags)
 {
 	if (!p)
 		return -1;
 	int found = -1;
 	for (int i = 0; i < VT_ROUTE_COUNT; i++) {
-		if (vt_routes[i].wrapper == p)
+		if (wrappers[i] == p)
 			return i; /* already ours (found through our own export) */
 		if (vt_hook_real(i) != p)
 			continue;
