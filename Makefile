@@ -2,12 +2,14 @@
 # commands the README starts with.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# Extra configure options, e.g. CMAKE_ARGS=-DVT_WERROR=ON (what CI uses)
+CMAKE_ARGS ?=
 
 .PHONY: all build demo test test-fast bench clean
 all: build
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)

@@ -4,6 +4,7 @@
 if(VT_PYTHONS)
   set(_vt_pf ${CMAKE_SOURCE_DIR}/interpose/pyframes.c ${CMAKE_SOURCE_DIR}/interpose/pyframes_intern.c
     ${CMAKE_SOURCE_DIR}/interpose/pyframes_layout.c ${CMAKE_SOURCE_DIR}/interpose/pyframes_linetable.c
+    ${CMAKE_SOURCE_DIR}/interpose/real_dl.c
     ${CMAKE_SOURCE_DIR}/tests/python/fake_log.c)
   add_library(vt_bench_pyframes MODULE ${CMAKE_CURRENT_LIST_DIR}/bench_pyframes.c ${_vt_pf})
   add_executable(bench_pyframes ${CMAKE_CURRENT_LIST_DIR}/bench_pyframes.c ${_vt_pf})

@@ -14,45 +14,27 @@
  * dlvsym is not wrapped: driver symbols are unversioned, and an unwrapped
  * dlvsym keeps its own RTLD_NEXT right.
  *
+ * The real dlsym is real_dl.c's; the shim's own lookups call it directly,
+ * never this wrapper.
+ *
  * Sanitizer runtimes call dlsym(RTLD_NEXT, ...) while they initialise, before
- * any instrumented code may run: sanitizer builds compile this file without
- * instrumentation (interpose/CMakeLists.txt), and the path they take here
- * calls only libc. */
+ * any instrumented code may run: sanitizer builds compile this file (and
+ * real_dl.c, dlsym_elf.c) without instrumentation (interpose/CMakeLists.txt),
+ * and the path they take here calls only libc. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "dlsym_elf.h"
+#include "hook_wrappers.h" /* vt_route_wrappers */
 #include "hooks.h"
+#include "real_dl.h"
 #include "record_event.h"
+#include "routing.h"
 #include "shim.h"
-
-static _Atomic(vt_dlsym_fn) real_dlsym;
-
-vt_dlsym_fn vt_real_dlsym(void)
-{
-	vt_dlsym_fn f = atomic_load_explicit(&real_dlsym, memory_order_acquire);
-	if (f)
-		return f;
-	/* dlvsym is not wrapped, so this cannot come back to us. Never
-	 * __libc_dlsym: it is gone since glibc 2.34. */
-	vt_dlsym_fn glibc = (vt_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!glibc)
-		glibc = (vt_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	/* Chain to the next dlsym after us, not straight to glibc's: another
-	 * preloaded tool that wraps dlsym too (HAMi-core enforcing memory
-	 * limits, a profiler) must still see every lookup. glibc's dlsym finds
-	 * "next" from its caller, here. An unversioned wrapper is invisible to
-	 * dlvsym, hence this second step. */
-	f = glibc ? (vt_dlsym_fn)glibc(RTLD_NEXT, "dlsym") : NULL;
-	if (!f || f == (vt_dlsym_fn)dlsym)
-		f = glibc;
-	atomic_store_explicit(&real_dlsym, f, memory_order_release);
-	return f;
-}
+#include "shim_state.h"
 
 static struct link_map *map_of(const void *addr)
 {
@@ -125,10 +107,10 @@ static void *route_lookup(void *p, const char *name)
 	}
 	uint8_t outcome = VT_LOOKUP_FAILED;
 	if (p) {
-		int r = vt_route_by_pointer(p, NULL, 0, 0);
+		int r = vt_route_by_pointer(p, vt_route_wrappers, NULL, 0, 0);
 		outcome = r >= 0 ? VT_LOOKUP_ROUTED : VT_LOOKUP_UNROUTED; /* unrouted: someone else's */
 		if (r >= 0) {
-			p = vt_routes[r].wrapper;
+			p = vt_route_wrappers[r];
 			i = r;
 		}
 	}

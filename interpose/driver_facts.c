@@ -16,7 +16,7 @@
 
 #include "hooks.h"
 #include "log_writer.h"
-#include "shim.h"
+#include "routing.h"
 
 /* ---- the few driver functions the shim calls for itself ----------------- */
 

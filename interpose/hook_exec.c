@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log_writer.h"
+#include "routing.h" /* vt_next_symbol */
 #include "shim.h"
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);

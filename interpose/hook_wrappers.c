@@ -1,7 +1,12 @@
-/* The driver wrappers, generated from hooks.def: one function per exported
- * variant, each with exactly the signature of its PFN_..._vNNNN typedef in
- * cudaTypedefs.h (checked below at compile time, and against cuda.h's own
- * prototype of the exported name), exported under the driver's name. */
+/* The driver wrappers (hook_wrappers.h), generated from hooks.def: one
+ * function per exported variant, each with exactly the signature of its
+ * PFN_..._vNNNN typedef in cudaTypedefs.h (checked below at compile time, and
+ * against cuda.h's own prototype of the exported name), exported under the
+ * driver's name; and the two cuGetProcAddress ABIs. The macro makes the
+ * wrappers and their table; what a wrapper does around the real call is in
+ * ordinary functions: the call's record (record_event.h), its stack
+ * (stack_capture.h), the shim's own time (self_cost.h), the routing of a
+ * resolved pointer (proc_address.h). */
 #define _GNU_SOURCE
 /* Declare every ABI variant (the old 32-bit ABI, _v2, _ptds/_ptsz) without
  * cuda.h's renaming macros, as the driver itself sees them. */
@@ -11,20 +16,11 @@
 
 #include <errno.h>
 
-#include "hooks.h"
+#include "hook_wrappers.h"
+#include "proc_address.h"
 #include "record_event.h"
 #include "self_cost.h"
-#include "shim.h"
 #include "stack_capture.h"
-
-/* Every row of api.def has a row in hooks.def and the other way round. */
-enum {
-#define VT_API(id, sym, cls) VT_APIDEF_ROW_##sym,
-#include "vramtrace/api.def"
-	VT_APIDEF_ROWS
-};
-_Static_assert((int)VT_APIDEF_ROWS == (int)VT_H_COUNT,
-               "hooks.def and api.def must list the same symbols");
 
 /* Result when the driver does not have the function at all (no driver
  * loaded, or an older driver without this entry point). The job could not
@@ -77,23 +73,64 @@ static CUresult no_real_function(void)
 	    __attribute__((alias("vt_w_" #sym), visibility("default")));
 #include "hooks.def"
 
-/* The cuGetProcAddress wrappers live in proc_address.c. */
-CUresult vt_w_cuGetProcAddress(const char *, void **, int, cuuint64_t);
-CUresult vt_w_cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
-                                  CUdriverProcAddressQueryResult *);
+/* cuGetProcAddress and cuGetProcAddress_v2: the real resolver is called
+ * with the caller's arguments unchanged (inside the guard's DRIVER level:
+ * the driver's own lookups pass through), then what it returned is routed. */
+static CUresult vt_w_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                      cuuint64_t flags)
+{
+	PFN_cuGetProcAddress_v11030 real = (PFN_cuGetProcAddress_v11030)vt_hook_real(VT_R_GETPROC);
+	if (!real)
+		return no_real_function();
+	if (!vt_hook_may_record(__builtin_return_address(0)))
+		return real(symbol, pfn, cudaVersion, flags);
+	int outer = vt_guard;
+	vt_guard = VT_GUARD_DRIVER;
+	CUresult r = real(symbol, pfn, cudaVersion, flags);
+	vt_guard = VT_GUARD_SHIM;
+	int saved_errno = errno;
+	vt_proc_address_route(r, symbol, pfn, cudaVersion, flags, VT_LOOKUP_GET_PROC,
+	                      vt_route_wrappers);
+	vt_guard = outer;
+	errno = saved_errno;
+	return r;
+}
+
+static CUresult vt_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                         cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *symbolStatus)
+{
+	PFN_cuGetProcAddress_v12000 real = (PFN_cuGetProcAddress_v12000)vt_hook_real(VT_R_GETPROC_V2);
+	if (!real)
+		return no_real_function();
+	if (!vt_hook_may_record(__builtin_return_address(0)))
+		return real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	int outer = vt_guard;
+	vt_guard = VT_GUARD_DRIVER;
+	CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	vt_guard = VT_GUARD_SHIM;
+	int saved_errno = errno;
+	vt_proc_address_route(r, symbol, pfn, cudaVersion, flags, VT_LOOKUP_GET_PROC_V2,
+	                      vt_route_wrappers);
+	vt_guard = outer;
+	errno = saved_errno;
+	return r;
+}
+
 _Static_assert(__builtin_types_compatible_p(__typeof__(&vt_w_cuGetProcAddress),
                                             PFN_cuGetProcAddress_v11030),
                "abi");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&vt_w_cuGetProcAddress_v2),
                                             PFN_cuGetProcAddress_v12000),
                "abi");
+extern __typeof__(vt_w_cuGetProcAddress) cuGetProcAddress
+	__attribute__((alias("vt_w_cuGetProcAddress"), visibility("default")));
+extern __typeof__(vt_w_cuGetProcAddress_v2) cuGetProcAddress_v2
+	__attribute__((alias("vt_w_cuGetProcAddress_v2"), visibility("default")));
 
-const struct vt_route vt_routes[VT_ROUTE_COUNT] = {
-#define VT_HOOK(sym, base, ver, pt, params, args, describe)                                        \
-	[VT_H_##sym] = {#sym, #base, ver, sizeof(#pt) > 1, VT_API_##sym, (void *)vt_w_##sym},
+void *const vt_route_wrappers[VT_ROUTE_COUNT] = {
+#define VT_HOOK(sym, base, ver, pt, params, args, describe) [VT_H_##sym] = (void *)vt_w_##sym,
 #include "hooks.def"
-    [VT_R_GETPROC] = {"cuGetProcAddress", "cuGetProcAddress", 11030, 0, 0,
-                      (void *)vt_w_cuGetProcAddress},
-    [VT_R_GETPROC_V2] = {"cuGetProcAddress_v2", "cuGetProcAddress", 12000, 0, 0,
-                         (void *)vt_w_cuGetProcAddress_v2},
+    [VT_R_GETPROC] = (void *)vt_w_cuGetProcAddress,
+    [VT_R_GETPROC_V2] = (void *)vt_w_cuGetProcAddress_v2,
 };

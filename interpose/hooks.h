@@ -1,6 +1,7 @@
-/* The hook table as data: one index per row of hooks.def (same order as
- * include/vramtrace/api.def), plus the two cuGetProcAddress ABIs, which are
- * routed like any other driver function but carry no event. */
+/* The hook table as data (hooks.c): one index per row of hooks.def (same
+ * order as include/vramtrace/api.def), plus the two cuGetProcAddress ABIs,
+ * which are routed like any other driver function but carry no event. The
+ * wrapper of each row is in hook_wrappers.h (vt_route_wrappers). */
 #ifndef VT_HOOKS_H
 #define VT_HOOKS_H
 
@@ -33,7 +34,6 @@ struct vt_route {
 	uint32_t version;    /* CUDA version that introduced this ABI */
 	uint8_t per_thread;  /* _ptds/_ptsz variant */
 	uint8_t api;         /* VT_API_* (0 for cuGetProcAddress itself) */
-	void *wrapper;       /* our function of exactly this ABI */
 };
 
 extern const struct vt_route vt_routes[VT_ROUTE_COUNT];

@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "driver_facts.h"
+#include "log_open.h"
 #include "log_writer.h"
-#include "record_event.h"
+#include "routing.h"
 #include "shim.h"
+#include "shim_state.h"
 #include "vramtrace/vramtrace.h"
 
 static int is_step(const char *text, uint64_t *step)

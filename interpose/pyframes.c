@@ -26,6 +26,7 @@
 #include "pyframes_intern.h"
 #include "pyframes_layout.h"
 #include "pyframes_linetable.h"
+#include "real_dl.h"
 #include "vramtrace/env_flag.h"
 
 #define MAX_WALK 4096u     /* frames visited per capture: guards a cycle */
@@ -80,17 +81,23 @@ static int find_libpython(struct dl_phdr_info *info, size_t size, void *out)
 	const char *base = slash ? slash + 1 : info->dlpi_name;
 	if (strncmp(base, "libpython3", 10))
 		return 0;
-	*(void **)out = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	const struct vt_real_dl *dl = vt_real_dl();
+	*(void **)out = dl->dlopen ? dl->dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
 	return *(void **)out != NULL;
 }
 
 /* Global scope first (python3 executables export the C API, statically or
- * through libpython); else a libpython a host loaded with RTLD_LOCAL. */
+ * through libpython); else a libpython a host loaded with RTLD_LOCAL. The
+ * real dlsym (real_dl.h): the shim's own lookups never go through its
+ * exported wrapper. */
 static void *py_symbol(void *local_handle, const char *name)
 {
-	void *sym = dlsym(RTLD_DEFAULT, name);
+	vt_dlsym_fn real = vt_real_dlsym();
+	if (!real)
+		return NULL;
+	void *sym = real(RTLD_DEFAULT, name);
 	if (!sym && local_handle)
-		sym = dlsym(local_handle, name);
+		sym = real(local_handle, name);
 	return sym;
 }
 
@@ -155,7 +162,7 @@ static int discover(void)
 		return PY_OFF;
 	}
 	void *handle = NULL;
-	if (!dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"))
+	if (!py_symbol(NULL, "PyGILState_GetThisThreadState"))
 		dl_iterate_phdr(find_libpython, &handle);
 	rt.this_thread_state = (void *(*)(void))py_symbol(handle, "PyGILState_GetThisThreadState");
 	if (!rt.this_thread_state) {

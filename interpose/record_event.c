@@ -14,8 +14,8 @@
 
 #include "driver_facts.h"
 #include "hooks.h"
+#include "log_open.h"
 #include "log_writer.h"
-#include "shim.h"
 
 __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
 

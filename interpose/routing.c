@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "hooks.h"
-#include "shim.h"
+#include "real_dl.h"
+#include "routing.h"
+#include "shim_state.h"
 
 #define VT_PER_THREAD_FLAG 2u /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
 static _Atomic(void *) driver_handle;
@@ -27,15 +29,19 @@ void *vt_driver(void)
 		return h;
 	/* Never load the driver ourselves: only find it once the job has.
 	 * NODELETE pins it, so the addresses in real_fn stay valid even if the
-	 * job dlcloses it. */
-	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	 * job dlcloses it. The real dlopen: the shim's own dlopen wrapper is
+	 * for the job's loads. */
+	const struct vt_real_dl *dl = vt_real_dl();
+	if (!dl->dlopen)
+		return NULL;
+	h = dl->dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	if (!h)
-		h = dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+		h = dl->dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	if (!h)
 		return NULL;
 	void *expected = NULL;
-	if (!atomic_compare_exchange_strong(&driver_handle, &expected, h))
-		dlclose(h); /* another thread won: drop our extra reference */
+	if (!atomic_compare_exchange_strong(&driver_handle, &expected, h) && dl->dlclose)
+		dl->dlclose(h); /* another thread won: drop our extra reference */
 	return atomic_load_explicit(&driver_handle, memory_order_acquire);
 }
 
@@ -48,6 +54,18 @@ void *vt_driver_symbol(const char *name)
 	int saved = vt_guard;
 	vt_guard = VT_GUARD_SHIM; /* our own lookup: the dlsym hook passes it through */
 	void *p = real(h, name);
+	vt_guard = saved;
+	return p;
+}
+
+void *vt_next_symbol(const char *name)
+{
+	vt_dlsym_fn real = vt_real_dlsym();
+	if (!real)
+		return NULL;
+	int saved = vt_guard;
+	vt_guard = VT_GUARD_SHIM;
+	void *p = real(RTLD_NEXT, name); /* next after this object: the shim */
 	vt_guard = saved;
 	return p;
 }
@@ -77,13 +95,14 @@ static int same_base(int i, const char *base)
 	return base && !strcmp(vt_routes[i].base, base);
 }
 
-int vt_route_by_pointer(const void *p, const char *base, int version, uint64_t flags)
+int vt_route_by_pointer(const void *p, void *const *wrappers, const char *base, int version,
+                        uint64_t flags)
 {
 	if (!p)
 		return -1;
 	int found = -1;
 	for (int i = 0; i < VT_ROUTE_COUNT; i++) {
-		if (vt_routes[i].wrapper == p)
+		if (wrappers[i] == p)
 			return i; /* already ours (found through our own export) */
 		if (vt_hook_real(i) != p)
 			continue;

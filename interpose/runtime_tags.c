@@ -9,7 +9,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "record_event.h"
+#include "record_event.h" /* vt_rt_tag */
+#include "routing.h"       /* vt_next_symbol */
 #include "shim.h"
 
 enum vt_rt_id {

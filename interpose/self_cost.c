@@ -1,13 +1,15 @@
 /* The shim's own time, sampled (self_cost.h). */
 #include "self_cost.h"
 
-#include "log_writer.h"
-#include "shim.h" /* vt_shim_thread_started */
+#include <stdatomic.h>
 
-/* shim_init.c registers the thread for its exit; a test that links this file
- * without it has nothing to register */
-__attribute__((weak)) void vt_shim_thread_started(void)
+#include "log_writer.h"
+
+static _Atomic(void (*)(void)) thread_started;
+
+void vt_self_set_thread_started(void (*fn)(void))
 {
+	atomic_store_explicit(&thread_started, fn, memory_order_release);
 }
 
 __thread uint32_t vt_self_left_tls __attribute__((tls_model("initial-exec")));
@@ -24,7 +26,9 @@ uint64_t vt_self_start(void)
 	uint64_t now = vt_clock_ns();
 	if (t_rng == 0) { /* first timed call of the thread: its first call */
 		t_rng = (uint32_t)(uintptr_t)&t_rng ^ (uint32_t)now ^ 0x9e3779b9u;
-		vt_shim_thread_started();
+		void (*started)(void) = atomic_load_explicit(&thread_started, memory_order_acquire);
+		if (started)
+			started();
 	}
 	if (t_rng == 0)
 		t_rng = 1;

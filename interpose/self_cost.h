@@ -49,6 +49,11 @@ void vt_self_flush(void);
  * (it creates the child's log); the parent's interval is not the child's. */
 void vt_self_after_fork(void);
 
+/* fn is called on a thread's first timed call (its first recorded call):
+ * the shim's lifecycle registers the thread there, to flush its counts
+ * when it exits. None until set. */
+void vt_self_set_thread_started(void (*fn)(void));
+
 static inline uint64_t vt_self_begin(void)
 {
 	if (__builtin_expect(vt_self_left_tls > 1, 1)) {

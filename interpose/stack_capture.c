@@ -267,7 +267,7 @@ static inline __attribute__((always_inline)) uint32_t intern(uint64_t *buf, unsi
 	 * moves, the word before the first kept frame (buf[0] or a dropped
 	 * frame) becomes the depth */
 	uint64_t *key = buf + start; /* raw return addresses: see write_stack_record */
-	/* Python frames (issue 8, pyframes.h): 2 words each after the native
+	/* Python frames (pyframes.h): 2 words each after the native
 	 * frames, bound to their eval-loop native frame; part of the key.
 	 * They overwrite unwound frames past `kept` (not kept) and the room
 	 * VT_STACK_BUF_WORDS leaves for them. */

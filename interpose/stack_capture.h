@@ -15,14 +15,10 @@
 
 #include <stdint.h>
 
-#ifndef UNW_LOCAL_ONLY
-#define UNW_LOCAL_ONLY
-#endif
-#include <libunwind.h>
-
 #include "modules.h"  /* vt_modules_generation */
 #include "pyframes.h" /* VT_PY_MAX_FRAMES */
 #include "stack_memo.h"
+#include "stack_unwind.h"
 #include "vramtrace/format.h" /* VT_MAX_FRAMES */
 
 uint32_t vt_stack_capture(unsigned skip);
@@ -69,33 +65,6 @@ int vt_stack_verify_memo(const struct vt_stack_memo_key *k, void **ips, int got,
 /* The calling thread's stack counts not yet in the log header (they go in
  * batches): at its exit, and the exiting process's thread at the end. */
 void vt_stack_counts_flush(void);
-
-/* unw_backtrace, libunwind's fast path. Under TSan its per-thread trace
- * cache crashes: the cache's thread-exit destructor (libunwind's own TSD key)
- * locks a mutex after TSan has torn the thread down. TSan builds walk the
- * same frames with unw_step instead (slower, no trace cache). Inline: the
- * walk starts in the caller's frame. */
-static inline __attribute__((always_inline)) int vt_stack_unwind(void **ips, int max)
-{
-#if defined(__SANITIZE_THREAD__)
-	unw_context_t uc;
-	unw_cursor_t cur;
-	int n = 0;
-	if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
-		return 0;
-	while (n < max) {
-		unw_word_t ip;
-		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
-			break;
-		ips[n++] = (void *)(uintptr_t)ip;
-		if (unw_step(&cur) <= 0)
-			break;
-	}
-	return n;
-#else
-	return unw_backtrace(ips, max);
-#endif
-}
 
 /* A call made again from where a recent one came from takes its frames from
  * the thread's memo (stack_memo.h) instead of unwinding. */

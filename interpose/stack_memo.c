@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 
 #include "arena.h"
-#include "stack_capture.h" /* vt_stack_unwind */
+#include "stack_unwind.h"
 #include "vramtrace/env_flag.h"
 
 /* 64 sets of 4 ways: a key (wrapper, return address, stack pointer) may

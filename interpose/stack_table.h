@@ -9,7 +9,7 @@
  * The key of an entry is the whole word array the stack record carries:
  *   key[0]            = depth | py_depth << 16   (so a 3+1 and a 4+0 never match)
  *   key[1 .. depth]   = native frames, innermost first
- *   key[depth+1 .. ]  = 2 * py_depth Python words (issue 8; 0 for now)
+ *   key[depth+1 .. ]  = 2 * py_depth Python words (pyframes.h)
  * uthash compares full keys on equal hash values, so a hash collision can
  * never merge two different stacks.
  *

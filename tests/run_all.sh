@@ -18,7 +18,8 @@ if [[ ${VT_SKIP_SANITIZERS:-0} != 1 ]]; then
 		dir=build-${san/address/asan}; dir=${dir/thread/tsan}
 		label=${san/address/asan}; label=${label/thread/tsan}
 		stage "sanitizer build: $san ($dir, tests labelled $label)"
-		cmake -S . -B "$dir" -G Ninja -DVT_SANITIZE="$san" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+		cmake -S . -B "$dir" -G Ninja -DVT_SANITIZE="$san" -DCMAKE_BUILD_TYPE=Debug \
+			-DVT_WERROR="${VT_WERROR:-OFF}" >/dev/null
 		cmake --build "$dir" -j"$jobs"
 		ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L "^$label\$"
 	done

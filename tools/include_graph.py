@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-SRC_DIRS = ["include", "logformat", "interpose", "analyzer"]
+SRC_DIRS = ["include", "logwriter", "interpose", "analyzer"]
 
 
 def layers_from(path):

@@ -3,7 +3,7 @@
  * base name, at every version any variant was introduced at (and just
  * before), with every stream flag, the shim's ladder picks exactly the
  * variant the driver picks. Links the shim's objects directly (no preload):
- * vt_route_by_request and vt_routes are internal. */
+ * vt_route_by_request, vt_routes and vt_route_wrappers are internal. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,9 @@
 #include <cmocka.h>
 
 #include "hooks.h" /* before cuda.h, whose renaming macros it must not see */
-#include "shim.h"
+#include "hook_wrappers.h"
+#include "routing.h"
+#include "shim_state.h"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -77,10 +79,10 @@ static void test_pointer_routing(void **state)
 	(void)state;
 	int i = vt_route_by_symbol("cuMemAlloc_v2");
 	assert_true(i >= 0);
-	assert_int_equal(vt_route_by_pointer(vt_hook_real(i), NULL, 0, 0), i);
-	assert_int_equal(vt_route_by_pointer(vt_routes[i].wrapper, NULL, 0, 0), i);
+	assert_int_equal(vt_route_by_pointer(vt_hook_real(i), vt_route_wrappers, NULL, 0, 0), i);
+	assert_int_equal(vt_route_by_pointer(vt_route_wrappers[i], vt_route_wrappers, NULL, 0, 0), i);
 	static int not_a_function;
-	assert_int_equal(vt_route_by_pointer(&not_a_function, NULL, 0, 0), -1);
+	assert_int_equal(vt_route_by_pointer(&not_a_function, vt_route_wrappers, NULL, 0, 0), -1);
 	assert_int_equal(vt_route_by_symbol("cuInit"), -1);
 	assert_int_equal(vt_route_by_request("cuNoSuchFunction", 13000, 0), -1);
 }

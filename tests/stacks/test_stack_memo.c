@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "stack_capture.h" /* vt_stack_unwind: unw_backtrace, or unw_step under TSan */
+#include "stack_unwind.h" /* vt_stack_unwind: unw_backtrace, or unw_step under TSan */
 #include "stack_memo.h"
 
 #define WANT 80
