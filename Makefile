@@ -8,10 +8,14 @@ CMAKE_ARGS ?=
 .PHONY: all build demo test test-fast bench clean
 all: build
 
-$(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+# A configure that fails leaves no cache behind, so the next try starts
+# afresh (once the missing package is installed) instead of failing to load
+# a build.ninja that was never written.
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) \
+		|| { rm -f $(BUILD)/CMakeCache.txt; exit 1; }
 
-build: $(BUILD)/CMakeCache.txt
+build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j$(JOBS)
 
 demo: build
