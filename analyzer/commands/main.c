@@ -19,10 +19,15 @@ static void usage(FILE *to)
 	fprintf(to, "usage: vramtrace COMMAND ...\n\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(to, "  vramtrace %s\n", commands[i].usage);
+	fprintf(to, "  vramtrace --version\n");
 }
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+		printf("vramtrace %s\n", VT_VERSION);
+		return 0;
+	}
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
