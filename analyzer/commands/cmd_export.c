@@ -1,5 +1,9 @@
-/* vramtrace export DIR --format html|perfetto|folded|csv [--at T] -o FILE
- *   --stream: the streaming model's timeline (export_stream.h), csv or perfetto */
+/* vramtrace export DIR [--format html|perfetto|folded|csv] [--at T] [-o FILE]
+ *   --stream: the streaming model's timeline (export_stream.h), csv or perfetto
+ * The format defaults to the one -o's extension names, else html; the file
+ * to vramtrace-<trace>.<extension> here. -o's missing folders are made. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,24 +46,27 @@ static int write_csv(const struct vt_export *x, const char *dir, FILE *out)
 
 static const struct format {
 	const char *name;
+	const char *ext; /* what -o FILE ends with for this format */
 	int (*write)(const struct vt_export *x, const char *dir, FILE *out);
 } formats[] = {
-	{"html", write_html},
-	{"perfetto", write_perfetto},
-	{"folded", write_folded},
-	{"csv", write_csv},
+	{"html", ".html", write_html},
+	{"perfetto", ".json", write_perfetto},
+	{"folded", ".folded", write_folded},
+	{"csv", ".csv", write_csv},
 };
 
 struct export_args {
 	const char *dir, *at, *out;
 	const struct format *format;
-	int stream; /* --stream */
+	int stream;              /* --stream */
+	char default_out[PATH_MAX]; /* vramtrace-<trace>.<ext> when no -o */
 };
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: vramtrace export DIR --format html|perfetto|folded|csv "
-	                "[--at peak|end|SECONDS] [--stream] -o FILE   (FILE '-': standard output; "
+	fprintf(stderr, "usage: vramtrace export DIR [--format html|perfetto|folded|csv] "
+	                "[--at peak|end|SECONDS] [--stream] [-o FILE]   (FILE '-': standard output; "
+	                "the format defaults to FILE's extension, else html; "
 	                "--stream: perfetto or csv)\n");
 	return 2;
 }
@@ -70,6 +77,69 @@ static const struct format *find_format(const char *name)
 		if (!strcmp(formats[i].name, name))
 			return &formats[i];
 	return NULL;
+}
+
+/* The format whose extension path ends with, NULL if none does. */
+static const struct format *format_of_path(const char *path)
+{
+	size_t n = strlen(path);
+	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+		size_t e = strlen(formats[i].ext);
+		if (n > e && !strcmp(path + n - e, formats[i].ext))
+			return &formats[i];
+	}
+	return NULL;
+}
+
+/* No --format: -o's extension names it, or html; no -o:
+ * vramtrace-<trace directory's name>.<ext> in the current directory. */
+static int settle_format_and_output(struct export_args *a)
+{
+	if (!a->format && a->out && strcmp(a->out, "-")) {
+		if (!(a->format = format_of_path(a->out))) {
+			fprintf(stderr, "vramtrace export: cannot tell the format from '%s' "
+			                "(.html, .json, .folded or .csv; or --format)\n", a->out);
+			return 2;
+		}
+	}
+	if (!a->format)
+		a->format = a->stream ? find_format("perfetto") : find_format("html");
+	if (!a->out) {
+		char name[PATH_MAX];
+		snprintf(name, sizeof name, "%s", a->dir);
+		size_t n = strlen(name);
+		while (n > 1 && name[n - 1] == '/')
+			name[--n] = 0;
+		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+		snprintf(a->default_out, sizeof a->default_out, "vramtrace-%s%s",
+		         strcmp(base, ".") && strcmp(base, "..") && *base ? base : "trace",
+		         a->format->ext);
+		a->out = a->default_out;
+	}
+	return 0;
+}
+
+/* mkdir -p of the folder that will hold path. 0, or -1 with errno. */
+static int make_parents(const char *path)
+{
+	char dir[PATH_MAX];
+	if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int parse(int argc, char **argv, struct export_args *a)
@@ -106,8 +176,11 @@ static int parse(int argc, char **argv, struct export_args *a)
 			return 2;
 		}
 	}
-	if (!a->dir || !a->format || !a->out)
+	if (!a->dir)
 		return usage();
+	int rc = settle_format_and_output(a);
+	if (rc)
+		return rc;
 	if (a->stream &&
 	    (a->at || (strcmp(a->format->name, "perfetto") && strcmp(a->format->name, "csv")))) {
 		fprintf(stderr,
@@ -138,6 +211,11 @@ static int write_to(const struct export_args *a, vt_export_writer fn, void *ctx)
 		if (fn(stdout, ctx) == 0 && fflush(stdout) == 0)
 			return 0;
 		fprintf(stderr, "vramtrace export: writing the %s export failed\n", a->format->name);
+		return -1;
+	}
+	if (make_parents(a->out) != 0) {
+		fprintf(stderr, "vramtrace export: cannot make the folder for %s: %s\n", a->out,
+		        strerror(errno));
 		return -1;
 	}
 	if (vt_export_write_file(a->out, fn, ctx, err, sizeof err) == 0)

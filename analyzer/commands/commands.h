@@ -13,7 +13,8 @@
 	X(oom, "oom DIR [--json] [--index N]")                                                     \
 	X(diff,                                                                                    \
 	  "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--min-bytes SIZE] [--stream]")    \
-	X(export, "export DIR --format html|perfetto|folded|csv [--at T] [--stream] -o FILE")
+	X(export, "export DIR [--format html|perfetto|folded|csv] [--at peak|end|SECONDS] "    \
+	            "[--stream] [-o FILE]")
 
 /* Each returns the process exit code. */
 #define VT_DECLARE_COMMAND(name, usage) int cmd_##name(int argc, char **argv);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `vramtrace export` without --format or -o: the format from -o's extension,
+# a default file name, missing folders made, an unknown extension refused in
+# one line with exit 2.
+#   cli_check.sh VRAMTRACE TRACE_DIR WORK_DIR
+set -euo pipefail
+vt=$1 trace=$2 work=$3
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$vt" export "$trace" -o deep/er/out.csv 2>/dev/null || fail "-o deep/er/out.csv"
+[[ $(head -1 deep/er/out.csv) == start_ns,end_ns,device,bytes,category,site ]] ||
+	fail ".csv is not CSV: $(head -1 deep/er/out.csv)"
+"$vt" export "$trace" -o p.json 2>/dev/null || fail "-o p.json"
+python3 -c 'import json,sys; d=json.load(open("p.json")); assert "traceEvents" in d' ||
+	fail ".json is not a Perfetto trace"
+"$vt" export "$trace" -o f.folded 2>/dev/null || fail "-o f.folded"
+grep -q ';' f.folded || fail ".folded has no stacks"
+"$vt" export "$trace/" 2>/dev/null || fail "no -o"
+grep -q '<html' vramtrace-trace.html || fail "default name vramtrace-trace.html, html"
+"$vt" export "$trace" --format csv 2>/dev/null || fail "--format csv, no -o"
+[[ -s vramtrace-trace.csv ]] || fail "default name with --format csv"
+rc=0; err=$("$vt" export "$trace" -o out.bin 2>&1) || rc=$?
+[[ $rc == 2 ]] || fail "unknown extension: exit $rc, want 2"
+[[ $(printf '%s\n' "$err" | wc -l) == 1 && $err == *"cannot tell the format"* ]] ||
+	fail "unknown extension: '$err'"
+[[ ! -e out.bin ]] || fail "out.bin written"
+echo "export cli: ok"
