@@ -103,6 +103,17 @@ static int open_one(const char *path, struct vt_trace *out, char *err, size_t er
 	return 0;
 }
 
+/* Did `vramtrace run` record a job into dir (its run.json is there)? A log
+ * is created at a process's first driver call, so such a directory without
+ * logs is a job that never used the GPU, not a wrong path. */
+static int launched_here(const char *dir)
+{
+	char path[4096];
+	struct stat st;
+	return snprintf(path, sizeof path, "%s/run.json", dir) < (int)sizeof path &&
+	       stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
@@ -132,6 +143,10 @@ int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errle
 	free_names(names, n);
 	if (!out->logs || !out->dir) {
 		snprintf(err, errlen, "%s: out of memory", dir);
+	} else if (n == 0 && launched_here(dir)) {
+		snprintf(err, errlen,
+		         "%s: the job made no CUDA calls (`vramtrace run` recorded it, and no "
+		         "process of it called the driver)", dir);
 	} else if (n == 0) {
 		snprintf(err, errlen,
 		         "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory", dir);
