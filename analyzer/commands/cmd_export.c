@@ -62,14 +62,22 @@ struct export_args {
 	char default_out[PATH_MAX]; /* vramtrace-<trace>.<ext> when no -o */
 };
 
-static int usage(void)
+static void print_usage(FILE *to)
 {
-	fprintf(stderr, "usage: vramtrace export DIR [--format html|perfetto|folded|csv] "
+	fprintf(to, "usage: vramtrace export DIR [--format html|perfetto|folded|csv] "
 	                "[--at peak|end|SECONDS] [--stream] [-o FILE]   (FILE '-': standard output; "
 	                "the format defaults to FILE's extension, else html; "
 	                "--stream: perfetto or csv)\n");
+}
+
+static int usage(void)
+{
+	print_usage(stderr);
 	return 2;
 }
+
+/* What parse returns for --help: the usage went to stdout, exit 0. */
+#define HELP_SHOWN (-1)
 
 static const struct format *find_format(const char *name)
 {
@@ -165,7 +173,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 		} else if (!strcmp(o, "-o")) {
 			a->out = argv[++i];
 		} else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-			return usage();
+			print_usage(stdout);
+			return HELP_SHOWN;
 		} else if (o[0] == '-') {
 			fprintf(stderr, "vramtrace export: unknown option '%s'\n", o);
 			return usage();
@@ -273,7 +282,7 @@ int cmd_export(int argc, char **argv)
 	struct export_args a;
 	int rc = parse(argc, argv, &a);
 	if (rc)
-		return rc;
+		return rc == HELP_SHOWN ? 0 : rc;
 	if (a.stream)
 		return export_stream(&a);
 	struct vt_model *m = vt_cmd_load("export", a.dir, 0);

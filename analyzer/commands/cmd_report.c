@@ -14,12 +14,20 @@
 #include "report_text.h"
 #include "report_stream.h"
 
+static void print_usage(FILE *to)
+{
+	fprintf(to, "usage: vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] "
+	                "[--allocs] [--html FILE] [--stream]\n");
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] "
-	                "[--allocs] [--html FILE] [--stream]\n");
+	print_usage(stderr);
 	return 2;
 }
+
+/* What parse returns for --help: the usage went to stdout, exit 0. */
+#define HELP_SHOWN (-1)
 
 /* Parse the options into opt; the trace directory into *dir. 0 or exit code. */
 static int parse(int argc, char **argv, struct vt_report_options *opt, const char **dir,
@@ -60,8 +68,8 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 			}
 			opt->top = (int)n;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage();
-			return 2;
+			print_usage(stdout);
+			return HELP_SHOWN;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "vramtrace report: unknown option '%s'\n", a);
 			return usage();
@@ -103,7 +111,7 @@ int cmd_report(int argc, char **argv)
 	int stream = 0;
 	int rc = parse(argc, argv, &opt, &dir, &html, &stream);
 	if (rc)
-		return rc;
+		return rc == HELP_SHOWN ? 0 : rc;
 	if (stream)
 		return report_stream(dir, &opt);
 	opt.title = dir;
