@@ -5,7 +5,8 @@
 /* X(name, one-line usage) */
 #define VT_COMMAND_LIST(X)                                                                         \
 	X(run,                                                                                     \
-	  "run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] [--shm] -- CMD ...")    \
+	  "run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] [--shm] "               \
+	  "[--free-stacks] [--stack-memo on|off|verify] -- CMD ...")                               \
 	X(dump, "dump DIR|LOG [--json]")                                                           \
 	X(report,                                                                                  \
 	  "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE] "        \
