@@ -82,6 +82,7 @@ static void after_fork_child(void)
 	/* The child writes its own log (the writer notices the new pid), so
 	 * the facts already stated in the parent's log are stated again. */
 	atomic_store(&finished, 0);
+	vt_shim_log_after_fork();
 	vt_record_forget_devices();
 	vt_self_after_fork(); /* its first call sets its recording up: timed apart */
 }
@@ -89,6 +90,7 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void vt_shim_constructor(void)
 {
 	vt_shim_config_load();
+	vt_log_note_stderr(); /* warnings only to the stderr the job began with */
 	vt_real_dlsym();
 	vt_shim_note_start_pid();
 	if (vt_shim_disabled())

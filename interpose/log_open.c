@@ -74,3 +74,14 @@ int vt_shim_log_ready_slow(void)
 	vt_log_count_drop();
 	return 0;
 }
+
+void vt_shim_log_after_fork(void)
+{
+	/* The thread that was creating the log is not in the child: it would
+	 * be waited for at every record. The child's first record creates the
+	 * child's log (the writer notices the new pid). */
+	int expected = VT_LOG_OPENING;
+	__atomic_compare_exchange_n(&vt_shim_log_state, &expected, VT_LOG_NONE, 0,
+	                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	t_opening_log = 0;
+}

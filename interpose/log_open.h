@@ -21,6 +21,10 @@ static inline int vt_shim_log_ready(void)
 	return vt_shim_log_ready_slow();
 }
 
+/* In a fork child: a creation the parent had under way when it forked is
+ * forgotten (the child creates its own log). Async-signal-safe. */
+void vt_shim_log_after_fork(void);
+
 struct vt_log_open_callbacks {
 	/* Run once, by the thread that created the log, right after; or by
 	 * vt_log_open_set_callbacks if the log was created before. */

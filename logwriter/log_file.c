@@ -41,8 +41,43 @@ void vt_sbuf_u64(struct vt_sbuf *s, uint64_t v)
 	vt_sbuf_str(s, digits + n);
 }
 
+/* The stderr warnings may go to: the file fd 2 was when the process began
+ * (vt_warn_note_stderr), or at the first warning if nobody noted it. */
+static struct {
+	int state; /* atomic: 0 not noted, 1 noted open, 2 noted closed */
+	dev_t dev;
+	ino_t ino;
+} g_stderr;
+
+void vt_warn_note_stderr(void)
+{
+	struct stat st;
+	int open = fstat(STDERR_FILENO, &st) == 0;
+	if (open) {
+		g_stderr.dev = st.st_dev;
+		g_stderr.ino = st.st_ino;
+	}
+	__atomic_store_n(&g_stderr.state, open ? 1 : 2, __ATOMIC_RELEASE);
+}
+
+/* fd 2 is still the stderr noted: a job that started with it closed and
+ * opened a file since has that file on fd 2, never to be written into. */
+static int stderr_is_noted(void)
+{
+	int state = __atomic_load_n(&g_stderr.state, __ATOMIC_ACQUIRE);
+	if (state == 0) {
+		vt_warn_note_stderr();
+		state = __atomic_load_n(&g_stderr.state, __ATOMIC_ACQUIRE);
+	}
+	struct stat st;
+	return state == 1 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == g_stderr.dev &&
+	       st.st_ino == g_stderr.ino;
+}
+
 void vt_warn_line(const char *text)
 {
+	if (!stderr_is_noted())
+		return;
 	char line[1024];
 	struct vt_sbuf s;
 	vt_sbuf_init(&s, line, sizeof line - 1);

@@ -24,8 +24,12 @@ void vt_sbuf_init(struct vt_sbuf *s, char *buf, size_t cap);
 void vt_sbuf_str(struct vt_sbuf *s, const char *str);
 void vt_sbuf_u64(struct vt_sbuf *s, uint64_t v);
 
-/* One line "vramtrace: <text>\n" on stderr with a single write(2). */
+/* One line "vramtrace: <text>\n" on stderr with a single write(2), only
+ * while fd 2 is the file (device and inode) it was when noted: never into a
+ * file of the job's that took a closed fd 2. */
 void vt_warn_line(const char *text);
+/* Note fd 2's file now (log_writer.h: vt_log_note_stderr). */
+void vt_warn_note_stderr(void);
 
 /* Create `dir` (and missing parents) with mode 0700, then create
  * dir/vramtrace.<pid>.<n>.log with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600,

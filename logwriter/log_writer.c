@@ -3,7 +3,13 @@
  * Who owns what:
  *  - g_cfg: the configuration, set once by vt_log_init and inherited by fork
  *    children (they open their own log in the same directory).
- *  - g_log: the log this process opened (fd, mapping, header pointer).
+ *  - g_log: the log this process opened (fd, mapping, header pointer, and
+ *    the file's device and inode). The descriptor number is the job's to
+ *    reuse: a job may close every descriptor (daemonizing, closefrom) and
+ *    get that number for a file of its own. So the writer never uses or
+ *    closes g_log.fd without first checking, on a private duplicate, that
+ *    it is still the log (log_fd_dup); if it is not, the log is opened
+ *    again by its path. Records need no descriptor: the mapping stays.
  *  - g_token: a tiny page that says WHICH process g_log belongs to. It is
  *    mapped MADV_WIPEONFORK, so in any fork child (pthread_atfork ran or not:
  *    raw clone() too) it reads zero and the child's first record opens the
@@ -15,7 +21,7 @@
  *
  * Hot path (vt_log_reserve with room left in the chunk): one TLS flag, one
  * acquire load of the token, a bounds check and a bump. No lock, no malloc,
- * no stdio, no syscall. A syscall (gettid, getpid, fallocate) happens once per
+ * no stdio, no syscall. Syscalls (gettid, getpid, dup+fstat+fallocate+close) happen once per
  * chunk (256 KiB by default).
  */
 #define _GNU_SOURCE /* strerrordesc_np, MADV_WIPEONFORK */
@@ -27,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,7 +62,9 @@ struct vt_config_copy {
 };
 
 struct vt_open_log {
-	int fd;
+	int fd; /* atomic: may be replaced by log_fd_dup */
+	dev_t dev; /* the file fd was opened on */
+	ino_t ino;
 	uint8_t *base; /* the whole reserved mapping */
 	uint64_t map_size;
 	struct vt_file_header *hdr; /* == base */
@@ -224,12 +234,32 @@ static void disable_with_warning(const char *why)
 	}
 }
 
-/* Reserve the address range once; fewer chunks if the kernel refuses. */
-static uint8_t *map_log(int fd, uint64_t *max_chunks, uint64_t *map_size)
+/* Under a limit on address space (RLIMIT_AS, ulimit -v) the log reserves
+ * at most this fraction of it: the rest is the job's, whose own mappings
+ * would otherwise fail only under the shim. */
+#define VT_RESERVE_SHARE_OF_LIMIT 16
+
+/* The most address space the log may reserve: VT_VIRTUAL_RESERVE, less
+ * under RLIMIT_AS (*limited set then). */
+static uint64_t reserve_cap(int *limited)
 {
-	uint64_t cap = VT_VIRTUAL_RESERVE;
-	if (g_cfg.max_size && g_cfg.max_size < cap)
+	struct rlimit rl;
+	*limited = 0;
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur / VT_RESERVE_SHARE_OF_LIMIT >= VT_VIRTUAL_RESERVE)
+		return VT_VIRTUAL_RESERVE;
+	*limited = 1;
+	return (uint64_t)rl.rlim_cur / VT_RESERVE_SHARE_OF_LIMIT;
+}
+
+/* Reserve the address range once; fewer chunks if the kernel refuses. */
+static uint8_t *map_log(int fd, uint64_t *max_chunks, uint64_t *map_size, int *limited)
+{
+	uint64_t cap = reserve_cap(limited);
+	if (g_cfg.max_size && g_cfg.max_size < cap) {
 		cap = g_cfg.max_size;
+		*limited = 0; /* the cap the user asked for is the smaller one */
+	}
 	uint64_t chunks = cap > VT_HEADER_SIZE ? (cap - VT_HEADER_SIZE) / g_cfg.chunk_size : 0;
 	for (;;) {
 		uint64_t size = VT_HEADER_SIZE + chunks * g_cfg.chunk_size;
@@ -278,13 +308,105 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 	__atomic_store_n((uint64_t *)(void *)h->magic, magic, __ATOMIC_RELEASE);
 }
 
+/* ---- the log's descriptor ------------------------------------------------- */
+
+/* Descriptor numbers the writer keeps start here (or at half the soft
+ * RLIMIT_NOFILE when that is lower): never 0-2, where a job started with
+ * stdio closed would take the log for its stdin/stdout, and above the
+ * numbers a job's next few open()s get. Not higher: a number past the
+ * descriptor table's first 64 slots makes the kernel grow the table, which
+ * in a threaded process waits for an RCU grace period (milliseconds) in the
+ * middle of the job's first recorded call. Which number it is does not
+ * matter for correctness: a descriptor is checked before every use. */
+#define VT_FD_MIN 32
+
+static int fd_floor(void)
+{
+	struct rlimit rl;
+	int floor = VT_FD_MIN;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 2 < (rlim_t)floor)
+		floor = (int)(rl.rlim_cur / 2);
+	return floor < 3 ? 3 : floor;
+}
+
+/* A close-on-exec duplicate of fd at fd_floor() or above (else at 3 or
+ * above); -1 if none. */
+static int dup_high(int fd)
+{
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, fd_floor());
+	if (n < 0)
+		n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return n;
+}
+
+/* fd moved above 2 (see VT_FD_MIN); the original is closed. -1 (fd closed
+ * too) if no number is free. */
+static int move_fd_high(int fd)
+{
+	int n = dup_high(fd);
+	close(fd);
+	return n;
+}
+
+void vt_log_note_stderr(void)
+{
+	vt_warn_note_stderr();
+}
+
+int vt_log_fd_move_high(int fd, int cloexec)
+{
+	int n = move_fd_high(fd);
+	if (n >= 0 && !cloexec)
+		fcntl(n, F_SETFD, 0);
+	return n;
+}
+
+static int is_log_file(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && st.st_dev == g_log.dev && st.st_ino == g_log.ino;
+}
+
+/* A private duplicate of the log's descriptor, for one use, then close()d by
+ * the caller; -1 when the log cannot be reached. The duplicate is checked,
+ * not g_log.fd: a job thread may close and reuse g_log.fd's number at any
+ * moment, never a number it was not given. When g_log.fd is not the log
+ * any more, the file is opened again by its path (it stays the log while
+ * its device and inode match) and that descriptor replaces the old number,
+ * which is left to the job. */
+static int log_fd_dup(void)
+{
+	int fd = __atomic_load_n(&g_log.fd, __ATOMIC_ACQUIRE);
+	int d = fd >= 0 ? dup_high(fd) : -1;
+	if (d >= 0 && is_log_file(d))
+		return d;
+	if (d >= 0)
+		close(d);
+	int again = open(g_log.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (again < 0)
+		return -1;
+	again = move_fd_high(again);
+	if (again < 0 || !is_log_file(again)) {
+		if (again >= 0)
+			close(again);
+		return -1;
+	}
+	d = dup_high(again);
+	if (!__atomic_compare_exchange_n(&g_log.fd, &fd, again, 0, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE))
+		close(again); /* another thread replaced it first */
+	return d;
+}
+
 /* A fork child inherited the parent's fd and mapping: let go of them (never
- * write there) before opening its own. */
+ * write there) before opening its own. The inherited number is closed only
+ * while it is still the log: the job may have reused it for its own file. */
 static void drop_inherited_log(void)
 {
 	if (g_log.base)
 		munmap(g_log.base, g_log.map_size);
-	if (g_log.fd >= 0)
+	if (g_log.fd >= 0 && is_log_file(g_log.fd))
 		close(g_log.fd);
 	g_log.base = NULL;
 	g_log.hdr = NULL;
@@ -298,8 +420,20 @@ static int open_log(void)
 	uint32_t exec_index = 0;
 	int fd = vt_log_file_create(g_cfg.dir, pid, g_log.path, sizeof g_log.path, &exec_index, why,
 	                            sizeof why);
+	if (fd >= 0 && (fd = move_fd_high(fd)) < 0) {
+		unlink(g_log.path);
+		disable_with_warning("no descriptor number free for the log");
+		return -1;
+	}
 	if (fd < 0) {
 		disable_with_warning(why);
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		unlink(g_log.path);
+		close(fd);
+		disable_with_warning("cannot stat the new log");
 		return -1;
 	}
 	int rc;
@@ -307,7 +441,8 @@ static int open_log(void)
 		rc = posix_fallocate(fd, 0, VT_HEADER_SIZE);
 	while (rc == EINTR);
 	uint64_t max_chunks = 0, map_size = 0;
-	uint8_t *base = rc ? NULL : map_log(fd, &max_chunks, &map_size);
+	int as_limited = 0;
+	uint8_t *base = rc ? NULL : map_log(fd, &max_chunks, &map_size, &as_limited);
 	if (!base) {
 		unlink(g_log.path);
 		close(fd);
@@ -320,6 +455,8 @@ static int open_log(void)
 		return -1;
 	}
 	g_log.fd = fd;
+	g_log.dev = st.st_dev;
+	g_log.ino = st.st_ino;
 	g_log.base = base;
 	g_log.map_size = map_size;
 	g_log.hdr = (struct vt_file_header *)(void *)base;
@@ -328,6 +465,9 @@ static int open_log(void)
 	g_log.pid = pid;
 	g_log.finished = 0;
 	fill_header(g_log.hdr, pid, exec_index);
+	g_log.hdr->reserve_size = map_size;
+	if (as_limited)
+		__atomic_fetch_or(&g_log.hdr->flags, VT_FLAG_RESERVE_LIMITED, __ATOMIC_RELAXED);
 	g_log.clock_base = g_log.hdr->clock_base_ns;
 	uint32_t gen = ++g_gen_counter;
 	if (gen == 0)
@@ -470,6 +610,12 @@ static void mark_truncated(const char *reason)
 	vt_warn_line(line);
 }
 
+/* The log's size is the user's cap (not a smaller reserve). */
+static int map_size_is_cap(void)
+{
+	return g_log.map_size + g_log.chunk_size > g_cfg.max_size;
+}
+
 /* Give the calling thread a fresh chunk: claim an index, make its blocks
  * real with posix_fallocate (so a full disk is an error here, never a SIGBUS
  * later), then publish the chunk header. */
@@ -484,15 +630,25 @@ static int claim_chunk(struct vt_thread_log *t)
 		return -1;
 	uint64_t idx = __atomic_fetch_add(&h->chunks_claimed, 1, __ATOMIC_RELAXED);
 	if (idx >= g_log.max_chunks) {
-		mark_truncated(g_cfg.max_size ? "size cap (VRAMTRACE_MAX_SIZE) reached"
-		                              : "address space reserve exhausted");
+		mark_truncated(g_cfg.max_size && map_size_is_cap()
+		                   ? "size cap (VRAMTRACE_MAX_SIZE) reached"
+		                   : (g_log.hdr->flags & VT_FLAG_RESERVE_LIMITED)
+		                         ? "address space reserve exhausted (RLIMIT_AS / ulimit -v "
+		                           "allows the log 1/16 of it)"
+		                         : "address space reserve exhausted");
 		return -1;
 	}
 	uint64_t off = VT_HEADER_SIZE + idx * g_log.chunk_size;
+	int fd = log_fd_dup();
+	if (fd < 0) {
+		mark_truncated("the log file cannot be reopened (the job closed its descriptor)");
+		return -1;
+	}
 	int rc;
 	do
-		rc = posix_fallocate(g_log.fd, (off_t)off, g_log.chunk_size);
+		rc = posix_fallocate(fd, (off_t)off, g_log.chunk_size);
 	while (rc == EINTR);
+	close(fd);
 	if (rc) {
 		const char *desc = strerrordesc_np(rc);
 		mark_truncated(desc ? desc : "cannot extend the log");

@@ -85,6 +85,18 @@ void vt_log_finish(int exit_code);
 void vt_log_before_exec(void);
 void vt_log_exec_failed(void);
 
+/* Note which file fd 2 is now (or that it is closed): the writer's warning
+ * lines go there and nowhere else (a closed stderr: nowhere). Called by the
+ * shim's constructor, before the job can change fd 2; without a call, the
+ * first warning notes it. */
+void vt_log_note_stderr(void);
+
+/* fd moved to a number at or above the writer's floor for its own
+ * descriptors (far above 0-2 and the numbers a job's next open() gets),
+ * close-on-exec when cloexec; the original is closed. -1 (fd closed too)
+ * when no number is free. For descriptors the shim keeps open for itself. */
+int vt_log_fd_move_high(int fd, int cloexec);
+
 /* True when a log is open in this process (not the parent's). */
 int vt_log_active(void);
 

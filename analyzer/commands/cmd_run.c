@@ -3,7 +3,7 @@
  *                [--shm] -- CMD ARGS...`
  *
  * Runs CMD with libvramtrace.so preloaded and the trace directory in its
- * environment, forwards SIGINT/SIGTERM/SIGHUP, waits, records how the job
+ * environment, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2/SIGALRM, waits, records how the job
  * ended in DIR/run.json, prints one summary line and exits with the job's
  * exit code (128 + signal if it was killed).
  *
@@ -357,9 +357,15 @@ static void write_run_fields(FILE *f, const struct run_job *job, int finished)
 	}
 	fprintf(f, "],\n  \"mode\": \"%s\",\n  \"shm\": %s,\n",
 	        job->per_tensor ? "per-tensor" : "default", job->use_shm ? "true" : "false");
-	fprintf(f, "  \"start_realtime_ns\": %llu,\n  \"pid\": %d,\n  \"finished\": %s",
+	if (job->use_shm) { /* where the logs are until the launcher moves them */
+		fprintf(f, "  \"log_dir\": ");
+		json_string(f, job->log_dir);
+		fprintf(f, ",\n");
+	}
+	fprintf(f, "  \"start_realtime_ns\": %llu,\n  \"pid\": %d,\n  \"launcher_pid\": %d,\n"
+	           "  \"finished\": %s",
 	        (unsigned long long)job->start_ns, (int)(job->pid > 0 ? job->pid : 0),
-	        finished ? "true" : "false");
+	        (int)getpid(), finished ? "true" : "false");
 	if (finished) {
 		if (WIFEXITED(job->status))
 			fprintf(f, ",\n  \"exit_code\": %d,\n  \"signal\": null",
@@ -401,8 +407,13 @@ static int write_run_json(const struct run_job *job, int finished)
 
 /* Signals are taken synchronously (blocked, then sigwaitinfo), not in a
  * handler: nothing can be lost between fork and wait, and a sanitizer's
- * deferred signal delivery cannot delay the forwarding. */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+ * deferred signal delivery cannot delay the forwarding. Every signal whose
+ * default action ends a process, and that a job may be sent, is taken: the
+ * launcher must outlive the job (its stderr goes through the launcher), so
+ * a signal sent to the launcher alone goes to the job instead, and one a
+ * terminal sends to the whole group (SIGINT, SIGQUIT) reaches the job
+ * directly and is not sent twice. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
 static int status_to_exit_code(int status)
 {

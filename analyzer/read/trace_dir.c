@@ -114,6 +114,32 @@ static int launched_here(const char *dir)
 	       stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* A `run --shm` whose launcher died before moving the logs left them in
+ * the directory run.json names as "log_dir": that path into buf, or 0. */
+static int stranded_log_dir(const char *dir, char *buf, size_t len)
+{
+	char path[4096], text[8192];
+	snprintf(path, sizeof path, "%s/run.json", dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	const char *key = strstr(text, "\"log_dir\": \"");
+	if (!key)
+		return 0;
+	size_t o = 0;
+	for (const char *c = key + strlen("\"log_dir\": \""); *c && *c != '"' && o + 1 < len; c++) {
+		if (*c == '\\' && c[1]) /* run.json escapes only " and \ in paths */
+			c++;
+		buf[o++] = *c;
+	}
+	buf[o] = '\0';
+	struct stat st;
+	return o > 0 && stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
@@ -143,13 +169,23 @@ int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errle
 	free_names(names, n);
 	if (!out->logs || !out->dir) {
 		snprintf(err, errlen, "%s: out of memory", dir);
-	} else if (n == 0 && launched_here(dir)) {
-		snprintf(err, errlen,
-		         "%s: the job made no CUDA calls (`vramtrace run` recorded it, and no "
-		         "process of it called the driver)", dir);
 	} else if (n == 0) {
-		snprintf(err, errlen,
-		         "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory", dir);
+		char shm[4096];
+		if (stranded_log_dir(dir, shm, sizeof shm))
+			snprintf(err, errlen,
+			         "%s: no vramtrace logs here; the run used --shm and its logs are "
+			         "still in %s (the launcher ended before moving them: move them "
+			         "into %s)",
+			         dir, shm, dir);
+		else if (launched_here(dir))
+			snprintf(err, errlen,
+			         "%s: the job made no CUDA calls (`vramtrace run` recorded it, and "
+			         "no process of it called the driver)",
+			         dir);
+		else
+			snprintf(err, errlen,
+			         "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory",
+			         dir);
 	} else if (out->nlogs == 0) {
 		snprintf(err, errlen, "%s: none of its %zu logs is readable", dir, skipped);
 	} else {

@@ -21,7 +21,9 @@ struct vt_report_stack_site {
 };
 
 struct name_entry {
-	const char *name; /* points into r->sites[site].name */
+	/* the key, a copy: the hash keeps a pointer to it, and r->sites moves
+	 * when it grows */
+	char name[sizeof ((struct vt_site_stat *)0)->name];
 	uint32_t site;
 	UT_hash_handle hh;
 };
@@ -59,9 +61,6 @@ static uint32_t site_index(struct vt_report *r, struct vt_report_stack_site **by
 			if (!s)
 				vt_nomem();
 			r->sites = s;
-			/* names moved: rebuild the name index */
-			struct name_entry *x, *tmp;
-			HASH_ITER(hh, *by_name, x, tmp) x->name = r->sites[x->site].name;
 		}
 		idx = r->nsites++;
 		memset(&r->sites[idx], 0, sizeof r->sites[idx]);
@@ -69,7 +68,7 @@ static uint32_t site_index(struct vt_report *r, struct vt_report_stack_site **by
 		ne = calloc(1, sizeof *ne);
 		if (!ne)
 			vt_nomem();
-		ne->name = r->sites[idx].name;
+		memcpy(ne->name, r->sites[idx].name, sizeof ne->name);
 		ne->site = idx;
 		HASH_ADD_KEYPTR(hh, *by_name, ne->name, strlen(ne->name), ne);
 	}

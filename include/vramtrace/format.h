@@ -87,6 +87,10 @@ enum vt_header_flag {
 	VT_FLAG_TSC_CLOCK = 1u << 3,  /* event times read from the TSC, scaled to
 	                                 CLOCK_MONOTONIC (logwriter/event_clock.c);
 	                                 without it each from clock_gettime */
+	VT_FLAG_RESERVE_LIMITED = 1u << 4, /* the process ran under RLIMIT_AS
+	                                 (ulimit -v): the log reserved 1/16 of the
+	                                 limit (reserve_size), not 64 GiB; a log
+	                                 that fills it is marked truncated */
 };
 
 /* state word: low 32 bits enum vt_state, high 32 bits exit code (int32). */
@@ -148,6 +152,10 @@ struct vt_file_header {
 	uint64_t stack_memo_hits;       /* of them, frames from the memo */
 	uint64_t stack_memo_verified;   /* hits also unwound (VRAMTRACE_STACK_MEMO=verify) */
 	uint64_t stack_memo_mismatches; /* of those, where the unwinder disagreed */
+	/* Address space the log reserved, header included: the most the file
+	 * can grow to (64 GiB, less under --max-size or RLIMIT_AS, or when the
+	 * kernel refused more). Zero in logs from before (padding). */
+	uint64_t reserve_size;
 };
 _Static_assert(sizeof(struct vt_file_header) <= VT_HEADER_SIZE, "header fits");
 

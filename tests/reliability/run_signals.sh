@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `vramtrace run` and signals: a signal sent to the launcher alone reaches
+# the job (and the launcher outlives it, its stderr going through the
+# launcher); a --shm run whose launcher is killed says where its logs are.
+#   run_signals.sh VRAMTRACE FDS_JOB WORKDIR
+# (LD_LIBRARY_PATH must name the simulated driver.)
+set -u
+vt=$1 job=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+fails=0
+fail() { echo "FAIL [$name]: $*"; fails=$((fails + 1)); }
+
+# wait_for FILE TEXT: up to 10 s
+wait_for() {
+	for _ in $(seq 200); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# (not SIGQUIT: a script's background commands start with it ignored, and a
+# shell cannot trap a signal ignored at its start)
+for sig in USR1 USR2 ALRM TERM; do
+	name=$sig
+	echo "== SIG$sig to the launcher"
+	"$vt" run -o "$work/$sig" -- sh -c "trap 'echo caught >&2; exit 7' $sig; echo ready >&2; "'
+		i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; exit 3' \
+		2>"$work/$sig.err" &
+	launcher=$!
+	wait_for "$work/$sig.err" ready || fail "the job did not start"
+	kill -s "$sig" $launcher
+	wait $launcher
+	rc=$?
+	[[ $rc == 7 ]] || fail "run exit $rc, want the job's 7: $(head -3 "$work/$sig.err")"
+	grep -q caught "$work/$sig.err" || fail "the job's last stderr line was not relayed"
+done
+
+# --shm, launcher SIGKILLed: run.json names the logs' directory and the
+# launcher's pid; report says where the logs are
+name=shm_stranded
+echo "== --shm, launcher killed"
+"$vt" run --shm -o "$work/shm" -- sh -c '"$0" big-malloc 1 && echo ready >&2 && sleep 0.5' "$job" \
+	2>"$work/shm.err" &
+launcher=$!
+wait_for "$work/shm.err" ready || fail "the job did not start"
+kill -KILL $launcher
+wait $launcher 2>/dev/null
+sleep 0.7
+shm=/dev/shm/shm.$launcher
+[[ -d $shm ]] || fail "no $shm"
+grep -q "\"launcher_pid\": $launcher" "$work/shm/run.json" || fail "run.json lacks launcher_pid: $(cat "$work/shm/run.json")"
+grep -q "\"log_dir\": \"$shm\"" "$work/shm/run.json" || fail "run.json lacks log_dir"
+"$vt" report "$work/shm" >/dev/null 2>"$work/shm.report" && fail "report of an empty directory succeeded"
+grep -qF "$shm" "$work/shm.report" || fail "report does not say where the logs are: $(cat "$work/shm.report")"
+rm -rf "$shm"
+
+((fails == 0)) && echo "run_signals: all passed" || echo "run_signals: $fails failed"
+((fails == 0))
