@@ -94,7 +94,10 @@ def main(argv=None):
     if args[:1] in (["-h"], ["--help"]):
         sys.stdout.flush()
         code = subprocess.run([binary] + args, env=env).returncode
-        print(USAGE_EXTRA, end="")
+        try:
+            print(USAGE_EXTRA, end="", flush=True)
+        except BrokenPipeError:  # `vramtrace --help | head`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return code
     sys.stdout.flush()
     sys.stderr.flush()
