@@ -9,6 +9,7 @@
 #include <uthash.h>
 
 #include "steps.h"
+#include "upload_sites.h"
 #include "model_query.h"
 
 /* Per-allocation facts the rules read, gathered in one pass: the rules'
@@ -22,6 +23,8 @@ struct facts {
 	int32_t born, died; /* step of the allocation and of its free */
 	uint8_t device;
 	unsigned charged : 1, freed : 1, recurring : 1, host_filled : 1, decided : 1;
+	unsigned transient : 1; /* recurring only as made and freed within one step */
+	unsigned kept : 1;      /* never freed, its size made in most steps */
 };
 _Static_assert(sizeof(struct facts) == 16, "classifier facts stay 16 bytes");
 
@@ -75,6 +78,8 @@ struct ctx {
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
 	uint64_t span_ns; /* first to last event of the process */
+	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
+	int dev;                       /* classify_device: the device */
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
 	 * millions of times, and the hash table's probe (hash the key, walk
 	 * the bucket, compare) was a quarter of classify_proc's samples */
@@ -102,41 +107,109 @@ enum reason {
 	R_UNFINISHED,
 	R_KEPT_WEIGHT,
 	R_KEPT_GRADIENT,
+	R_LOADED_WEIGHTS,
+	R_RING,
+	R_TRANSIENT_BATCH,
+	R_TRANSIENT,
+	R_KEPT_PER_STEP,
+	R_DATASET_BY_NAME,
+	R_WEIGHTS_BY_NAME,
+	R_OPTIMIZER_BY_NAME,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
                "model.c marks new allocations unclassified");
 
-/* Every reason a verdict gives, by index: an allocation record keeps a
- * byte instead of an 8-byte pointer (model.h). */
-static const char *const reason_text[R_COUNT] = {
-    [R_UNCLASSIFIED] = "not classified",
-    [R_NOT_DEVICE] = "not device memory",
-    [R_POOL] = "allocator region: copies land inside it at several offsets, or it holds "
-               "half the device for the whole run",
-    [R_FLAT_BUCKET] = "long-lived; with its neighbours it adds up to the flat gradient "
-                      "bucket made every step",
-    [R_TWIN] = "long-lived; a gradient of the same size is made every step",
-    [R_OPTIMIZER] = "long-lived, the size of a weight and made after it (optimizer slot)",
-    [R_DATASET] = "filled from the host, long-lived, no per-step twin: data, not weights",
-    [R_EARLY_WEIGHTS] = "long-lived, made before the first step; no gradient twin seen",
-    [R_LONG_UNKNOWN] = "long-lived, made during training, matches no weight",
-    [R_PREFETCH] = "filled from the host every step: a batch buffer",
-    [R_FORWARD] = "made every step before the gradients of its size (forward pass)",
-    [R_GRADIENTS] = "made every step, the size of the weights (or of all of them: a flat "
-                    "bucket)",
-    [R_ACTIVATIONS] = "made and freed every step, matches no weight",
-    [R_UNFINISHED] = "made in the step the job stopped in: the category of its twins from earlier "
-                     "steps (same site, size and device)",
-    [R_KEPT_WEIGHT] = "long-lived, made before training; training made its gradient and "
-                      "optimizer slots, long-lived twins of its size",
-    [R_KEPT_GRADIENT] = "long-lived, the size of a weight, made in training before the "
-                        "optimizer slots of its size (a gradient kept between steps)",
+/* Every reason a verdict gives, by index (an allocation record keeps a byte
+ * instead of an 8-byte pointer, model.h), with the categories the same
+ * evidence would also fit: what the report offers as alternatives, sharing
+ * the confidence the verdict leaves (first one the larger share). */
+#define NO_ALT VT_CAT_COUNT
+static const struct reason_row {
+	const char *text;
+	uint8_t alt[2]; /* NO_ALT: none */
+} reasons[R_COUNT] = {
+    [R_UNCLASSIFIED] = {"not classified", {NO_ALT, NO_ALT}},
+    [R_NOT_DEVICE] = {"not device memory", {NO_ALT, NO_ALT}},
+    [R_POOL] = {"allocator region: copies land inside it at several offsets, or it holds "
+                "half the device for the whole run",
+                {NO_ALT, NO_ALT}},
+    [R_FLAT_BUCKET] = {"long-lived; with its neighbours it adds up to the flat gradient "
+                       "bucket made every step",
+                       {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_TWIN] = {"long-lived; a gradient of the same size is made every step",
+                {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_OPTIMIZER] = {"long-lived, the size of a weight and made after it (optimizer slot)",
+                     {VT_CAT_GRADIENTS, VT_CAT_WEIGHTS}},
+    [R_DATASET] = {"filled from the host in one upload, long-lived, no per-step twin, its "
+                   "upload site filled no other tensors: data, or frozen weights",
+                   {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_EARLY_WEIGHTS] = {"long-lived, made before the first step; no gradient twin seen",
+                         {VT_CAT_OPTIMIZER, VT_CAT_UNKNOWN}},
+    [R_LONG_UNKNOWN] = {"long-lived, made during training, matches no weight",
+                        {VT_CAT_OPTIMIZER, VT_CAT_ACTIVATIONS}},
+    [R_PREFETCH] = {"filled from the host every step: a batch buffer", {NO_ALT, NO_ALT}},
+    [R_FORWARD] = {"made every step before the gradients of its size (forward pass)",
+                   {VT_CAT_GRADIENTS, NO_ALT}},
+    [R_GRADIENTS] = {"made every step, the size of the weights (or of all of them: a flat "
+                     "bucket)",
+                     {VT_CAT_ACTIVATIONS, NO_ALT}},
+    [R_ACTIVATIONS] = {"made and freed every step, matches no weight", {NO_ALT, NO_ALT}},
+    [R_UNFINISHED] = {"made in the step the job stopped in: the category of its twins from "
+                      "earlier steps (same site, size and device)",
+                      {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_KEPT_WEIGHT] = {"long-lived, made before training; training made its gradient and "
+                       "optimizer slots, long-lived twins of its size",
+                       {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_KEPT_GRADIENT] = {"long-lived, the size of a weight, made in training before the "
+                         "optimizer slots of its size (a gradient kept between steps)",
+                         {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_LOADED_WEIGHTS] = {"filled from the host by a site that filled several tensors (a model "
+                          "loaded tensor by tensor), no gradient: frozen or inference weights",
+                          {VT_CAT_DATASET, NO_ALT}},
+    [R_RING] = {"long-lived, refilled from the host again and again through training: a "
+                "batch buffer reused in place (a prefetch ring)",
+                {VT_CAT_DATASET, NO_ALT}},
+    [R_TRANSIENT_BATCH] = {"filled from the host, made and freed within one step, like "
+                           "others of its size: a batch (an evaluation pass's)",
+                           {VT_CAT_ACTIVATIONS, NO_ALT}},
+    [R_TRANSIENT] = {"made and freed within one step, like others of its size (an "
+                     "evaluation or forward-only pass)",
+                     {VT_CAT_GRADIENTS, NO_ALT}},
+    [R_KEPT_PER_STEP] = {"made in most steps and never freed: outputs kept step after step "
+                         "(a list that grows, a leak?)",
+                         {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_DATASET_BY_NAME] = {"filled from the host under a framework's dataset conversion "
+                           "(stack names)",
+                           {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_WEIGHTS_BY_NAME] = {"filled from the host under a framework's model loading (stack "
+                           "names): weights",
+                           {VT_CAT_DATASET, NO_ALT}},
+    [R_OPTIMIZER_BY_NAME] = {"filled from the host under a framework's optimizer state "
+                             "loading (stack names)",
+                             {VT_CAT_WEIGHTS, NO_ALT}},
 };
 
 const char *vt_alloc_reason(const struct vt_alloc *a)
 {
-	return a->reason < R_COUNT ? reason_text[a->reason] : reason_text[R_UNCLASSIFIED];
+	return a->reason < R_COUNT ? reasons[a->reason].text : reasons[R_UNCLASSIFIED].text;
+}
+
+uint32_t vt_alloc_alternatives(const struct vt_alloc *a, struct vt_alternative *out, uint32_t max)
+{
+	const struct reason_row *r = &reasons[a->reason < R_COUNT ? a->reason : R_UNCLASSIFIED];
+	uint32_t n = 0, left = a->confidence < 100 ? 100u - a->confidence : 0;
+	for (int i = 0; i < 2 && n < max; i++) {
+		if (r->alt[i] == NO_ALT || r->alt[i] == a->category)
+			continue;
+		out[n].category = r->alt[i];
+		/* the first alternative takes two thirds of what is left when there
+		 * are two, all of it when alone */
+		int two = i == 0 && r->alt[1] != NO_ALT && r->alt[1] != a->category;
+		out[n].confidence = (uint8_t)(two ? left * 2 / 3 : i == 0 ? left : left / 3);
+		n++;
+	}
+	return n;
 }
 
 static void set_cat(struct vt_alloc *a, struct facts *f, int cat, int confidence, enum reason why)
@@ -193,6 +266,28 @@ static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct 
 		return;
 	set_cat(a, f, VT_CAT_POOL, 80, R_POOL);
 	c->p->pool_mode = 1;
+}
+
+/* A buffer kept and refilled from the host again and again through the
+ * run (at least 3 uploads, twice its size in all, spread over 3 steps or a
+ * quarter of the run): a batch buffer reused in place, as a DALI-style ring
+ * or a static input buffer does. A dataset is uploaded once; weights
+ * restored from a checkpoint are written twice at most. */
+static int refilled(const struct ctx *c, const struct vt_alloc *a)
+{
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	if (cp->h2d_copies < 3 || cp->h2d_bytes < 2 * a->bytes || cp->t_first_h2d == VT_T_NEVER)
+		return 0;
+	if (c->p->nsteps >= 3)
+		return vt_step_of(c->p, cp->t_last_h2d) - vt_step_of(c->p, cp->t_first_h2d) >= 2;
+	return (cp->t_last_h2d - cp->t_first_h2d) * 4 >= c->span_ns;
+}
+
+static void classify_ring(struct ctx *c, struct vt_alloc *a, struct facts *f)
+{
+	if (f->decided || !f->charged || !f->host_filled || !refilled(c, a))
+		return;
+	set_cat(a, f, VT_CAT_PREFETCH, 80, R_RING);
 }
 
 /* ---- recurrence ---------------------------------------------------------- */
@@ -292,12 +387,35 @@ static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
 	return k->count >= 3 && lifetime(c->m, &c->m->allocs[idx]) * 4 < c->span_ns;
 }
 
+/* Made and freed within one step, like at least two others of its size,
+ * most of which were freed: a tensor of a pass that is not a training step
+ * (an evaluation pass, a forward-only pass between steps), too rare across
+ * the steps to recur but no more long-lived than an activation. */
+static int transient(const struct ctx *c, const struct key_count *k, const struct facts *f)
+{
+	return c->p->nsteps >= 3 && f->freed && f->died == f->born && k->count >= 3 &&
+	       k->freed * 2 >= k->count;
+}
+
+/* Never freed, while its size was made in most steps and never freed
+ * either: kept step after step (outputs appended to a list). */
+static int kept_per_step(const struct ctx *c, const struct key_count *k, const struct facts *f)
+{
+	uint32_t steps = c->p->nsteps;
+	return steps >= 3 && !f->freed && f->born >= 0 && !k->freed && k->steps_seen >= 3 &&
+	       k->steps_seen * 2 >= steps;
+}
+
 static void mark_recurring(struct ctx *c)
 {
 	count_keys(c);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		f->recurring = recurs(c, c->keys[f->key], i, f);
+		const struct key_count *k = c->keys[f->key];
+		f->recurring = recurs(c, k, i, f);
+		if (!f->recurring && transient(c, k, f))
+			f->recurring = f->transient = 1;
+		f->kept = kept_per_step(c, k, f);
 	}
 }
 
@@ -551,10 +669,16 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		if (f->decided)
 			continue;
 		struct size_count *s = size_find(sizes, a->bytes);
-		if (s->weights > 0 && !f->host_filled)
+		uint32_t stack = vt_model_copies(c->m, a)->h2d_stack_id;
+		if (f->kept && !f->host_filled)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
+		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
+		else if (f->host_filled &&
+		         vt_upload_site_tensors(c->sites, stack) >= VT_LOADER_TENSORS)
+			set_cat(a, f, VT_CAT_WEIGHTS, 60, R_LOADED_WEIGHTS);
 		else if (f->host_filled)
-			set_cat(a, f, VT_CAT_DATASET, 85, R_DATASET);
+			set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
 		else if (a->t_alloc < first_step)
 			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
 		else
@@ -588,8 +712,12 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		if (!*slot)
 			*slot = size_find(sizes, fact_bytes(c, f));
 		struct size_count *s = *slot;
-		if (f->host_filled)
+		if (f->host_filled && f->transient)
+			set_cat(a, f, VT_CAT_PREFETCH, 70, R_TRANSIENT_BATCH);
+		else if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);
+		else if (f->transient && !(s && s->gradient_size))
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 70, R_TRANSIENT);
 		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 60, R_FORWARD);
 		else if (s && s->gradient_size)
@@ -597,6 +725,19 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		else
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 75, R_ACTIVATIONS);
 	}
+}
+
+/* A long-lived tensor of the device being classified, filled from the host,
+ * that no rule explained yet (not a batch, a ring, a pool, a weight with a
+ * gradient twin): what upload_sites.h counts per site. Trained weights do not
+ * count, so a program that uploads its weights and its dataset through one
+ * helper still has a dataset. */
+static int loaded_tensor(const struct vt_model *m, uint32_t i, void *arg)
+{
+	const struct ctx *c = arg;
+	const struct facts *f = &c->f[i - c->p->alloc_begin];
+	(void)m;
+	return f->device == c->dev && f->charged && f->host_filled && !f->recurring && !f->decided;
 }
 
 static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
@@ -610,7 +751,11 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	find_flat_bucket(c, sizes, ll_buf, n);
 	weights_by_kept_twins(c, sizes, ll_buf, n);
 	weights_by_twin(c, sizes, ll_buf, n);
+	c->dev = dev;
+	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, NULL, c);
 	rest_of_long_lived(c, sizes, ll_buf, n);
+	vt_upload_sites_free(c->sites);
+	c->sites = NULL;
 	recurring_ones(c, dev, sizes);
 	free(c->size_by_key);
 	c->size_by_key = NULL;
@@ -675,6 +820,7 @@ static void gather(struct ctx *c, int *devs)
 		f->born = step_cursor(p, &cur, a->t_alloc);
 		f->died = f->freed ? step_from(p, f->born, a->t_free) : (int)p->nsteps;
 		classify_pool(c, i, a, f);
+		classify_ring(c, a, f);
 	}
 }
 

@@ -47,4 +47,17 @@ static inline int vt_alloc_is_pool(const struct vt_alloc *a)
 /* The classifier's reason for a's category (static text). */
 const char *vt_alloc_reason(const struct vt_alloc *a);
 
+/* The other categories the same evidence fits, most likely first, each with
+ * its share of the confidence the verdict leaves (100 - a->confidence). */
+struct vt_alternative {
+	uint8_t category;   /* enum vt_category */
+	uint8_t confidence; /* 0..100 */
+};
+uint32_t vt_alloc_alternatives(const struct vt_alloc *a, struct vt_alternative *out,
+                               uint32_t max);
+
+/* Confidence below which a verdict is shown as a guess (the text report's
+ * "dataset or weights?"), and findings built on it are not raised. */
+#define VT_CONFIDENT 70
+
 #endif

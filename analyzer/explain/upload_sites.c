@@ -1,0 +1,86 @@
+/* Upload sites (see upload_sites.h). */
+#include "upload_sites.h"
+
+#include <stdlib.h>
+
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
+#include "model_hash.h"
+#include <uthash.h>
+
+#include "model_query.h"
+
+struct site {
+	uint32_t stack_id, tensors;
+	UT_hash_handle hh;
+};
+
+struct vt_upload_sites {
+	struct site *by_stack;
+};
+
+static void note(struct vt_upload_sites *s, uint32_t stack_id)
+{
+	if (!stack_id)
+		return;
+	struct site *e;
+	HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
+	if (!e) {
+		e = calloc(1, sizeof *e);
+		if (!e)
+			vt_nomem();
+		e->stack_id = stack_id;
+		HASH_ADD(hh, s->by_stack, stack_id, sizeof e->stack_id, e);
+	}
+	e->tensors++;
+}
+
+struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
+                                              int (*counts)(const struct vt_model *, uint32_t,
+                                                            void *),
+                                              int (*pool)(const struct vt_model *, uint32_t,
+                                                          void *),
+                                              void *arg)
+{
+	struct vt_upload_sites *s = calloc(1, sizeof *s);
+	if (!s)
+		vt_nomem();
+	const struct vt_proc *p = &m->procs[proc];
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (!(a->flags & VT_AF_COPIES))
+			continue;
+		if (pool && pool(m, i, arg)) {
+			uint32_t n = 0;
+			const struct vt_copy_range *r =
+			    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(m, i, &n) : NULL;
+			for (uint32_t k = 0; k < n; k++)
+				if (r[k].copies == 1)
+					note(s, r[k].stack_id);
+		} else if (counts(m, i, arg)) {
+			note(s, vt_model_copies(m, a)->h2d_stack_id);
+		}
+	}
+	return s;
+}
+
+uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id)
+{
+	struct site *e;
+	if (!s || !stack_id)
+		return 0;
+	HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
+	return e ? e->tensors : 0;
+}
+
+void vt_upload_sites_free(struct vt_upload_sites *s)
+{
+	if (!s)
+		return;
+	struct site *e, *tmp;
+	HASH_ITER(hh, s->by_stack, e, tmp)
+	{
+		HASH_DEL(s->by_stack, e);
+		free(e);
+	}
+	free(s);
+}

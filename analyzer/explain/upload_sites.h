@@ -1,0 +1,38 @@
+/* Upload sites: how many distinct tensors each host-to-device copy site of a
+ * process filled (docs/design/classification.md, "dataset or weights").
+ *
+ * A model is loaded tensor by tensor (Module.to -> _apply, load_weights,
+ * device_put leaf by leaf, safetensors): one site fills many tensors. A
+ * dataset is one array per input (x, y; train and validation): its site
+ * fills one or two. A tensor here is a long-lived allocation filled from the
+ * host (its first copy's stack), or one range of a pool region filled by a
+ * single copy (its stack). Batches do not count: the caller says which
+ * allocations are candidates. */
+#ifndef VT_UPLOAD_SITES_H
+#define VT_UPLOAD_SITES_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+/* From this many tensors a site is a loader of many tensors. */
+#define VT_LOADER_TENSORS 3
+
+struct vt_upload_sites;
+
+/* Count the sites of process proc: every allocation for which
+ * counts(m, index, arg) says yes, and every single-copy range of every
+ * allocation for which pool(m, index, arg) says yes. */
+struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
+                                              int (*counts)(const struct vt_model *, uint32_t,
+                                                            void *),
+                                              int (*pool)(const struct vt_model *, uint32_t,
+                                                          void *),
+                                              void *arg);
+
+/* Tensors filled by the site (stack id; 0, no stack: 0). */
+uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id);
+
+void vt_upload_sites_free(struct vt_upload_sites *s);
+
+#endif
