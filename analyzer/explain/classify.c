@@ -254,6 +254,12 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	int kept = a->t_free == VT_T_NEVER || lifetime(c->m, a) * 10 >= c->span_ns;
 	if (n >= 2 && kept && !one_contiguous_upload(r, n, a->bytes))
 		return 1;
+	/* a block of it refilled again and again, the rest used otherwise: an
+	 * allocator's segment handing the same block to each batch (PyTorch's
+	 * caching allocator), kept or not */
+	for (uint32_t i = 0; i < n; i++)
+		if (r[i].copies >= 3 && r[i].bytes * 2 <= a->bytes)
+			return 1;
 	uint64_t total = vt_model_device_total(c->m, a->device);
 	/* a preallocated arena (XLA's 75 %): half a device, held start to end */
 	return total && a->bytes * 2 >= total && lifetime(c->m, a) * 10 >= c->span_ns * 9 &&
@@ -674,8 +680,7 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
 		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
-		else if (f->host_filled &&
-		         vt_upload_site_tensors(c->sites, stack) >= VT_LOADER_TENSORS)
+		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))
 			set_cat(a, f, VT_CAT_WEIGHTS, 60, R_LOADED_WEIGHTS);
 		else if (f->host_filled)
 			set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
@@ -740,6 +745,14 @@ static int loaded_tensor(const struct vt_model *m, uint32_t i, void *arg)
 	return f->device == c->dev && f->charged && f->host_filled && !f->recurring && !f->decided;
 }
 
+/* A pool region of the device: its single-copy ranges count too (weights
+ * device_put leaf by leaf, some in a region, some in their own chunk). */
+static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
+{
+	const struct ctx *c = arg;
+	return m->allocs[i].device == c->dev && m->allocs[i].category == VT_CAT_POOL;
+}
+
 static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 {
 	uint32_t n = long_lived(c, dev, ll_buf);
@@ -752,7 +765,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	weights_by_kept_twins(c, sizes, ll_buf, n);
 	weights_by_twin(c, sizes, ll_buf, n);
 	c->dev = dev;
-	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, NULL, c);
+	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
