@@ -139,6 +139,19 @@ static uint64_t uploads_in_training(const struct vt_model *m, const struct vt_pr
 	return sum;
 }
 
+/* The same for a tensor, whatever its category (a batch the classifier got
+ * wrong still counts): all of it when first filled from the second step on,
+ * else its refills. */
+static uint64_t tensor_uploads_in_training(const struct vt_model *m, const struct vt_proc *p,
+                                           const struct vt_alloc *a)
+{
+	const struct vt_alloc_copies *cp = vt_model_copies(m, a);
+	uint64_t from = p->step_t[p->nsteps >= 2 ? 1 : 0];
+	if (cp->t_first_h2d >= from)
+		return cp->h2d_bytes;
+	return cp->h2d_bytes > a->bytes ? cp->h2d_bytes - a->bytes : 0;
+}
+
 static void scan_allocs(const struct vt_model *m, struct scan *ds)
 {
 	uint64_t h2d[VT_MAX_DEVICES] = {0};
@@ -163,10 +176,12 @@ static void scan_allocs(const struct vt_model *m, struct scan *ds)
 		const struct vt_proc *p = &m->procs[a->proc];
 		if (p->nsteps > steps[a->device])
 			steps[a->device] = p->nsteps;
-		if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
-			h2d[a->device] += h2d_bytes;
-		else if (c == VT_CAT_POOL && p->nsteps)
+		if (c == VT_CAT_POOL && p->nsteps)
 			h2d[a->device] += uploads_in_training(m, p, i);
+		else if (p->nsteps)
+			h2d[a->device] += tensor_uploads_in_training(m, p, a);
+		else if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
+			h2d[a->device] += h2d_bytes;
 	}
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		ds->step_h2d[d] = steps[d] ? h2d[d] / steps[d] : 0;
