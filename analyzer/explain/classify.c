@@ -254,6 +254,12 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	int kept = a->t_free == VT_T_NEVER || lifetime(c->m, a) * 10 >= c->span_ns;
 	if (n >= 2 && kept && !one_contiguous_upload(r, n, a->bytes))
 		return 1;
+	/* a block of it refilled again and again, the rest used otherwise: an
+	 * allocator's segment handing the same block to each batch (PyTorch's
+	 * caching allocator), kept or not */
+	for (uint32_t i = 0; i < n; i++)
+		if (r[i].copies >= 3 && r[i].bytes * 2 <= a->bytes)
+			return 1;
 	uint64_t total = vt_model_device_total(c->m, a->device);
 	/* a preallocated arena (XLA's 75 %): half a device, held start to end */
 	return total && a->bytes * 2 >= total && lifetime(c->m, a) * 10 >= c->span_ns * 9 &&
@@ -513,6 +519,17 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 				sum -= c->m->allocs[ll[lo++]].bytes;
 			if (sum != s->bytes || hi - lo + 1 < 2)
 				continue;
+			/* each of them with a per-step twin of its own: their
+			 * gradients are made one by one, and a tensor the size of
+			 * their sum is a coincidence (LoRA's 8 adapters of 256 KiB
+			 * and a 2 MiB activation) */
+			uint32_t own = 0;
+			for (uint32_t i = lo; i <= hi; i++) {
+				const struct size_count *m = size_find(sizes, c->m->allocs[ll[i]].bytes);
+				own += m && m->recurring;
+			}
+			if (own == hi - lo + 1)
+				continue;
 			for (uint32_t i = lo; i <= hi; i++) {
 				struct vt_alloc *a = &c->m->allocs[ll[i]];
 				set_cat(a, &c->f[ll[i] - c->p->alloc_begin], VT_CAT_WEIGHTS, 85,
@@ -674,8 +691,7 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
 		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
-		else if (f->host_filled &&
-		         vt_upload_site_tensors(c->sites, stack) >= VT_LOADER_TENSORS)
+		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))
 			set_cat(a, f, VT_CAT_WEIGHTS, 60, R_LOADED_WEIGHTS);
 		else if (f->host_filled)
 			set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
@@ -740,6 +756,44 @@ static int loaded_tensor(const struct vt_model *m, uint32_t i, void *arg)
 	return f->device == c->dev && f->charged && f->host_filled && !f->recurring && !f->decided;
 }
 
+/* A pool region of the device: its single-copy ranges count too (weights
+ * device_put leaf by leaf, some in a region, some in their own chunk). */
+static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
+{
+	const struct ctx *c = arg;
+	return m->allocs[i].device == c->dev && m->allocs[i].category == VT_CAT_POOL;
+}
+
+/* A backward pass makes a gradient for every trained weight, and an
+ * optimizer with state makes its slots during training. Twins that only a
+ * minority of the tensors made before training have (by count and by
+ * bytes), with no long-lived tensor made during training the size of one
+ * made before (optimizer slots, gradients kept between steps),
+ * are activations that happen to share a weight's size: an inference job
+ * (torch_inference: four 6 MiB activations per batch beside four 6 MiB
+ * weights). Then no size is a gradient size. */
+static int twins_believable(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
+                            uint32_t n)
+{
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	uint32_t before = 0, twinned = 0, during = 0;
+	uint64_t before_bytes = 0, twinned_bytes = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_alloc *a = &c->m->allocs[ll[i]];
+		const struct size_count *s = size_find(sizes, a->bytes);
+		int twin = s && s->recurring;
+		if (a->t_alloc >= first_step) { /* a slot, or a gradient kept */
+			during += s && s->ll_before;
+			continue;
+		}
+		before++;
+		before_bytes += a->bytes;
+		twinned += twin;
+		twinned_bytes += twin ? a->bytes : 0;
+	}
+	return during || !before || twinned * 2 >= before || twinned_bytes * 2 >= before_bytes;
+}
+
 static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 {
 	uint32_t n = long_lived(c, dev, ll_buf);
@@ -748,11 +802,13 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	if (!c->size_by_key)
 		vt_nomem();
 	count_sizes(c, dev, &sizes, ll_buf, n);
-	find_flat_bucket(c, sizes, ll_buf, n);
-	weights_by_kept_twins(c, sizes, ll_buf, n);
-	weights_by_twin(c, sizes, ll_buf, n);
+	/* a flat bucket is evidence of its own: the sum of a run of tensors */
+	if (find_flat_bucket(c, sizes, ll_buf, n) || twins_believable(c, sizes, ll_buf, n)) {
+		weights_by_kept_twins(c, sizes, ll_buf, n);
+		weights_by_twin(c, sizes, ll_buf, n);
+	}
 	c->dev = dev;
-	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, NULL, c);
+	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;

@@ -17,7 +17,11 @@
  *    step as in JAX); when activations share the size (square layers) and
  *    the optimizer state was made during training, the ones made before it;
  *  - optimizer: long-lived, same size as a weight, allocated after it;
- *  - dataset: long-lived, host-filled, no twin;
+ *  - dataset: long-lived, host-filled, no twin, not refilled, its upload
+ *    site no loader of many tensors (upload_sites.h); from a loader site:
+ *    weights (frozen or inference), unsure; refilled in place: prefetch;
+ *  - twins are believed only when a flat bucket was found or most tensors
+ *    made before training have one (or training made slots of their size);
  *  - prefetch: recurring, host-filled; gradients: recurring, a weight's size
  *    or the flat bucket (the last ones of that size in a step when
  *    activations share it); activations: the other recurring ones;

@@ -8,6 +8,7 @@
 
 #include "classify.h"
 #include "site_names.h"
+#include "upload_sites.h"
 #include "steps.h"
 #include "units.h"
 #include "nomem.h"
@@ -117,6 +118,40 @@ struct scan {
 	uint32_t n;
 };
 
+/* What the copies into a pool region brought during training (batches
+ * land in the region, so they count in the per-step upload too): blocks
+ * refilled, and what was first copied from the second step on. */
+static uint64_t uploads_in_training(const struct vt_model *m, const struct vt_proc *p,
+                                    uint32_t idx)
+{
+	uint32_t n = 0;
+	const struct vt_copy_range *r =
+	    m->allocs[idx].flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(m, idx, &n) : NULL;
+	uint64_t sum = 0;
+	/* from the second step: a step found without markers may start before
+	 * the dataset's own upload */
+	uint64_t from = p->step_t[p->nsteps >= 2 ? 1 : 0];
+	for (uint32_t i = 0; i < n; i++)
+		if (r[i].t_first >= from)
+			sum += r[i].total_bytes;
+		else if (r[i].copies > 1) /* refilled: all but the first copy */
+			sum += r[i].total_bytes - r[i].bytes;
+	return sum;
+}
+
+/* The same for a tensor, whatever its category (a batch the classifier got
+ * wrong still counts): all of it when first filled from the second step on,
+ * else its refills. */
+static uint64_t tensor_uploads_in_training(const struct vt_model *m, const struct vt_proc *p,
+                                           const struct vt_alloc *a)
+{
+	const struct vt_alloc_copies *cp = vt_model_copies(m, a);
+	uint64_t from = p->step_t[p->nsteps >= 2 ? 1 : 0];
+	if (cp->t_first_h2d >= from)
+		return cp->h2d_bytes;
+	return cp->h2d_bytes > a->bytes ? cp->h2d_bytes - a->bytes : 0;
+}
+
 static void scan_allocs(const struct vt_model *m, struct scan *ds)
 {
 	uint64_t h2d[VT_MAX_DEVICES] = {0};
@@ -141,7 +176,11 @@ static void scan_allocs(const struct vt_model *m, struct scan *ds)
 		const struct vt_proc *p = &m->procs[a->proc];
 		if (p->nsteps > steps[a->device])
 			steps[a->device] = p->nsteps;
-		if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
+		if (c == VT_CAT_POOL && p->nsteps)
+			h2d[a->device] += uploads_in_training(m, p, i);
+		else if (p->nsteps)
+			h2d[a->device] += tensor_uploads_in_training(m, p, a);
+		else if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
 			h2d[a->device] += h2d_bytes;
 	}
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
@@ -304,7 +343,8 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 {
 	for (uint32_t k = 0; k < ds->n; k++) {
 		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
-		if (a->category != VT_CAT_DATASET || !big_enough(m, ds, a->device, a->bytes))
+		if (a->category != VT_CAT_DATASET || a->confidence < VT_CONFIDENT ||
+		    !big_enough(m, ds, a->device, a->bytes))
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
 		note_dataset(m, out, first, a->proc,
@@ -314,9 +354,13 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 }
 
 /* In a pool: contiguous ranges copied once each, from one site, close in
- * time, are one upload; a big one is a dataset. */
+ * time, are one upload; a big one is a dataset, unless its site made
+ * VT_LOADER_TENSORS uploads or more (a model loaded tensor by tensor, a
+ * batch feeder): then each range alone, never a run (a loop loading a
+ * model's tensors side by side), and only one that is most of what its site
+ * filled (upload_sites.h). */
 static void datasets_in_pool(const struct vt_model *m, const struct scan *ds, struct vt_findings *out,
-                             uint32_t first, uint32_t idx)
+                             uint32_t first, uint32_t idx, const struct vt_upload_sites *sites)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
 	const struct vt_proc *p = &m->procs[a->proc];
@@ -326,8 +370,11 @@ static void datasets_in_pool(const struct vt_model *m, const struct scan *ds, st
 	for (uint32_t i = 0; i < n;) {
 		uint32_t j = i + 1;
 		uint64_t bytes = r[i].bytes;
-		if (r[i].copies == 1) {
-			while (j < n && r[j].copies == 1 && r[j].stack_id == r[i].stack_id &&
+		int many = vt_upload_site_tensors(sites, r[i].stack_id) >= VT_LOADER_TENSORS;
+		if (r[i].copies == 1 &&
+		    (!many || !vt_upload_site_is_loader(sites, r[i].stack_id, r[i].bytes))) {
+			while (!many && j < n && r[j].copies == 1 &&
+			       r[j].stack_id == r[i].stack_id &&
 			       r[j].offset == r[j - 1].offset + r[j - 1].bytes &&
 			       r[j].t_first - r[i].t_first < window) {
 				bytes += r[j].bytes;
@@ -339,6 +386,21 @@ static void datasets_in_pool(const struct vt_model *m, const struct scan *ds, st
 		}
 		i = j;
 	}
+}
+
+/* What the upload sites count here: every allocation filled from the host
+ * outside a pool (weights, datasets, batches alike: a site that filled
+ * several is no one-off upload), and every copy into a pool region. */
+static int uploaded_tensor(const struct vt_model *m, uint32_t i, void *arg)
+{
+	(void)arg;
+	return m->allocs[i].category != VT_CAT_POOL && vt_model_copies(m, &m->allocs[i])->h2d_bytes;
+}
+
+static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
+{
+	(void)arg;
+	return m->allocs[i].category == VT_CAT_POOL;
 }
 
 /* ---- prefetch depth --------------------------------------------------------- */
@@ -463,9 +525,19 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 	scan_allocs(m, &ds);
 	uint32_t first = out->n;
 	datasets_per_tensor(m, &ds, out, first);
-	for (uint32_t k = 0; k < ds.n; k++)
-		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]))
-			datasets_in_pool(m, &ds, out, first, ds.idx[k]);
+	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
+		struct vt_upload_sites *sites = NULL;
+		for (uint32_t k = 0; k < ds.n; k++) {
+			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
+			if (!vt_alloc_is_pool(a) || a->proc != pi)
+				continue;
+			if (!sites)
+				sites = vt_upload_sites_count(m, pi, uploaded_tensor, pool_region,
+				                              NULL);
+			datasets_in_pool(m, &ds, out, first, ds.idx[k], sites);
+		}
+		vt_upload_sites_free(sites);
+	}
 	uint32_t ndatasets = out->n;
 	for (uint32_t i = first; i < ndatasets; i++) {
 		char size[32];

@@ -11,6 +11,7 @@
 
 struct site {
 	uint32_t stack_id, tensors;
+	uint64_t bytes;
 	UT_hash_handle hh;
 };
 
@@ -18,7 +19,7 @@ struct vt_upload_sites {
 	struct site *by_stack;
 };
 
-static void note(struct vt_upload_sites *s, uint32_t stack_id)
+static void note(struct vt_upload_sites *s, uint32_t stack_id, uint32_t n, uint64_t bytes)
 {
 	if (!stack_id)
 		return;
@@ -31,7 +32,8 @@ static void note(struct vt_upload_sites *s, uint32_t stack_id)
 		e->stack_id = stack_id;
 		HASH_ADD(hh, s->by_stack, stack_id, sizeof e->stack_id, e);
 	}
-	e->tensors++;
+	e->tensors += n;
+	e->bytes += bytes;
 }
 
 struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
@@ -55,9 +57,9 @@ struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t
 			    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(m, i, &n) : NULL;
 			for (uint32_t k = 0; k < n; k++)
 				if (r[k].copies == 1)
-					note(s, r[k].stack_id);
+					note(s, r[k].stack_id, 1, r[k].bytes);
 		} else if (counts(m, i, arg)) {
-			note(s, vt_model_copies(m, a)->h2d_stack_id);
+			note(s, vt_model_copies(m, a)->h2d_stack_id, 1, a->bytes);
 		}
 	}
 	return s;
@@ -70,6 +72,18 @@ uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_
 		return 0;
 	HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
 	return e ? e->tensors : 0;
+}
+
+int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes)
+{
+	struct site *e;
+	if (!s || !stack_id)
+		return 0;
+	HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
+	if (!e || e->tensors < VT_LOADER_TENSORS)
+		return 0;
+	uint64_t rest = e->bytes > bytes ? e->bytes - bytes : 0;
+	return rest * 4 >= bytes;
 }
 
 void vt_upload_sites_free(struct vt_upload_sites *s)

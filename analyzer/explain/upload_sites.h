@@ -6,8 +6,8 @@
  * dataset is one array per input (x, y; train and validation): its site
  * fills one or two. A tensor here is a long-lived allocation filled from the
  * host (its first copy's stack), or one range of a pool region filled by a
- * single copy (its stack). Batches do not count: the caller says which
- * allocations are candidates. */
+ * single copy (its stack; a block refilled batch after batch is no
+ * tensor). The caller says which allocations are candidates. */
 #ifndef VT_UPLOAD_SITES_H
 #define VT_UPLOAD_SITES_H
 
@@ -22,7 +22,7 @@ struct vt_upload_sites;
 
 /* Count the sites of process proc: every allocation for which
  * counts(m, index, arg) says yes, and every single-copy range of every
- * allocation for which pool(m, index, arg) says yes. */
+ * allocation for which pool(m, index, arg) says yes (pool may be NULL). */
 struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
                                               int (*counts)(const struct vt_model *, uint32_t,
                                                             void *),
@@ -32,6 +32,13 @@ struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t
 
 /* Tensors filled by the site (stack id; 0, no stack: 0). */
 uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id);
+
+/* The site filled VT_LOADER_TENSORS tensors or more, and the tensor of
+ * `bytes` is not most of what it filled: a loader of many tensors (weights),
+ * or a batch feeder. A tensor four times all the rest of its site together
+ * is not taken for one of many: XLA makes every copy of a process on one
+ * worker thread, one stack for the dataset and a few tiny scalars alike. */
+int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes);
 
 void vt_upload_sites_free(struct vt_upload_sites *s);
 

@@ -159,6 +159,12 @@ static void build_sites(struct vt_report *r)
 		if (at_peak) {
 			r->dev_cats[a->device][cat] += a->bytes;
 			r->cats_at_peak[cat] += a->bytes;
+			if (a->confidence < VT_CONFIDENT) {
+				struct vt_alternative alt;
+				int other = vt_alloc_alternatives(a, &alt, 1) ? alt.category
+				                                              : VT_CAT_COUNT;
+				r->unsure_at_peak[cat][other] += a->bytes;
+			}
 		}
 		uint32_t slot = a->stack_id % 64, s = recent[slot].site;
 		if (recent[slot].proc != a->proc || recent[slot].stack != a->stack_id) {

@@ -31,6 +31,10 @@ struct vt_report {
 	struct vt_report_options opt;
 	struct vt_findings findings;
 	uint64_t cats_at_peak[VT_CAT_COUNT];          /* each device at its peak */
+	/* of those, bytes the classifier was unsure of (confidence under
+	 * VT_CONFIDENT), by [category][its most likely alternative]
+	 * (VT_CAT_COUNT: none) */
+	uint64_t unsure_at_peak[VT_CAT_COUNT][VT_CAT_COUNT + 1];
 	uint64_t dev_cats[VT_MAX_DEVICES][VT_CAT_COUNT];
 	struct vt_moment at;                          /* --at moment */
 	char at_label[64];

@@ -209,6 +209,36 @@ static void at(struct vt_json *j, const struct vt_report *r)
 	vt_json_end_object(j);
 }
 
+/* An allocation's "alternatives" (the other categories its evidence fits,
+ * each with its share of the confidence) and "reasons" (the verdict's
+ * reason, then the facts the rules read). */
+static void alloc_evidence(struct vt_json *j, const struct vt_model *m, const struct vt_alloc *a)
+{
+	struct vt_alternative alt[2];
+	uint32_t n = vt_alloc_alternatives(a, alt, 2);
+	vt_json_key(j, "alternatives");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < n; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_string(j, "category", vt_category_name(alt[i].category));
+		vt_json_kv_double(j, "confidence", alt[i].confidence / 100.0);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+	const struct vt_alloc_copies *c = vt_model_copies(m, a);
+	char fact[128];
+	vt_json_key(j, "reasons");
+	vt_json_begin_array(j);
+	vt_json_string(j, vt_alloc_reason(a));
+	if (c->h2d_copies) {
+		snprintf(fact, sizeof fact, "%" PRIu64 " bytes from the host in %u cop%s",
+		         c->h2d_bytes, c->h2d_copies, c->h2d_copies == 1 ? "y" : "ies");
+		vt_json_string(j, fact);
+	}
+	vt_json_string(j, a->t_free == VT_T_NEVER ? "live at the end" : "freed");
+	vt_json_end_array(j);
+}
+
 static void allocations(struct vt_json *j, const struct vt_report *r)
 {
 	vt_json_key(j, "allocations");
@@ -240,6 +270,7 @@ static void allocations(struct vt_json *j, const struct vt_report *r)
 		vt_json_kv_string(j, "category", vt_category_name(a->category));
 		vt_json_kv_double(j, "confidence", a->confidence / 100.0);
 		vt_json_kv_string(j, "reason", vt_alloc_reason(a));
+		alloc_evidence(j, r->m, a);
 		vt_json_kv_string(j, "site", site);
 		vt_json_kv_bool(j, "live_at_peak", vt_report_live_at_peak(r, a));
 		vt_json_end_object(j);

@@ -142,11 +142,32 @@ static void category_table(FILE *out, const uint64_t *cats)
 	}
 }
 
+/* Bytes at peak the classifier is unsure of, briefly: "48.0 MiB: dataset
+ * or weights?" (its verdict, then the most likely alternative). */
+static void unsure(const struct vt_report *r, FILE *out)
+{
+	int any = 0;
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		for (int o = 0; o <= VT_CAT_COUNT; o++) {
+			if (!r->unsure_at_peak[c][o])
+				continue;
+			char b[32];
+			vt_format_bytes(r->unsure_at_peak[c][o], b, sizeof b);
+			fprintf(out, "%s %s: %s%s%s?", any ? "," : "  low confidence:", b,
+			        vt_category_name(c), o < VT_CAT_COUNT ? " or " : "",
+			        o < VT_CAT_COUNT ? vt_category_name(o) : "");
+			any = 1;
+		}
+	if (any)
+		fprintf(out, "\n");
+}
+
 static void categories(const struct vt_report *r, FILE *out)
 {
 	if (!strcmp(r->at_label, "peak")) {
 		heading(out, "\n", "Bytes by category at peak (each device at its peak)");
 		category_table(out, r->cats_at_peak);
+		unsure(r, out);
 		return;
 	}
 	char when[32];

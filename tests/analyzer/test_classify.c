@@ -26,6 +26,8 @@ struct job {
 	int stop_mid_step;      /* the last step stops after its forward pass */
 	int stop_before_upload; /* the last step stops between a batch's alloc and upload */
 	uint64_t step_gap;      /* ns before each step but the first (default 1000) */
+	int frozen;             /* 8 MiB tensors uploaded by one site, no gradient (LoRA base) */
+	int ring;               /* 4 MiB buffers made once, one refilled every step */
 	uint64_t wbytes[8];
 };
 
@@ -48,6 +50,14 @@ static struct vt_model *run_job(const struct job *j)
 		b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
 		b_htod(&b, t++, 0x900000000ull, 64 * MIB, 0);
 	}
+	b.stack = 10;
+	for (int k = 0; k < j->frozen; k++) {
+		b_alloc(&b, t++, 0xb00000000ull + (uint64_t)k * 0x1000000ull, 8 * MIB, 0);
+		b_htod(&b, t++, 0xb00000000ull + (uint64_t)k * 0x1000000ull, 8 * MIB, 0);
+	}
+	b.stack = 11;
+	for (int k = 0; k < j->ring; k++)
+		b_alloc(&b, t++, 0xc00000000ull + (uint64_t)k * 0x1000000ull, 4 * MIB, 0);
 	uint64_t opt = 0xa00000000ull;
 	b.stack = 3;
 	if (j->opt_early)
@@ -65,6 +75,11 @@ static struct vt_model *run_job(const struct job *j)
 			char text[16];
 			snprintf(text, sizeof text, "step %d", s);
 			b_mark(&b, t++, text);
+		}
+		if (j->ring) {
+			b.stack = 12;
+			b_htod(&b, t++, 0xc00000000ull + (uint64_t)(s % j->ring) * 0x1000000ull,
+			       4 * MIB, 0);
 		}
 		b.stack = 7;
 		if (j->stop_before_upload && s + 1 == j->steps) {
@@ -329,6 +344,79 @@ static void test_host_weights_per_tensor(void **state)
 	vt_model_free(m);
 }
 
+static int whole_dataset_flags(const struct vt_model *m)
+{
+	struct vt_findings f;
+	vt_findings_find(m, &f);
+	int n = 0;
+	for (uint32_t i = 0; i < f.n; i++)
+		n += f.v[i].kind == VT_FINDING_WHOLE_DATASET;
+	vt_findings_free(&f);
+	return n;
+}
+
+/* Frozen weights (a LoRA base, an inference model) are uploaded tensor by
+ * tensor from one site and get no gradient: weights, unsure, not a
+ * dataset, and no whole_dataset_upload. */
+static void test_frozen_weights_are_not_a_dataset(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 6, .markers = 1, .frozen = 6,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	for (int k = 0; k < j.frozen; k++) {
+		const struct vt_alloc *a = NULL;
+		for (uint32_t i = 0; i < m->nallocs; i++)
+			if (m->allocs[i].addr == 0xb00000000ull + (uint64_t)k * 0x1000000ull)
+				a = &m->allocs[i];
+		assert_non_null(a);
+		assert_int_equal(a->category, VT_CAT_WEIGHTS);
+		assert_true(a->confidence < VT_CONFIDENT);
+		struct vt_alternative alt[2];
+		assert_int_equal(vt_alloc_alternatives(a, alt, 2), 1);
+		assert_int_equal(alt[0].category, VT_CAT_DATASET);
+	}
+	assert_int_equal(count_cat(m, VT_CAT_DATASET), 0);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
+/* One lone upload with no gradient twin stays a dataset, flagged, but
+ * with weights as its alternative. */
+static void test_lone_upload_is_a_dataset_with_an_alternative(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 6, .markers = 1, .dataset = 1,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	int cat = category_of(m, 0x900000000ull);
+	assert_int_equal(cat, VT_CAT_DATASET);
+	assert_int_equal(whole_dataset_flags(m), 1);
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].addr == 0x900000000ull) {
+			struct vt_alternative alt[2];
+			assert_int_equal(vt_alloc_alternatives(&m->allocs[i], alt, 2), 1);
+			assert_int_equal(alt[0].category, VT_CAT_WEIGHTS);
+			assert_int_equal(alt[0].confidence, 100 - m->allocs[i].confidence);
+		}
+	vt_model_free(m);
+}
+
+/* A ring of batch buffers made once and refilled in place every step is
+ * prefetch, not a dataset. */
+static void test_refilled_ring_is_prefetch(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3, .steps = 9, .markers = 1, .ring = 3,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	for (int k = 0; k < j.ring; k++)
+		assert_int_equal(category_of(m, 0xc00000000ull + (uint64_t)k * 0x1000000ull),
+		                 VT_CAT_PREFETCH);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
 static void test_pool_region(void **state)
 {
 	(void)state;
@@ -430,6 +518,9 @@ int main(void)
 	    cmocka_unit_test(test_killed_before_upload),
 	    cmocka_unit_test(test_host_weights_per_tensor),
 	    cmocka_unit_test(test_pool_region),
+	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
+	    cmocka_unit_test(test_lone_upload_is_a_dataset_with_an_alternative),
+	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),

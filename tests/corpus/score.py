@@ -288,6 +288,9 @@ def main():
     ap.add_argument("--only", help="jobs whose name contains this")
     ap.add_argument("--require", action="store_true",
                     help="fail unless each job >= 90%%, mean >= 97%%, no false whole_dataset_upload")
+    ap.add_argument("--floor", metavar="MIN,MEAN,FALSE",
+                    help="fail unless every job >= MIN %%, the mean >= MEAN %% and at most FALSE "
+                         "false whole_dataset_upload findings (the regression floor ctest uses)")
     ap.add_argument("--keep", help="copy truths and reports here")
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=120)
@@ -338,6 +341,14 @@ def main():
     print("false whole_dataset_upload findings: %d" % false_whole)
     if failed:
         return 1
+    if args.floor:
+        fmin, fmean, ffalse = (float(x) for x in args.floor.split(","))
+        low = [r["name"] for r in results if not r["error"] and 100 * r["acc"] < fmin]
+        if low or 100 * mean < fmean or false_whole > ffalse:
+            print("--floor %s: not met (below %.1f%%: %s; mean %.1f%%; false "
+                  "whole_dataset_upload %d)" % (args.floor, fmin, ", ".join(low) or "none",
+                                                100 * mean, false_whole))
+            return 1
     if args.require and (ge90 < n or mean < REQ_MEAN or false_whole):
         print("--require: not met (each >= 90%, mean >= 97%, no false whole_dataset_upload)")
         return 1
