@@ -301,7 +301,7 @@ static void scale_row(uint64_t events, const char *what, double v, const char *f
 	row(name, v, fmt, unit);
 }
 
-/* Issue 10's own case: the streaming model on a generated trace of
+/* The streaming model on a generated trace of
  * `events` (default 100 M: 2.6 GiB of logs, so only where the temporary
  * directory has room for it), against `cat` of the same files. */
 static void streaming_at_scale(const char *self, uint64_t events)

@@ -3,9 +3,9 @@
  *                [--shm] -- CMD ARGS...`
  *
  * Runs CMD with libvramtrace.so preloaded and the trace directory in its
- * environment, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2/SIGALRM, waits, records how the job
- * ended in DIR/run.json, prints one summary line and exits with the job's
- * exit code (128 + signal if it was killed).
+ * environment, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2/SIGALRM, waits, records how
+ * the job ended in DIR/run.json, prints one summary line and exits with the job's exit code (128 +
+ * signal if it was killed).
  *
  * The launcher is a pipeline of small stages over one struct run_job:
  * parse -> find the shim -> make the directory -> environment -> spawn ->
@@ -30,7 +30,7 @@
 #include "log_reader.h"
 #include "trace_dir.h"
 #include "recording_cost.h"
-#include "run_relay.h" /* the job's stderr through the launcher */
+#include "run_relay.h"     /* the job's stderr through the launcher */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
 #include "vramtrace/size_text.h"
 
@@ -362,8 +362,9 @@ static void write_run_fields(FILE *f, const struct run_job *job, int finished)
 		json_string(f, job->log_dir);
 		fprintf(f, ",\n");
 	}
-	fprintf(f, "  \"start_realtime_ns\": %llu,\n  \"pid\": %d,\n  \"launcher_pid\": %d,\n"
-	           "  \"finished\": %s",
+	fprintf(f,
+	        "  \"start_realtime_ns\": %llu,\n  \"pid\": %d,\n  \"launcher_pid\": %d,\n"
+	        "  \"finished\": %s",
 	        (unsigned long long)job->start_ns, (int)(job->pid > 0 ? job->pid : 0),
 	        (int)getpid(), finished ? "true" : "false");
 	if (finished) {

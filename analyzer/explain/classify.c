@@ -59,9 +59,9 @@ struct size_count {
 	                                  are gradients (the rest: activations of that size) */
 	int cur_step;                  /* recurring_ones: the step being walked */
 	uint32_t idx_in_step;
-	uint32_t made; /* per_step() once asked (the histogram is final by
-	                  then: count_sizes closed every step), 0 before */
-	uint8_t kept;  /* weights_by_kept_twins decided this size */
+	uint32_t made;      /* per_step() once asked (the histogram is final by
+	                       then: count_sizes closed every step), 0 before */
+	uint8_t kept;       /* weights_by_kept_twins decided this size */
 	uint32_t kept_seen; /* weights_by_kept_twins: twins of this size walked */
 	UT_hash_handle hh;
 };
@@ -77,7 +77,7 @@ struct ctx {
 	 * device being classified), so the per-allocation passes look a size
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
-	uint64_t span_ns; /* first to last event of the process */
+	uint64_t span_ns;              /* first to last event of the process */
 	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
 	int dev;                       /* classify_device: the device */
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
@@ -525,7 +525,8 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 			 * and a 2 MiB activation) */
 			uint32_t own = 0;
 			for (uint32_t i = lo; i <= hi; i++) {
-				const struct size_count *m = size_find(sizes, c->m->allocs[ll[i]].bytes);
+				const struct size_count *m =
+				    size_find(sizes, c->m->allocs[ll[i]].bytes);
 				own += m && m->recurring;
 			}
 			if (own == hi - lo + 1)
@@ -772,8 +773,7 @@ static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
  * are activations that happen to share a weight's size: an inference job
  * (torch_inference: four 6 MiB activations per batch beside four 6 MiB
  * weights). Then no size is a gradient size. */
-static int twins_believable(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
-                            uint32_t n)
+static int twins_believable(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
 	uint32_t before = 0, twinned = 0, during = 0;

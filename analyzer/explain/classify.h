@@ -5,8 +5,8 @@
  * The evidence, per process and device:
  *  - recurring: allocations of a size made in most steps (and at least 3),
  *    each living through less than 3/4 of the steps (one still live at the
- *    end only if most of its size were freed); long-lived: the others. The call site is not part of the
- *    key: frameworks allocate everything through the same frames;
+ *    end only if most of its size were freed); long-lived: the others. The call site is not part of
+ * the key: frameworks allocate everything through the same frames;
  *  - host-filled: at least half of the bytes arrived by host-to-device copies;
  *  - a gradient twin: a recurring, not host-filled allocation of the same
  *    size, every step; or a recurring flat bucket whose size is the sum of a
@@ -57,8 +57,7 @@ struct vt_alternative {
 	uint8_t category;   /* enum vt_category */
 	uint8_t confidence; /* 0..100 */
 };
-uint32_t vt_alloc_alternatives(const struct vt_alloc *a, struct vt_alternative *out,
-                               uint32_t max);
+uint32_t vt_alloc_alternatives(const struct vt_alloc *a, struct vt_alternative *out, uint32_t max);
 
 /* Confidence below which a verdict is shown as a guess (the text report's
  * "dataset or weights?"), and findings built on it are not raised. */

@@ -121,8 +121,7 @@ struct scan {
 /* What the copies into a pool region brought during training (batches
  * land in the region, so they count in the per-step upload too): blocks
  * refilled, and what was first copied from the second step on. */
-static uint64_t uploads_in_training(const struct vt_model *m, const struct vt_proc *p,
-                                    uint32_t idx)
+static uint64_t uploads_in_training(const struct vt_model *m, const struct vt_proc *p, uint32_t idx)
 {
 	uint32_t n = 0;
 	const struct vt_copy_range *r =
@@ -304,7 +303,7 @@ static void pool_advice(struct vt_finding *f)
 /* The flag already made for the same dataset on another device: same proc,
  * same size and site. */
 static struct vt_finding *same_dataset(struct vt_findings *out, uint32_t first, uint32_t proc,
-                                    uint32_t stack_id, uint64_t bytes, uint8_t dev)
+                                       uint32_t stack_id, uint64_t bytes, uint8_t dev)
 {
 	for (uint32_t i = first; i < out->n; i++) {
 		struct vt_finding *f = &out->v[i];
@@ -359,8 +358,9 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
  * batch feeder): then each range alone, never a run (a loop loading a
  * model's tensors side by side), and only one that is most of what its site
  * filled (upload_sites.h). */
-static void datasets_in_pool(const struct vt_model *m, const struct scan *ds, struct vt_findings *out,
-                             uint32_t first, uint32_t idx, const struct vt_upload_sites *sites)
+static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
+                             struct vt_findings *out, uint32_t first, uint32_t idx,
+                             const struct vt_upload_sites *sites)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
 	const struct vt_proc *p = &m->procs[a->proc];

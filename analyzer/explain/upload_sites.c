@@ -36,12 +36,10 @@ static void note(struct vt_upload_sites *s, uint32_t stack_id, uint32_t n, uint6
 	e->bytes += bytes;
 }
 
-struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
-                                              int (*counts)(const struct vt_model *, uint32_t,
-                                                            void *),
-                                              int (*pool)(const struct vt_model *, uint32_t,
-                                                          void *),
-                                              void *arg)
+struct vt_upload_sites *
+vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
+                      int (*counts)(const struct vt_model *, uint32_t, void *),
+                      int (*pool)(const struct vt_model *, uint32_t, void *), void *arg)
 {
 	struct vt_upload_sites *s = calloc(1, sizeof *s);
 	if (!s)

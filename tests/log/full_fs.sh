@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2, test 3: a full filesystem ends recording, never the job.
+# A full filesystem ends recording, never the job.
 #  1. a 1 MiB tmpfs in a private mount namespace (unshare -m); where mounting
 #     is not permitted this part says so and is replaced by 2 alone;
 #  2. always: the same check with the size cap VRAMTRACE_MAX_SIZE=1M.

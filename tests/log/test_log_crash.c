@@ -1,4 +1,4 @@
-/* Issue 2, test 2: a process writing from 16 threads is SIGKILLed; every
+/* A process writing from 16 threads is SIGKILLed; every
  * write that had RETURNED (the child says so through a pipe) is in the log,
  * all records are valid, and the state word says RUNNING (no clean exit). */
 #define _GNU_SOURCE

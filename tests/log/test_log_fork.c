@@ -1,4 +1,4 @@
-/* Issue 2, test 5: fork while 4 threads record. Parent and child each have
+/* Fork while 4 threads record. Parent and child each have
  * their own complete log: every record of each process is in its own log,
  * none of the child's in the parent's (the child's copy of the forking
  * thread's chunk pointer is never written). */

@@ -1,4 +1,4 @@
-/* Issue 2, test 4: a symlink planted at the log's path is never followed:
+/* A symlink planted at the log's path is never followed:
  * the target is unchanged, the process runs on, one warning line. Also: the
  * trace directory is created private (0700), the log 0600. */
 #define _GNU_SOURCE
