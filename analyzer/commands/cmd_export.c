@@ -49,25 +49,25 @@ static const struct format {
 	const char *ext; /* what -o FILE ends with for this format */
 	int (*write)(const struct vt_export *x, const char *dir, FILE *out);
 } formats[] = {
-	{"html", ".html", write_html},
-	{"perfetto", ".json", write_perfetto},
-	{"folded", ".folded", write_folded},
-	{"csv", ".csv", write_csv},
+    {"html", ".html", write_html},
+    {"perfetto", ".json", write_perfetto},
+    {"folded", ".folded", write_folded},
+    {"csv", ".csv", write_csv},
 };
 
 struct export_args {
 	const char *dir, *at, *out;
 	const struct format *format;
-	int stream;              /* --stream */
+	int stream;                 /* --stream */
 	char default_out[PATH_MAX]; /* vramtrace-<trace>.<ext> when no -o */
 };
 
 static void print_usage(FILE *to)
 {
 	fprintf(to, "usage: vramtrace export DIR [--format html|perfetto|folded|csv] "
-	                "[--at peak|end|SECONDS] [--stream] [-o FILE]   (FILE '-': standard output; "
-	                "the format defaults to FILE's extension, else html; "
-	                "--stream: perfetto or csv)\n");
+	            "[--at peak|end|SECONDS] [--stream] [-o FILE]   (FILE '-': standard output; "
+	            "the format defaults to FILE's extension, else html; "
+	            "--stream: perfetto or csv)\n");
 }
 
 static int usage(void)
@@ -105,8 +105,10 @@ static int settle_format_and_output(struct export_args *a)
 {
 	if (!a->format && a->out && strcmp(a->out, "-")) {
 		if (!(a->format = format_of_path(a->out))) {
-			fprintf(stderr, "vramtrace export: cannot tell the format from '%s' "
-			                "(.html, .json, .folded or .csv; or --format)\n", a->out);
+			fprintf(stderr,
+			        "vramtrace export: cannot tell the format from '%s' "
+			        "(.html, .json, .folded or .csv; or --format)\n",
+			        a->out);
 			return 2;
 		}
 	}
@@ -139,15 +141,17 @@ static int make_parents(const char *path)
 	if (!slash || slash == dir)
 		return 0;
 	*slash = 0;
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
+	/* each folder on the way, the last one included (at the string's end) */
+	for (char *p = dir + 1;; p++) {
+		if (*p && *p != '/')
 			continue;
+		char c = *p;
 		*p = 0;
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 			return -1;
-		*p = '/';
+		if (!(*p = c))
+			return 0;
 	}
-	return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int parse(int argc, char **argv, struct export_args *a)
@@ -162,8 +166,10 @@ static int parse(int argc, char **argv, struct export_args *a)
 		}
 		if (!strcmp(o, "--format")) {
 			if (!(a->format = find_format(argv[++i]))) {
-				fprintf(stderr, "vramtrace export: unknown format '%s' "
-				                "(html, perfetto, folded or csv)\n", argv[i]);
+				fprintf(stderr,
+				        "vramtrace export: unknown format '%s' "
+				        "(html, perfetto, folded or csv)\n",
+				        argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(o, "--at")) {
@@ -181,7 +187,8 @@ static int parse(int argc, char **argv, struct export_args *a)
 		} else if (!a->dir) {
 			a->dir = o;
 		} else {
-			fprintf(stderr, "vramtrace export: one trace directory, please ('%s')\n", o);
+			fprintf(stderr, "vramtrace export: one trace directory, please ('%s')\n",
+			        o);
 			return 2;
 		}
 	}
@@ -219,7 +226,8 @@ static int write_to(const struct export_args *a, vt_export_writer fn, void *ctx)
 	if (!strcmp(a->out, "-")) {
 		if (fn(stdout, ctx) == 0 && fflush(stdout) == 0)
 			return 0;
-		fprintf(stderr, "vramtrace export: writing the %s export failed\n", a->format->name);
+		fprintf(stderr, "vramtrace export: writing the %s export failed\n",
+		        a->format->name);
 		return -1;
 	}
 	if (make_parents(a->out) != 0) {
@@ -246,8 +254,9 @@ static void say_written(const struct export_args *a)
 		return;
 	char size[32];
 	vt_format_bytes((uint64_t)st.st_size, size, sizeof size);
-	fprintf(stderr, "vramtrace export: wrote %s%s%s (%s, %s)\n", vt_term_color(stderr, VT_COLOR_BOLD),
-	        a->out, vt_term_color(stderr, VT_COLOR_RESET), a->format->name, size);
+	fprintf(stderr, "vramtrace export: wrote %s%s%s (%s, %s)\n",
+	        vt_term_color(stderr, VT_COLOR_BOLD), a->out, vt_term_color(stderr, VT_COLOR_RESET),
+	        a->format->name, size);
 }
 
 struct stream_job {

@@ -63,21 +63,23 @@ vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
 	return s;
 }
 
+static const struct site *find(const struct vt_upload_sites *s, uint32_t stack_id)
+{
+	struct site *e = NULL;
+	if (s && stack_id)
+		HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
+	return e;
+}
+
 uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id)
 {
-	struct site *e;
-	if (!s || !stack_id)
-		return 0;
-	HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
+	const struct site *e = find(s, stack_id);
 	return e ? e->tensors : 0;
 }
 
 int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes)
 {
-	struct site *e;
-	if (!s || !stack_id)
-		return 0;
-	HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
+	const struct site *e = find(s, stack_id);
 	if (!e || e->tensors < VT_LOADER_TENSORS)
 		return 0;
 	uint64_t rest = e->bytes > bytes ? e->bytes - bytes : 0;

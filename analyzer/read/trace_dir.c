@@ -106,12 +106,17 @@ static int open_one(const char *path, struct vt_trace *out, char *err, size_t er
 /* Did `vramtrace run` record a job into dir (its run.json is there)? A log
  * is created at a process's first driver call, so such a directory without
  * logs is a job that never used the GPU, not a wrong path. */
+static int run_json_path(const char *dir, char *path, size_t len)
+{
+	int n = snprintf(path, len, "%s/run.json", dir);
+	return n > 0 && (size_t)n < len;
+}
+
 static int launched_here(const char *dir)
 {
 	char path[4096];
 	struct stat st;
-	return snprintf(path, sizeof path, "%s/run.json", dir) < (int)sizeof path &&
-	       stat(path, &st) == 0 && S_ISREG(st.st_mode);
+	return run_json_path(dir, path, sizeof path) && stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* A `run --shm` whose launcher died before moving the logs left them in
@@ -119,8 +124,7 @@ static int launched_here(const char *dir)
 static int stranded_log_dir(const char *dir, char *buf, size_t len)
 {
 	char path[4096], text[8192];
-	snprintf(path, sizeof path, "%s/run.json", dir);
-	FILE *f = fopen(path, "re");
+	FILE *f = run_json_path(dir, path, sizeof path) ? fopen(path, "re") : NULL;
 	if (!f)
 		return 0;
 	size_t n = fread(text, 1, sizeof text - 1, f);
@@ -183,9 +187,10 @@ int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errle
 			         "no process of it called the driver)",
 			         dir);
 		else
-			snprintf(err, errlen,
-			         "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory",
-			         dir);
+			snprintf(
+			    err, errlen,
+			    "%s: no vramtrace logs (vramtrace.<pid>.<n>.log) in this directory",
+			    dir);
 	} else if (out->nlogs == 0) {
 		snprintf(err, errlen, "%s: none of its %zu logs is readable", dir, skipped);
 	} else {
