@@ -58,8 +58,8 @@ static const struct format {
 struct export_args {
 	const char *dir, *at, *out;
 	const struct format *format;
-	int stream;                 /* --stream */
-	char default_out[PATH_MAX]; /* vramtrace-<trace>.<ext> when no -o */
+	int stream;                      /* --stream */
+	char default_out[PATH_MAX + 32]; /* vramtrace-<trace>.<ext> when no -o: room for any name */
 };
 
 static void print_usage(FILE *to)
