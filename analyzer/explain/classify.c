@@ -8,6 +8,7 @@
 #include "model_hash.h"
 #include <uthash.h>
 
+#include "frame_evidence.h"
 #include "steps.h"
 #include "upload_sites.h"
 #include "model_query.h"
@@ -79,6 +80,7 @@ struct ctx {
 	struct size_count **size_by_key;
 	uint64_t span_ns;              /* first to last event of the process */
 	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
+	struct vt_frame_evidence *fe;  /* what the stacks' names say (frame_rules.def) */
 	int dev;                       /* classify_device: the device */
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
 	 * millions of times, and the hash table's probe (hash the key, walk
@@ -115,6 +117,7 @@ enum reason {
 	R_DATASET_BY_NAME,
 	R_WEIGHTS_BY_NAME,
 	R_OPTIMIZER_BY_NAME,
+	R_PREFETCH_BY_NAME,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -188,6 +191,9 @@ static const struct reason_row {
     [R_OPTIMIZER_BY_NAME] = {"filled from the host under a framework's optimizer state "
                              "loading (stack names)",
                              {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_PREFETCH_BY_NAME] = {"filled from the host by a framework's input pipeline (stack "
+                            "names): a batch buffer kept and refilled",
+                            {VT_CAT_DATASET, NO_ALT}},
 };
 
 const char *vt_alloc_reason(const struct vt_alloc *a)
@@ -675,6 +681,38 @@ static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 	}
 }
 
+/* The stacks' names decide what behaviour cannot: a long-lived tensor
+ * filled from the host with no per-step twin is data, frozen weights or
+ * restored optimizer state alike; the framework path that filled it (its
+ * first copy's stack, else its allocation's) says which. Only a CONTEXT
+ * rule decides alone; a MECHANISM rule (a conversion any caller uses)
+ * decides only between data and weights, where it is the better guess. */
+static int by_name(struct ctx *c, struct vt_alloc *a, struct facts *f, uint32_t h2d_stack)
+{
+	if (!f->host_filled)
+		return 0;
+	struct vt_frame_hint h = vt_frame_hint(c->fe, c->proc, h2d_stack);
+	if (h.category == VT_CAT_COUNT)
+		h = vt_frame_hint(c->fe, c->proc, a->stack_id);
+	int strong = h.strength == VT_FRAME_CONTEXT;
+	switch (h.category) {
+	case VT_CAT_DATASET:
+		set_cat(a, f, VT_CAT_DATASET, strong ? 90 : 75, R_DATASET_BY_NAME);
+		return 1;
+	case VT_CAT_WEIGHTS:
+		set_cat(a, f, VT_CAT_WEIGHTS, strong ? 90 : 75, R_WEIGHTS_BY_NAME);
+		return 1;
+	case VT_CAT_OPTIMIZER:
+		set_cat(a, f, VT_CAT_OPTIMIZER, 90, R_OPTIMIZER_BY_NAME);
+		return 1;
+	case VT_CAT_PREFETCH:
+		set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH_BY_NAME);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* What the twin rules left: optimizer slots (a weight's size, made after
  * it), datasets (host-filled, no twin), weights without a visible twin. */
 static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
@@ -688,6 +726,8 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			continue;
 		struct size_count *s = size_find(sizes, a->bytes);
 		uint32_t stack = vt_model_copies(c->m, a)->h2d_stack_id;
+		if (by_name(c, a, f, stack))
+			continue;
 		if (f->kept && !f->host_filled)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
 		else if (s->weights > 0 && !f->host_filled)
@@ -981,7 +1021,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	uint32_t n = p->alloc_end - p->alloc_begin;
 	if (!n)
 		return;
-	struct ctx c = {.m = m, .p = p, .proc = pi};
+	struct ctx c = {.m = m, .p = p, .proc = pi, .fe = vt_frame_evidence_new(m)};
 	c.f = calloc(n, sizeof *c.f);
 	uint32_t *ll = malloc(n * sizeof *ll);
 	if (!c.f || !ll)
@@ -996,6 +1036,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 			classify_device(&c, d, ll);
 	unfinished_step(&c);
 	free_keys(&c);
+	vt_frame_evidence_free(c.fe);
 	free(ll);
 	free(c.f);
 }

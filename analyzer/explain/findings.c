@@ -337,6 +337,21 @@ static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint
 		f->t_ns = t;
 }
 
+/* The finding already raised for process proc on device dev, or NULL. */
+static struct vt_finding *dataset_on(struct vt_findings *out, uint32_t first, uint32_t proc,
+                                     uint8_t dev)
+{
+	for (uint32_t i = first; i < out->n; i++) {
+		struct vt_finding *f = &out->v[i];
+		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != proc)
+			continue;
+		for (uint32_t k = 0; k < f->ndev; k++)
+			if (f->devices[k] == dev)
+				return f;
+	}
+	return NULL;
+}
+
 static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
                                 struct vt_findings *out, uint32_t first)
 {
@@ -349,6 +364,21 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		note_dataset(m, out, first, a->proc,
 		             c->h2d_stack_id ? c->h2d_stack_id : a->stack_id, a->device, a->bytes,
 		             c->h2d_copies, c->t_first_h2d, a->confidence);
+	}
+	/* The arrays that come with a big one (its labels y beside x, a
+	 * validation pair) are the same mistake, however small: one finding
+	 * with all of them, so that its bytes are what moving the data off the
+	 * device frees. Only confident dataset verdicts, never alone. */
+	for (uint32_t k = 0; k < ds->n; k++) {
+		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
+		if (a->category != VT_CAT_DATASET || a->confidence < VT_CONFIDENT ||
+		    big_enough(m, ds, a->device, a->bytes))
+			continue;
+		struct vt_finding *f = dataset_on(out, first, a->proc, a->device);
+		if (!f)
+			continue;
+		add_device(f, a->device, a->bytes);
+		f->copies += vt_model_copies(m, a)->h2d_copies;
 	}
 }
 

@@ -1,0 +1,175 @@
+/* Frame evidence (see frame_evidence.h). */
+#include "frame_evidence.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
+#include <uthash.h>
+
+#include "pystack.h"
+#include "sites.h"
+#include "stack_store.h"
+#include "symbolize.h"
+
+enum rule_kind { PY_FUNC, PY_FILE, NATIVE };
+
+static const struct frame_rule {
+	uint8_t kind, category, strength;
+	const char *text;
+} rules[] = {
+#define CONTEXT VT_FRAME_CONTEXT
+#define MECHANISM VT_FRAME_MECHANISM
+#define FRAME_RULE(kind, text, category, strength) {kind, category, strength, text},
+#include "frame_rules.def"
+#undef FRAME_RULE
+#undef MECHANISM
+#undef CONTEXT
+};
+#define NRULES (sizeof rules / sizeof rules[0])
+
+static const struct vt_frame_hint no_hint = {VT_CAT_COUNT, VT_FRAME_NONE, NULL};
+
+/* The first row of `kind` that the name matches, or NULL. */
+static const struct frame_rule *match(enum rule_kind kind, const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < NRULES; i++) {
+		const struct frame_rule *r = &rules[i];
+		if (r->kind != kind)
+			continue;
+		if (kind == PY_FUNC ? !strcmp(name, r->text) : strstr(name, r->text) != NULL)
+			return r;
+	}
+	return NULL;
+}
+
+/* Folds frames, innermost first: the first CONTEXT match ends the walk, the
+ * first MECHANISM match is kept in case none comes. */
+struct hint_walk {
+	struct vt_frame_hint best;
+	int done;
+};
+
+static void consider(struct hint_walk *w, const struct frame_rule *r)
+{
+	if (!r || w->done)
+		return;
+	if (r->strength == VT_FRAME_CONTEXT) {
+		w->best = (struct vt_frame_hint){r->category, r->strength, r->text};
+		w->done = 1;
+	} else if (w->best.strength == VT_FRAME_NONE) {
+		w->best = (struct vt_frame_hint){r->category, r->strength, r->text};
+	}
+}
+
+/* A Python frame: its file's rule first (torch/optim/optimizer.py's
+ * load_state_dict is the optimizer's), then its function's. */
+static void consider_py(struct hint_walk *w, const char *func, const char *file)
+{
+	const struct frame_rule *r = match(PY_FILE, file);
+	consider(w, r ? r : match(PY_FUNC, func));
+}
+
+struct vt_frame_hint vt_frame_hint_of_names(const char *const *py_funcs,
+                                            const char *const *py_files, unsigned n_py,
+                                            const char *const *native, unsigned n_native)
+{
+	struct hint_walk w = {no_hint, 0};
+	for (unsigned i = 0; i < n_py; i++)
+		consider_py(&w, py_funcs[i], py_files ? py_files[i] : NULL);
+	for (unsigned i = 0; i < n_native; i++)
+		consider(&w, match(NATIVE, native[i]));
+	return w.best;
+}
+
+struct cached_hint {
+	struct {
+		uint32_t proc, stack;
+	} key;
+	struct vt_frame_hint hint;
+	UT_hash_handle hh;
+};
+
+struct vt_frame_evidence {
+	struct vt_model *m;
+	struct cached_hint *cache;
+};
+
+struct vt_frame_evidence *vt_frame_evidence_new(struct vt_model *m)
+{
+	struct vt_frame_evidence *fe = calloc(1, sizeof *fe);
+	if (!fe)
+		vt_nomem();
+	fe->m = m;
+	return fe;
+}
+
+void vt_frame_evidence_free(struct vt_frame_evidence *fe)
+{
+	if (!fe)
+		return;
+	struct cached_hint *e, *tmp;
+	HASH_ITER(hh, fe->cache, e, tmp)
+	{
+		HASH_DEL(fe->cache, e);
+		free(e);
+	}
+	free(fe);
+}
+
+/* Python frames first: where a Python job's intent is written. */
+static void walk_python(struct hint_walk *w, const struct vt_stack_store *store,
+                        const struct vt_stack *s)
+{
+	enum { MAX_PY = 128 };
+	struct vt_pyframe py[MAX_PY];
+	unsigned n = s->py_depth < MAX_PY ? s->py_depth : MAX_PY;
+	n = vt_pystack_decode(vt_stack_store_pystrs(store), s->py_words, n, py);
+	for (unsigned i = 0; i < n && !w->done; i++)
+		consider_py(w, py[i].func, py[i].file);
+}
+
+static void walk_native(struct hint_walk *w, struct vt_sites *sites, const struct vt_stack *s)
+{
+	for (uint32_t i = 0; i < s->depth && !w->done; i++) {
+		struct vt_frame_names fn;
+		if (vt_symbolize_frame(sites->sym, sites->store, &s->frames[i], &fn) != VT_SYM_OK)
+			continue;
+		for (size_t e = 0; e < fn.n && !w->done; e++)
+			consider(w, match(NATIVE, fn.sym[e].function));
+	}
+}
+
+static struct vt_frame_hint hint_of_stack(struct vt_sites *sites, uint32_t proc, uint32_t stack_id)
+{
+	uint32_t c = vt_stack_store_canonical(sites->store, proc, stack_id);
+	const struct vt_stack *s = vt_stack_store_stack(sites->store, c);
+	struct hint_walk w = {no_hint, 0};
+	if (!s)
+		return no_hint;
+	walk_python(&w, sites->store, s);
+	walk_native(&w, sites, s);
+	return w.best;
+}
+
+struct vt_frame_hint vt_frame_hint(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id)
+{
+	if (!fe || !fe->m->sites || stack_id == 0)
+		return no_hint;
+	struct cached_hint probe, *e;
+	memset(&probe, 0, sizeof probe);
+	probe.key.proc = proc;
+	probe.key.stack = stack_id;
+	HASH_FIND(hh, fe->cache, &probe.key, sizeof probe.key, e);
+	if (!e) {
+		e = calloc(1, sizeof *e);
+		if (!e)
+			vt_nomem();
+		e->key = probe.key;
+		e->hint = hint_of_stack(fe->m->sites, proc, stack_id);
+		HASH_ADD(hh, fe->cache, key, sizeof e->key, e);
+	}
+	return e->hint;
+}

@@ -1,0 +1,102 @@
+/* The frame rules (analyzer/explain/frame_rules.def): every row matches the
+ * name it was written for and gives its category, and the order between
+ * rows is the documented one: the innermost CONTEXT rule wins, a MECHANISM
+ * rule only without one, a file's rule before its function's. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "frame_evidence.h"
+
+enum rule_kind { PY_FUNC, PY_FILE, NATIVE };
+static const struct row {
+	int kind, category, strength;
+	const char *text;
+} rows[] = {
+#define CONTEXT VT_FRAME_CONTEXT
+#define MECHANISM VT_FRAME_MECHANISM
+#define FRAME_RULE(kind, text, category, strength) {kind, category, strength, text},
+#include "frame_rules.def"
+};
+
+/* A frame whose name is the row's text (a path around it for files, a
+ * namespace around it for native names) gives the row's verdict. */
+static void every_row_matches_its_name(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const struct row *r = &rows[i];
+		char file[256], native[256];
+		snprintf(file, sizeof file, "/usr/lib/python3/site-packages/%s/x.py", r->text);
+		snprintf(native, sizeof native, "ns::%s::Compute", r->text);
+		const char *func = r->kind == PY_FUNC ? r->text : "helper";
+		const char *path = r->kind == PY_FILE ? file : "/home/me/train.py";
+		const char *nat = native;
+		struct vt_frame_hint h = r->kind == NATIVE
+		                             ? vt_frame_hint_of_names(NULL, NULL, 0, &nat, 1)
+		                             : vt_frame_hint_of_names(&func, &path, 1, NULL, 0);
+		assert_int_equal(h.category, r->category);
+		assert_int_equal(h.strength, r->strength);
+		assert_non_null(h.rule);
+	}
+}
+
+static void no_rule_no_hint(void **state)
+{
+	(void)state;
+	const char *funcs[] = {"train_step", "main"}, *files[] = {"/a/train.py", "/a/train.py"};
+	const char *native[] = {"cuMemAlloc_v2", "main"};
+	struct vt_frame_hint h = vt_frame_hint_of_names(funcs, files, 2, native, 2);
+	assert_int_equal(h.category, VT_CAT_COUNT);
+	assert_int_equal(h.strength, VT_FRAME_NONE);
+}
+
+/* optimizer.load_state_dict -> _process_value_according_to_param_policy:
+ * the inner frame says optimizer state, the outer one's name says weights */
+static void innermost_context_wins(void **state)
+{
+	(void)state;
+	const char *funcs[] = {"_process_value_according_to_param_policy", "load_state_dict"};
+	const char *files[] = {"/a/ckpt.py", "/a/ckpt.py"};
+	struct vt_frame_hint h = vt_frame_hint_of_names(funcs, files, 2, NULL, 0);
+	assert_int_equal(h.category, VT_CAT_OPTIMIZER);
+}
+
+/* Keras load_weights -> convert_to_eager_tensor: the conversion is how,
+ * load_weights is why */
+static void context_beats_mechanism(void **state)
+{
+	(void)state;
+	const char *funcs[] = {"convert_to_eager_tensor", "load_weights", "main"};
+	const char *files[] = {"/a/ops.py", "/a/saving.py", "/a/train.py"};
+	struct vt_frame_hint h = vt_frame_hint_of_names(funcs, files, 3, NULL, 0);
+	assert_int_equal(h.category, VT_CAT_WEIGHTS);
+	assert_int_equal(h.strength, VT_FRAME_CONTEXT);
+	h = vt_frame_hint_of_names(funcs, files, 1, NULL, 0); /* the conversion alone */
+	assert_int_equal(h.category, VT_CAT_DATASET);
+	assert_int_equal(h.strength, VT_FRAME_MECHANISM);
+}
+
+/* torch/optim/optimizer.py's load_state_dict is the optimizer's */
+static void file_before_function(void **state)
+{
+	(void)state;
+	const char *func = "load_state_dict", *file = "/x/site-packages/torch/optim/optimizer.py";
+	struct vt_frame_hint h = vt_frame_hint_of_names(&func, &file, 1, NULL, 0);
+	assert_int_equal(h.category, VT_CAT_OPTIMIZER);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(every_row_matches_its_name), cmocka_unit_test(no_rule_no_hint),
+	    cmocka_unit_test(innermost_context_wins),     cmocka_unit_test(context_beats_mechanism),
+	    cmocka_unit_test(file_before_function),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
