@@ -11,8 +11,10 @@
  * parameter (AccumulateGrad), Adam makes `exp_avg`/`exp_avg_sq` in its first
  * `step`, `zero_grad(set_to_none=True)` frees the grads (cached).
  * In step 3 the 16 GiB scores exceed the device: cudaMalloc fails,
- * `release_cached_blocks()` returns every wholly free segment (the 64 and
- * 256 MiB ones among them) and cudaMalloc is tried once more (as
+ * `release_cached_blocks()` returns every wholly free segment (the grads'
+ * and step 2's embeddings'; the 64 MiB scores segment of step 1 was split
+ * for Adam's state, and step 3's 128 MiB embeddings sit in the cached
+ * 256 MiB one, so those stay) and cudaMalloc is tried once more (as
  * CUDACachingAllocator::malloc does with the default max_split_size), fails
  * again, and the job raises torch.OutOfMemoryError: exit 1, nothing freed.
  *
