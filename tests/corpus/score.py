@@ -18,7 +18,12 @@ compared with it:
   findings  whole_dataset_upload and prefetch_depth, per device: true
             positive, false positive, missed, or right no-finding; steps found
             vs true; per-step leaks (the report has no leak finding today, so
-            a leak is looked for in any flag kind containing "leak").
+            a leak is looked for in any flag kind containing "leak"); failed
+            allocations (`failed_alloc` lines) against totals.failed_allocs.
+  a job that dies on purpose writes `exit_code N`: that exit status is its
+  success.
+Sets (jobs.txt's second column): no = tuning, yes = hold1, hold2 = hold2;
+--set holdout takes hold1 and hold2.
 
 Report-only (default): exit 0 when every job ran and left a trace, 1 when a
 job failed or the scorer broke. --require: also exit 1 unless every job is
@@ -37,6 +42,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQ_MIN, REQ_MEAN = 0.90, 0.97
 SIZE_TOLERANCE = 0.02
+# jobs.txt's set column -> the set's name; every set but `tuning` is holdout
+SETS = {"no": "tuning", "yes": "hold1", "hold2": "hold2"}
 
 
 def read_manifest(path):
@@ -46,16 +53,17 @@ def read_manifest(path):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            name, holdout, cmd = line.split(None, 2)
-            if holdout not in ("yes", "no"):
-                raise ValueError("jobs.txt: %s: holdout must be yes or no" % name)
-            jobs.append({"name": name, "holdout": holdout == "yes", "cmd": cmd})
+            name, group, cmd = line.split(None, 2)
+            if group not in SETS:
+                raise ValueError("jobs.txt: %s: the set column must be one of %s" %
+                                 (name, ", ".join(SETS)))
+            jobs.append({"name": name, "holdout": group != "no", "set": SETS[group], "cmd": cmd})
     return jobs
 
 
 def parse_truth(path):
     t = {"events": [], "whole": [], "no_whole": False, "prefetch": [], "no_prefetch": False,
-         "steps": {}, "leaks": [], "config": {}}
+         "steps": {}, "leaks": [], "config": {}, "exit_code": 0, "failed": []}
     with open(path) as f:
         for line in f:
             w = line.split()
@@ -80,6 +88,10 @@ def parse_truth(path):
                 t["steps"][int(w[1])] = int(w[2])
             elif k == "leak":
                 t["leaks"].append((int(w[1]), int(w[2])))
+            elif k == "exit_code":
+                t["exit_code"] = int(w[1])
+            elif k == "failed_alloc":
+                t["failed"].append((int(w[1]), int(w[2])))
     return t
 
 
@@ -232,10 +244,12 @@ def run_job(job, args, work):
     env.setdefault("VT_SIM_DEVICES", "4")
     env.setdefault("VT_SIM_CAPACITY", "8G")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    res = {"name": name, "holdout": job["holdout"], "error": None}
+    res = {"name": name, "holdout": job["holdout"], "set": job["set"], "error": None}
     p = subprocess.run([args.vramtrace, "run", "-o", trace, "--"] + argv, env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.timeout)
-    if p.returncode != 0 or not os.path.exists(truth):
+    # a job that dies on purpose (out of memory) says so in its truth
+    expected_exit = parse_truth(truth)["exit_code"] if os.path.exists(truth) else 0
+    if p.returncode != expected_exit or not os.path.exists(truth):
         res["error"] = "job failed (exit %d): %s" % (p.returncode, p.stderr.decode(
             errors="replace").strip()[-400:])
         return res
@@ -262,6 +276,7 @@ def run_job(job, args, work):
         res["leak"] = "FALSE POSITIVE"
     else:
         res["leak"] = None
+    res["failed"] = (rep.get("totals", {}).get("failed_allocs", 0), len(t["failed"]))
     res["mode"] = rep["processes"][0]["mode"] if rep.get("processes") else "?"
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
@@ -277,7 +292,7 @@ def guarded(job, args, work):
     try:
         return run_job(job, args, work)
     except Exception as e:  # noqa: BLE001 - reported per job, and fails the run
-        return {"name": job["name"], "holdout": job["holdout"],
+        return {"name": job["name"], "holdout": job["holdout"], "set": job["set"],
                 "error": "%s: %s" % (type(e).__name__, e)}
 
 
@@ -287,7 +302,8 @@ def main():
     ap.add_argument("--bindir", required=True, help="the built corpus jobs (build/tests/corpus)")
     ap.add_argument("--simdriver", required=True, help="folder of the simulated libcuda.so.1")
     ap.add_argument("--jobs", default=os.path.join(HERE, "jobs.txt"))
-    ap.add_argument("--set", choices=("all", "tuning", "holdout"), default="all")
+    ap.add_argument("--set", choices=("all", "tuning", "holdout", "hold1", "hold2"), default="all",
+                    help="holdout: hold1 and hold2 (jobs.txt's set column yes and hold2)")
     ap.add_argument("--only", help="jobs whose name contains this")
     ap.add_argument("--require", action="store_true",
                     help="fail unless each job >= 90%%, mean >= 97%%, no false whole_dataset_upload")
@@ -299,8 +315,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=120)
     args = ap.parse_args()
     jobs = read_manifest(args.jobs)
-    if args.set != "all":
-        jobs = [j for j in jobs if j["holdout"] == (args.set == "holdout")]
+    if args.set == "holdout":
+        jobs = [j for j in jobs if j["holdout"]]
+    elif args.set != "all":
+        jobs = [j for j in jobs if j["set"] == args.set]
     if args.only:
         jobs = [j for j in jobs if args.only in j["name"]]
     with tempfile.TemporaryDirectory(prefix="vt-corpus-") as work:
@@ -310,7 +328,7 @@ def main():
     counts = {"whole_tp": 0, "whole_missed": 0, "prefetch_ok": 0, "steps_ok": 0}
     print("%-26s %-4s %-10s %8s %8s  %s" % ("job", "set", "mode", "accuracy", "rpeak", "details"))
     for r in results:
-        tag = "hold" if r["holdout"] else "tune"
+        tag = {"tuning": "tune", "hold1": "hold", "hold2": "hld2"}[r["set"]]
         if r["error"]:
             failed += 1
             print("%-26s %-4s %-10s %8s %8s  ERROR %s" % (r["name"], tag, "?", "-", "-", r["error"]))
@@ -333,6 +351,8 @@ def main():
         print("%-26s   prefetch_depth: %s" % ("", ptext))
         print("%-26s   steps: %d found (%s), %d true%s" % ("", found, src, true_steps,
               "" if r["leak"] is None else "; leak: " + r["leak"]))
+        if r["failed"] != (0, 0):
+            print("%-26s   failed allocations: %d reported, %d true" % ("", *r["failed"]))
     n = len(results)
     mean = sum(accs) / len(accs) if accs else 0.0
     print("jobs run: %d of %d (set %s)" % (n - failed, n, args.set))

@@ -255,21 +255,31 @@ void vtc_set_category(int record, enum vtc_cat cat)
 
 /* Allocation and its record under one lock: with threads, the truth's order
  * of allocations at one address is the driver's. */
-CUdeviceptr vtc_alloc(int dev, uint64_t bytes, enum vtc_cat cat)
-{
-	CUdeviceptr p = 0;
-	vtc_use(dev);
-	VTC_CHECK(vtc.MemAlloc(&p, bytes));
-	push((struct rec){.type = R_ALLOC, .dev = dev, .addr = p, .bytes = bytes, .cat = cat});
-	return p;
-}
-
 CUdeviceptr vtc_alloc_async(int dev, uint64_t bytes, enum vtc_cat cat, CUstream s)
 {
 	CUdeviceptr p = 0;
 	vtc_use(dev);
 	VTC_CHECK(vtc.MemAllocAsync(&p, bytes, s));
 	push((struct rec){.type = R_ALLOC, .dev = dev, .addr = p, .bytes = bytes, .cat = cat});
+	return p;
+}
+
+CUresult vtc_try_alloc(int dev, uint64_t bytes, enum vtc_cat cat, CUdeviceptr *p)
+{
+	vtc_use(dev);
+	*p = 0;
+	CUresult rc = vtc.MemAlloc(p, bytes);
+	if (rc == CUDA_SUCCESS)
+		push((struct rec){.type = R_ALLOC, .dev = dev, .addr = *p, .bytes = bytes, .cat = cat});
+	else
+		vtc_line("failed_alloc %d %" PRIu64 " %s", dev, bytes, cat_names[cat]);
+	return rc;
+}
+
+CUdeviceptr vtc_alloc(int dev, uint64_t bytes, enum vtc_cat cat)
+{
+	CUdeviceptr p = 0;
+	VTC_CHECK(vtc_try_alloc(dev, bytes, cat, &p));
 	return p;
 }
 

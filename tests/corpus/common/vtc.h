@@ -79,6 +79,9 @@ void vtc_check(CUresult rc, const char *what);
 /* driver allocations, with truth */
 CUdeviceptr vtc_alloc(int dev, uint64_t bytes, enum vtc_cat cat);           /* cuMemAlloc_v2 */
 CUdeviceptr vtc_alloc_async(int dev, uint64_t bytes, enum vtc_cat cat, CUstream s); /* cuMemAllocAsync */
+/* cuMemAlloc_v2 that may fail: a refusal is recorded as
+ * `failed_alloc DEV BYTES CATEGORY` and returned, not fatal */
+CUresult vtc_try_alloc(int dev, uint64_t bytes, enum vtc_cat cat, CUdeviceptr *p);
 void vtc_free(int dev, CUdeviceptr p);
 void vtc_free_async(int dev, CUdeviceptr p, CUstream s);
 /* the truth record of the last allocation at (dev, p), to settle later */

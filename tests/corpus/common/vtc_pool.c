@@ -12,7 +12,10 @@
 #define MIN_LARGE_ALLOC (10 * MIB)
 #define ROUND_LARGE (2 * MIB)
 
-static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
 
 void vtc_region_init(struct vtc_region *r, int dev, CUdeviceptr base, uint64_t size, int record)
 {
@@ -99,10 +102,9 @@ void vtc_cache_init(struct vtc_cache *c, int dev)
 	c->dev = dev;
 }
 
-CUdeviceptr vtc_cache_alloc(struct vtc_cache *c, uint64_t bytes, enum vtc_cat cat)
+/* a block from a cached segment of its pool (small or large), or 0 */
+static CUdeviceptr cached_block(struct vtc_cache *c, uint64_t bytes, int small, enum vtc_cat cat)
 {
-	int small = bytes <= SMALL_SIZE;
-	bytes = round_up(bytes ? bytes : 1, ALIGN);
 	for (int i = 0; i < c->nseg; i++) {
 		if (c->seg[i].small != small)
 			continue;
@@ -110,19 +112,81 @@ CUdeviceptr vtc_cache_alloc(struct vtc_cache *c, uint64_t bytes, enum vtc_cat ca
 		if (p)
 			return p;
 	}
-	/* a new segment from the driver (cudaMalloc); its category is settled
-	 * when it goes back */
-	uint64_t size = small ? SMALL_BUFFER
-	                      : bytes < MIN_LARGE_ALLOC ? LARGE_BUFFER : round_up(bytes, ROUND_LARGE);
+	return 0;
+}
+
+static uint64_t segment_size(uint64_t bytes, int small)
+{
+	return small                     ? SMALL_BUFFER
+	       : bytes < MIN_LARGE_ALLOC ? LARGE_BUFFER
+	                                 : round_up(bytes, ROUND_LARGE);
+}
+
+/* a new segment from the driver (cudaMalloc) holding the block; its category
+ * is settled when it goes back. 0 when the driver refuses (only when may_fail) */
+static CUdeviceptr new_segment(struct vtc_cache *c, uint64_t bytes, int small, enum vtc_cat cat,
+                               int may_fail)
+{
+	uint64_t size = segment_size(bytes, small);
 	if (c->nseg == VTC_CACHE_MAX_SEGMENTS) {
 		fprintf(stderr, "vtc_cache: too many segments\n");
 		exit(1);
 	}
-	CUdeviceptr base = vtc_alloc(c->dev, size, VTC_POOL);
+	CUdeviceptr base = 0;
+	if (!may_fail)
+		base = vtc_alloc(c->dev, size, VTC_POOL);
+	else if (vtc_try_alloc(c->dev, size, cat, &base) != CUDA_SUCCESS)
+		return 0;
 	struct vtc_region *r = &c->seg[c->nseg++];
 	vtc_region_init(r, c->dev, base, size, vtc_record_of(c->dev, base));
 	r->small = small;
 	return vtc_region_take(r, bytes, cat);
+}
+
+CUdeviceptr vtc_cache_alloc(struct vtc_cache *c, uint64_t bytes, enum vtc_cat cat)
+{
+	int small = bytes <= SMALL_SIZE;
+	bytes = round_up(bytes ? bytes : 1, ALIGN);
+	CUdeviceptr p = cached_block(c, bytes, small, cat);
+	return p ? p : new_segment(c, bytes, small, cat, 0);
+}
+
+CUdeviceptr vtc_cache_try_alloc(struct vtc_cache *c, uint64_t bytes, enum vtc_cat cat)
+{
+	int small = bytes <= SMALL_SIZE;
+	bytes = round_up(bytes ? bytes : 1, ALIGN);
+	CUdeviceptr p = cached_block(c, bytes, small, cat);
+	if (!p)
+		p = new_segment(c, bytes, small, cat, 1);
+	if (!p) { /* release_cached_blocks(), then cudaMalloc once more */
+		vtc_cache_release(c);
+		p = new_segment(c, bytes, small, cat, 1);
+	}
+	return p;
+}
+
+static int segment_unused(const struct vtc_region *r)
+{
+	return r->n == 1 && !r->b[0].used;
+}
+
+static void segment_return(struct vtc_cache *c, struct vtc_region *r)
+{
+	vtc_region_settle(r);
+	vtc_free(c->dev, r->base);
+	free(r->b);
+}
+
+void vtc_cache_release(struct vtc_cache *c)
+{
+	int kept = 0;
+	for (int i = 0; i < c->nseg; i++) {
+		if (segment_unused(&c->seg[i]))
+			segment_return(c, &c->seg[i]);
+		else
+			c->seg[kept++] = c->seg[i];
+	}
+	c->nseg = kept;
 }
 
 void vtc_cache_free(struct vtc_cache *c, CUdeviceptr p)
@@ -136,10 +200,13 @@ void vtc_cache_free(struct vtc_cache *c, CUdeviceptr p)
 
 void vtc_cache_empty(struct vtc_cache *c)
 {
-	for (int i = 0; i < c->nseg; i++) {
-		vtc_region_settle(&c->seg[i]);
-		vtc_free(c->dev, c->seg[i].base);
-		free(c->seg[i].b);
-	}
+	for (int i = 0; i < c->nseg; i++)
+		segment_return(c, &c->seg[i]);
 	c->nseg = 0;
+}
+
+void vtc_cache_settle(struct vtc_cache *c)
+{
+	for (int i = 0; i < c->nseg; i++)
+		vtc_region_settle(&c->seg[i]);
 }

@@ -5,7 +5,9 @@
  *                2 MiB segments, 1..10 MiB in 20 MiB segments, larger ones
  *                in their own segment rounded to 2 MiB; freed blocks stay
  *                cached in their segment and are reused; segments go back
- *                to the driver only at vtc_cache_empty (empty_cache / exit).
+ *                to the driver only at vtc_cache_empty (empty_cache / exit)
+ *                or, wholly free ones, at vtc_cache_release (what the
+ *                allocator does before it retries a refused cudaMalloc).
  * A region remembers which categories it ever held: vtc_region_settle
  * records it as that category when it held one kind, else as pool. */
 #ifndef VTC_POOL_H
@@ -43,7 +45,13 @@ struct vtc_cache {
 
 void vtc_cache_init(struct vtc_cache *c, int dev);
 CUdeviceptr vtc_cache_alloc(struct vtc_cache *c, uint64_t bytes, enum vtc_cat cat);
+/* as vtc_cache_alloc, but when the driver refuses the segment: every wholly
+ * free segment goes back (release_cached_blocks) and the driver is asked once
+ * more; 0 when it refuses again (each refusal recorded as failed_alloc) */
+CUdeviceptr vtc_cache_try_alloc(struct vtc_cache *c, uint64_t bytes, enum vtc_cat cat);
 void vtc_cache_free(struct vtc_cache *c, CUdeviceptr p);
-void vtc_cache_empty(struct vtc_cache *c); /* settle and cuMemFree every segment */
+void vtc_cache_release(struct vtc_cache *c); /* cuMemFree every segment with no block in use */
+void vtc_cache_empty(struct vtc_cache *c);   /* settle and cuMemFree every segment */
+void vtc_cache_settle(struct vtc_cache *c);  /* settle every segment, freeing none (exit) */
 
 #endif
