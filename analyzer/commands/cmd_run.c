@@ -32,6 +32,7 @@
 #include "trace_dir.h"
 #include "recording_cost.h"
 #include "run_relay.h"     /* the job's stderr through the launcher */
+#include "run_summary.h"   /* the short answer when the job ends */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
 #include "vramtrace/size_text.h"
 
@@ -679,6 +680,9 @@ static void print_summary(const struct run_job *job)
 			snprintf(cost, sizeof cost, "; vramtrace's own time %.2f ms", ns / 1e6);
 		vt_trace_close(&trace);
 	}
+	/* the answer first (peaks, flags, out of memory, what to type next),
+	 * then where the trace is and what it cost */
+	vt_run_summary(job->dir, events, stderr);
 	fprintf(stderr,
 	        "vramtrace: trace in %s: %zu process log%s, %llu events%s; job exit %s %d\n",
 	        job->dir, logs, logs == 1 ? "" : "s", (unsigned long long)events, cost,

@@ -5,6 +5,8 @@
 # python), then from the venv alone: `vramtrace --version`, `--help`, and a
 # Keras fit traced on the packaged simulated driver whose step markers come
 # from vramtrace.keras.StepMarker; `vramtrace report --json` must count them.
+# The wheel holds what `cmake --install` installs, man page and completions
+# included.
 #
 #   tests/package/wheel_check.sh [OUT_DIR]
 #
@@ -50,7 +52,9 @@ names = {i.filename: i.external_attr >> 16 for i in zipfile.ZipFile(sys.argv[1])
 need = ["vramtrace/__init__.py", "vramtrace/__main__.py", "vramtrace/keras.py",
         "vramtrace/bin/vramtrace", "vramtrace/lib/libvramtrace.so",
         "vramtrace/lib/simdriver/libcuda.so.1", "vramtrace/include/vramtrace/vramtrace.h",
-        "vramtrace/lib/pkgconfig/vramtrace.pc"]
+        "vramtrace/lib/pkgconfig/vramtrace.pc", "vramtrace/share/man/man1/vramtrace.1",
+        "vramtrace/share/bash-completion/completions/vramtrace",
+        "vramtrace/share/zsh/site-functions/_vramtrace"]
 missing = [n for n in need if n not in names]
 if missing:
     sys.exit(f"missing: {missing}")
@@ -75,9 +79,9 @@ echo "$version"
 want=$(sed -nE 's/^project\(vramtrace VERSION ([0-9.]+).*/\1/p' "$repo/CMakeLists.txt")
 [[ $version == "vramtrace $want" ]] || fail "vramtrace --version says '$version', CMakeLists.txt $want"
 help=$("$venv/vramtrace" --help) || fail "vramtrace --help failed"
-[[ $help == *"vramtrace report"* ]] || fail "vramtrace --help does not list report"
+[[ $help == *$'\n  report '* ]] || fail "vramtrace --help does not list report"
 help=$("$venv/python" -m vramtrace --help) || fail "python -m vramtrace --help failed"
-[[ $help == *"vramtrace run"* ]] || fail "python -m vramtrace --help does not list run"
+[[ $help == *$'\n  run '* ]] || fail "python -m vramtrace --help does not list run"
 
 step "a Keras fit traced on the packaged simulated driver, steps from vramtrace.keras.StepMarker"
 "$venv/vramtrace" --simulated-driver run -o "$out/trace" -- "$venv/python" "$repo/tests/package/keras_job.py" \
