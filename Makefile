@@ -5,13 +5,21 @@ JOBS ?= $(shell nproc)
 # Extra configure options, e.g. CMAKE_ARGS=-DVT_WERROR=ON (what CI uses)
 CMAKE_ARGS ?=
 
-.PHONY: all build demo test test-fast bench clean
+.PHONY: all build deps demo test test-fast bench clean
 all: build
 
-# A configure that fails leaves no cache behind, so the next try starts
-# afresh (once the missing package is installed) instead of failing to load
-# a build.ninja that was never written.
+# The Debian/Ubuntu packages the build needs (tools/install-deps.sh holds
+# the list): installed with apt-get as root or with password-less sudo,
+# else the one command to run is printed.
+deps:
+	tools/install-deps.sh
+
+# The first configure installs what is missing first. A configure that fails
+# leaves no cache behind, so the next try starts afresh (once the missing
+# package is installed) instead of failing to load a build.ninja that was
+# never written.
 $(BUILD)/build.ninja:
+	tools/install-deps.sh
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) \
 		|| { rm -f $(BUILD)/CMakeCache.txt; exit 1; }
 

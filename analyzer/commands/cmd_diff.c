@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cmd_load.h"
 #include "commands.h"
 #include "diff.h"
@@ -20,9 +21,20 @@
 #include "term.h"
 #include "vramtrace/size_text.h"
 
-#define DIFF_USAGE                                                                                 \
-	"usage: vramtrace diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT]\n"                  \
-	"                      [--min-bytes SIZE] [--stream]\n"
+static const struct vt_cli_option diff_options_table[] = {
+    {"--json", NULL, "the comparison as JSON"},
+    {"--fail-over", "PERCENT", "exit 1 when a device's peak or a category grew by more"},
+    {"--min-bytes", "SIZE", "growth smaller than SIZE never fails --fail-over (default 1M)"},
+    {"--stream", NULL, "peaks and sites only, for traces of any length"},
+    {NULL, NULL, NULL},
+};
+
+static const struct vt_cli_help diff_help = {
+    "diff", "BASE_DIR NEW_DIR",
+    "Compare two runs by name, never by address: peaks, categories, sites, findings.",
+    diff_options_table,
+    "exit: 0; 1 when --fail-over is exceeded; 2 for a usage error or a trace that cannot\n"
+    "be read (so that 1 always means \"grew\").\n"};
 #define DIFF_TOP 10
 
 struct diff_options {
@@ -52,11 +64,11 @@ static void add_reason(struct reasons *r, const char *what, uint64_t b, uint64_t
 	vt_format_bytes(b, bs, sizeof bs);
 	vt_format_bytes(n, ns, sizeof ns);
 	if (b)
-		snprintf(r->text[r->n++], sizeof r->text[0], "%s grew %s -> %s (+%.1f%%)", what, bs, ns,
-		         100.0 * (double)(n - b) / (double)b);
+		snprintf(r->text[r->n++], sizeof r->text[0], "%s grew %s -> %s (+%.1f%%)", what, bs,
+		         ns, 100.0 * (double)(n - b) / (double)b);
 	else
-		snprintf(r->text[r->n++], sizeof r->text[0], "%s grew %s -> %s (from nothing)", what, bs,
-		         ns);
+		snprintf(r->text[r->n++], sizeof r->text[0], "%s grew %s -> %s (from nothing)",
+		         what, bs, ns);
 }
 
 /* b -> n is growth over the gate: more than `percent`, by at least min_bytes */
@@ -145,7 +157,8 @@ static void write_text(const struct vt_diff *d, const struct diff_options *o,
 	text_flags(out, "gone", d->findings_gone, d->nfindings_gone);
 	for (uint32_t i = 0; i < d->nfindings_moved; i++) {
 		char now[1024], was[1024];
-		fprintf(out, "  same  %s, now at %s (was %s)\n", vt_finding_kind_name(d->findings_moved[i].f->kind),
+		fprintf(out, "  same  %s, now at %s (was %s)\n",
+		        vt_finding_kind_name(d->findings_moved[i].f->kind),
 		        vt_term_safe(d->findings_moved[i].site, now, sizeof now),
 		        vt_term_safe(d->findings_moved[i].base_site, was, sizeof was));
 	}
@@ -192,7 +205,8 @@ static void json_triple(struct vt_json *j, const char *key, uint64_t b, uint64_t
 	vt_json_end_object(j);
 }
 
-static void json_flags(struct vt_json *j, const char *key, const struct vt_diff_finding *v, uint32_t n)
+static void json_flags(struct vt_json *j, const char *key, const struct vt_diff_finding *v,
+                       uint32_t n)
 {
 	vt_json_key(j, key);
 	vt_json_begin_array(j);
@@ -312,46 +326,45 @@ static int parse_percent(const char *s, double *out)
 	return 0;
 }
 
+static int diff_option(void *ctx, const struct vt_cli_option *opt, const char *v)
+{
+	struct diff_options *o = ctx;
+	if (!strcmp(opt->name, "--json")) {
+		o->json = 1;
+	} else if (!strcmp(opt->name, "--stream")) {
+		o->stream = 1;
+	} else if (!strcmp(opt->name, "--fail-over")) {
+		if (parse_percent(v, &o->fail_over))
+			return vt_cli_usage_error(
+			    "diff", "--fail-over wants a percentage >= 0, not '%s'", v);
+		o->have_fail_over = 1;
+	} else if (vt_parse_size(v, &o->min_bytes)) {
+		return vt_cli_usage_error("diff", "--min-bytes wants a size like 1M or 0, not '%s'",
+		                          v);
+	}
+	return 0;
+}
+
+static int diff_operand(void *ctx, const char *arg)
+{
+	struct diff_options *o = ctx;
+	if (o->base_dir && o->new_dir)
+		return vt_cli_usage_error("diff", "two trace directories, not a third ('%s')", arg);
+	*(o->base_dir ? &o->new_dir : &o->base_dir) = arg;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct diff_options *o)
 {
 	memset(o, 0, sizeof *o);
 	o->min_bytes = 1 << 20;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			o->json = 1;
-		} else if (!strcmp(argv[i], "--stream")) {
-			o->stream = 1;
-		} else if (!strcmp(argv[i], "--fail-over") && i + 1 < argc) {
-			if (parse_percent(argv[++i], &o->fail_over)) {
-				fprintf(stderr, "vramtrace diff: --fail-over wants a percentage >= 0, not '%s'\n",
-				        argv[i]);
-				return 2;
-			}
-			o->have_fail_over = 1;
-		} else if (!strcmp(argv[i], "--min-bytes") && i + 1 < argc) {
-			if (vt_parse_size(argv[++i], &o->min_bytes)) {
-				fprintf(stderr,
-				        "vramtrace diff: --min-bytes wants a size like 1M or 0, "
-				        "not '%s'\n",
-				        argv[i]);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf(DIFF_USAGE);
-			return 1;
-		} else if (argv[i][0] == '-' || (o->base_dir && o->new_dir)) {
-			fprintf(stderr, "vramtrace diff: unexpected argument '%s'\n" DIFF_USAGE, argv[i]);
-			return 2;
-		} else if (!o->base_dir) {
-			o->base_dir = argv[i];
-		} else {
-			o->new_dir = argv[i];
-		}
-	}
-	if (!o->new_dir) {
-		fprintf(stderr, DIFF_USAGE);
-		return 2;
-	}
+	const struct vt_cli_parser parser = {&diff_help, diff_option, diff_operand, 0};
+	int next, rc = vt_cli_parse(&parser, argc, argv, o, &next);
+	if (rc)
+		return rc;
+	if (!o->new_dir)
+		return vt_cli_usage_error("diff",
+		                          "two trace directories, please (BASE_DIR NEW_DIR)");
 	return 0;
 }
 
@@ -360,7 +373,7 @@ int cmd_diff(int argc, char **argv)
 	struct diff_options o;
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
-		return rc == 1 ? 0 : rc;
+		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
 	struct vt_model *base = vt_cmd_load("diff", o.base_dir, o.stream);
 	struct vt_model *new_ = base ? vt_cmd_load("diff", o.new_dir, o.stream) : NULL;
 	if (!base || !new_) {
@@ -378,7 +391,8 @@ int cmd_diff(int argc, char **argv)
 		struct reasons why = {0};
 		if (o.have_fail_over)
 			check_fail_over(&d, &o, &why);
-		int werr = o.json ? write_json(&d, &o, &why, stdout) : (write_text(&d, &o, &why, stdout), 0);
+		int werr = o.json ? write_json(&d, &o, &why, stdout)
+		                  : (write_text(&d, &o, &why, stdout), 0);
 		rc = werr ? 2 : why.n ? 1 : 0;
 	}
 	vt_diff_free(&d);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "json_out.h"
 #include "log_reader.h"
@@ -368,33 +369,45 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 
 /* ---- command ---------------------------------------------------------------- */
 
-static int usage(void)
+static const struct vt_cli_option dump_options[] = {
+    {"--json", NULL, "one JSON object a line instead of text"},
+    {NULL, NULL, NULL},
+};
+
+static const struct vt_cli_help dump_help = {
+    "dump", "DIR|LOG", "Print every record of a trace's logs (or of one log file).", dump_options,
+    "exit: 0, 1 when the trace cannot be read or the output written, 2 for a usage "
+    "error.\n"};
+
+struct dump_args {
+	const char *path;
+	int json;
+};
+
+static int dump_option(void *ctx, const struct vt_cli_option *o, const char *v)
 {
-	fprintf(stderr, "usage: vramtrace dump DIR|LOG [--json]\n");
-	return 2;
+	(void)o, (void)v; /* --json, the only one */
+	((struct dump_args *)ctx)->json = 1;
+	return 0;
+}
+
+static int dump_operand(void *ctx, const char *arg)
+{
+	return vt_cli_one_trace("dump", &((struct dump_args *)ctx)->path, arg);
 }
 
 int cmd_dump(int argc, char **argv)
 {
-	const char *path = NULL;
-	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: vramtrace dump DIR|LOG [--json]\n");
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "vramtrace dump: unknown option '%s'\n", argv[i]);
-			return usage();
-		} else if (path) {
-			fprintf(stderr, "vramtrace dump: one trace at a time ('%s')\n", argv[i]);
-			return usage();
-		} else
-			path = argv[i];
-	}
-	if (!path)
-		return usage();
+	struct dump_args a = {NULL, 0};
+	const struct vt_cli_parser parser = {&dump_help, dump_option, dump_operand, 0};
+	int next, rc = vt_cli_parse(&parser, argc, argv, &a, &next);
+	if (rc)
+		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
+	if (!a.path)
+		return vt_cli_usage_error("dump",
+		                          "which trace? (a trace directory or one log file)");
+	const char *path = a.path;
+	int json = a.json;
 
 	struct vt_trace trace;
 	char err[1024];

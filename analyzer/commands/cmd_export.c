@@ -1,4 +1,4 @@
-/* vramtrace export DIR [--format html|perfetto|folded|csv] [--at T] [-o FILE]
+/* vramtrace export [options] DIR (the options: export_options)
  *   --stream: the streaming model's timeline (export_stream.h), csv or perfetto
  * The format defaults to the one -o's extension names, else html; the file
  * to vramtrace-<trace>.<extension> here. -o's missing folders are made. */
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "cmd_load.h"
 #include "commands.h"
 #include "export_csv.h"
@@ -62,22 +63,23 @@ struct export_args {
 	char default_out[PATH_MAX + 32]; /* vramtrace-<trace>.<ext> when no -o: room for any name */
 };
 
-static void print_usage(FILE *to)
-{
-	fprintf(to, "usage: vramtrace export DIR [--format html|perfetto|folded|csv] "
-	            "[--at peak|end|SECONDS] [--stream] [-o FILE]   (FILE '-': standard output; "
-	            "the format defaults to FILE's extension, else html; "
-	            "--stream: perfetto or csv)\n");
-}
+static const struct vt_cli_option export_options[] = {
+    {"-o", "FILE", "where to write ('-': stdout; default vramtrace-<trace>.<ext> here)"},
+    {"--format", "html|perfetto|folded|csv", "the format (default: FILE's extension, else html)"},
+    {"--at", "peak|end|SECONDS",
+     "the moment folded takes and html marks (default: each device's peak)"},
+    {"--stream", NULL, "the timeline of a trace of any length (perfetto or csv)"},
+    {NULL, NULL, NULL},
+};
 
-static int usage(void)
-{
-	print_usage(stderr);
-	return 2;
-}
-
-/* What parse returns for --help: the usage went to stdout, exit 0. */
-#define HELP_SHOWN (-1)
+static const struct vt_cli_help export_help = {
+    "export", "DIR",
+    "Write the trace as a self-contained HTML timeline, a Perfetto/Chrome trace, folded\n"
+    "stacks or CSV.",
+    export_options,
+    "extensions: .html (html), .json (perfetto), .folded (folded), .csv (csv); missing\n"
+    "folders of FILE are made.\n"
+    "exit: 0, 1 when the trace cannot be read or FILE written, 2 for a usage error.\n"};
 
 static const struct format *find_format(const char *name)
 {
@@ -104,13 +106,11 @@ static const struct format *format_of_path(const char *path)
 static int settle_format_and_output(struct export_args *a)
 {
 	if (!a->format && a->out && strcmp(a->out, "-")) {
-		if (!(a->format = format_of_path(a->out))) {
-			fprintf(stderr,
-			        "vramtrace export: cannot tell the format from '%s' "
-			        "(.html, .json, .folded or .csv; or --format)\n",
-			        a->out);
-			return 2;
-		}
+		if (!(a->format = format_of_path(a->out)))
+			return vt_cli_usage_error("export",
+			                          "cannot tell the format from '%s' "
+			                          "(.html, .json, .folded or .csv; or --format)",
+			                          a->out);
 	}
 	if (!a->format)
 		a->format = a->stream ? find_format("perfetto") : find_format("html");
@@ -154,56 +154,45 @@ static int make_parents(const char *path)
 	}
 }
 
+static int export_option(void *ctx, const struct vt_cli_option *o, const char *v)
+{
+	struct export_args *a = ctx;
+	if (!strcmp(o->name, "--format")) {
+		if (!(a->format = find_format(v)))
+			return vt_cli_usage_error(
+			    "export", "unknown format '%s' (html, perfetto, folded or csv)", v);
+	} else if (!strcmp(o->name, "--at")) {
+		a->at = v;
+	} else if (!strcmp(o->name, "--stream")) {
+		a->stream = 1;
+	} else {
+		a->out = v;
+	}
+	return 0;
+}
+
+static int export_operand(void *ctx, const char *arg)
+{
+	return vt_cli_one_trace("export", &((struct export_args *)ctx)->dir, arg);
+}
+
 static int parse(int argc, char **argv, struct export_args *a)
 {
 	memset(a, 0, sizeof *a);
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-		int takes_value = !strcmp(o, "--format") || !strcmp(o, "--at") || !strcmp(o, "-o");
-		if (takes_value && i + 1 >= argc) {
-			fprintf(stderr, "vramtrace export: %s needs a value\n", o);
-			return 2;
-		}
-		if (!strcmp(o, "--format")) {
-			if (!(a->format = find_format(argv[++i]))) {
-				fprintf(stderr,
-				        "vramtrace export: unknown format '%s' "
-				        "(html, perfetto, folded or csv)\n",
-				        argv[i]);
-				return 2;
-			}
-		} else if (!strcmp(o, "--at")) {
-			a->at = argv[++i];
-		} else if (!strcmp(o, "--stream")) {
-			a->stream = 1;
-		} else if (!strcmp(o, "-o")) {
-			a->out = argv[++i];
-		} else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-			print_usage(stdout);
-			return HELP_SHOWN;
-		} else if (o[0] == '-') {
-			fprintf(stderr, "vramtrace export: unknown option '%s'\n", o);
-			return usage();
-		} else if (!a->dir) {
-			a->dir = o;
-		} else {
-			fprintf(stderr, "vramtrace export: one trace directory, please ('%s')\n",
-			        o);
-			return 2;
-		}
-	}
-	if (!a->dir)
-		return usage();
-	int rc = settle_format_and_output(a);
+	const struct vt_cli_parser parser = {&export_help, export_option, export_operand, 0};
+	int next, rc = vt_cli_parse(&parser, argc, argv, a, &next);
 	if (rc)
 		return rc;
+	if (!a->dir)
+		return vt_cli_usage_error("export",
+		                          "which trace? (a directory `vramtrace run` wrote)");
+	if ((rc = settle_format_and_output(a)))
+		return rc;
 	if (a->stream &&
-	    (a->at || (strcmp(a->format->name, "perfetto") && strcmp(a->format->name, "csv")))) {
-		fprintf(stderr,
-		        "vramtrace export: --stream writes the timeline as perfetto or csv, "
-		        "with no --at\n");
-		return 2;
-	}
+	    (a->at || (strcmp(a->format->name, "perfetto") && strcmp(a->format->name, "csv"))))
+		return vt_cli_usage_error("export",
+		                          "--stream writes the timeline as perfetto or csv, "
+		                          "with no --at");
 	return 0;
 }
 
@@ -291,7 +280,7 @@ int cmd_export(int argc, char **argv)
 	struct export_args a;
 	int rc = parse(argc, argv, &a);
 	if (rc)
-		return rc == HELP_SHOWN ? 0 : rc;
+		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
 	if (a.stream)
 		return export_stream(&a);
 	struct vt_model *m = vt_cmd_load("export", a.dir, 0);

@@ -27,10 +27,12 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "cli.h"
 #include "log_reader.h"
 #include "trace_dir.h"
 #include "recording_cost.h"
 #include "run_relay.h"     /* the job's stderr through the launcher */
+#include "run_summary.h"   /* the short answer when the job ends */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
 #include "vramtrace/size_text.h"
 
@@ -43,6 +45,7 @@ struct run_job {
 	int use_shm;
 	int free_stacks;        /* --free-stacks: unwind frees too */
 	const char *stack_memo; /* --stack-memo on|off|verify, validated */
+	int simulated_driver;   /* --simulated-driver: the job on tests/simdriver's libcuda.so.1 */
 	char **cmd;             /* argv of the job */
 	/* derived */
 	char shim[PATH_MAX];
@@ -51,17 +54,29 @@ struct run_job {
 	uint64_t start_ns;      /* CLOCK_REALTIME */
 	/* outcome */
 	pid_t pid;
-	int status;    /* waitpid status */
-	int exit_code; /* what `run` exits with */
+	int status;     /* waitpid status */
+	int exit_code;  /* what `run` exits with */
+	int exec_errno; /* the command could not be run (not found: ENOENT) */
+	int made_dir;   /* the trace directory is ours to remove */
 };
 
-static void usage(void)
-{
-	fprintf(stderr,
-	        "usage: vramtrace run [-o DIR] [--per-tensor] [--stack-depth N] [--free-stacks] "
-	        "[--stack-memo on|off|verify] [--max-size SIZE] "
-	        "[--shm] -- CMD ARGS...\n");
-}
+static const struct vt_cli_option run_options[] = {
+    {"-o", "DIR", "the trace directory (default vramtrace-CMD-DATE-TIME here)"},
+    {"--per-tensor", NULL, "one driver allocation per tensor (PyTorch, TensorFlow, JAX)"},
+    {"--stack-depth", "N", "native frames kept per stack, 0..512 (default 128; 0: no stacks)"},
+    {"--free-stacks", NULL, "frees carry their own stack too"},
+    {"--stack-memo", "on|off|verify", "the stack memo (default on; verify: unwind every hit too)"},
+    {"--max-size", "SIZE", "log size cap per process, e.g. 512M (past it: marked truncated)"},
+    {"--shm", NULL, "write the logs in /dev/shm, moved into DIR when the job ends"},
+    {"--simulated-driver", NULL, "run CMD on the simulated CUDA driver (no GPU needed)"},
+    {NULL, NULL, NULL},
+};
+
+static const struct vt_cli_help run_help = {
+    "run", "-- CMD [ARGS...]",
+    "Run CMD with its CUDA driver calls recorded into a trace directory.", run_options,
+    "exit: the job's exit code (128+signal if it was killed); 127 when CMD is not found,\n"
+    "126 when it cannot be run; 2 for a usage error or when the trace cannot be set up.\n"};
 
 static uint64_t realtime_ns(void)
 {
@@ -80,74 +95,48 @@ static int valid_count(const char *s)
 	return *s && !*end && !errno && v <= VT_MAX_FRAMES; /* what capture can store */
 }
 
+static int run_option(void *ctx, const struct vt_cli_option *o, const char *v)
+{
+	struct run_job *job = ctx;
+	uint64_t bytes;
+	if (!strcmp(o->name, "--per-tensor"))
+		job->per_tensor = 1;
+	else if (!strcmp(o->name, "--shm"))
+		job->use_shm = 1;
+	else if (!strcmp(o->name, "--free-stacks"))
+		job->free_stacks = 1;
+	else if (!strcmp(o->name, "--simulated-driver"))
+		job->simulated_driver = 1;
+	else if (!strcmp(o->name, "-o"))
+		job->out_dir = v;
+	else if (!strcmp(o->name, "--stack-memo") && strcmp(v, "on") && strcmp(v, "off") &&
+	         strcmp(v, "verify"))
+		return vt_cli_usage_error("run", "--stack-memo wants on, off or verify, not '%s'",
+		                          v);
+	else if (!strcmp(o->name, "--stack-memo"))
+		job->stack_memo = v;
+	else if (!strcmp(o->name, "--stack-depth") && !valid_count(v))
+		return vt_cli_usage_error("run", "--stack-depth wants 0..512, not '%s'", v);
+	else if (!strcmp(o->name, "--stack-depth"))
+		job->stack_depth = v;
+	else if (vt_parse_size(v, &bytes)) /* --max-size */
+		return vt_cli_usage_error("run", "--max-size wants a size like 512M, not '%s'", v);
+	else
+		job->max_size = v;
+	return 0;
+}
+
+/* 0, VT_CLI_HELP_SHOWN or an exit code; job->cmd: the job's argv. */
 static int parse_options(struct run_job *job, int argc, char **argv)
 {
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage();
-			return 1;
-		} else if (!strcmp(a, "--per-tensor")) {
-			job->per_tensor = 1;
-		} else if (!strcmp(a, "--shm")) {
-			job->use_shm = 1;
-		} else if (!strcmp(a, "--free-stacks")) {
-			job->free_stacks = 1;
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--stack-depth") ||
-		            !strcmp(a, "--max-size") || !strcmp(a, "--stack-memo")) &&
-		           i + 1 < argc) {
-			const char *v = argv[++i];
-			uint64_t bytes;
-			if (!strcmp(a, "-o")) {
-				job->out_dir = v;
-			} else if (!strcmp(a, "--stack-memo")) {
-				if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "verify")) {
-					fprintf(
-					    stderr,
-					    "vramtrace run: --stack-memo wants on, off or verify, "
-					    "got '%s'\n",
-					    v);
-					return 2;
-				}
-				job->stack_memo = v;
-			} else if (!strcmp(a, "--stack-depth")) {
-				if (!valid_count(v)) {
-					fprintf(
-					    stderr,
-					    "vramtrace run: --stack-depth wants 0..512, got '%s'\n",
-					    v);
-					return 2;
-				}
-				job->stack_depth = v;
-			} else {
-				if (vt_parse_size(v, &bytes)) {
-					fprintf(stderr,
-					        "vramtrace run: --max-size wants a size like 512M, "
-					        "got '%s'\n",
-					        v);
-					return 2;
-				}
-				job->max_size = v;
-			}
-		} else {
-			fprintf(stderr, "vramtrace run: unknown or incomplete option '%s'\n", a);
-			usage();
-			return 2;
-		}
-	}
-	if (i >= argc) {
-		fprintf(stderr, "vramtrace run: no command to run\n");
-		usage();
-		return 2;
-	}
-	job->cmd = argv + i;
+	const struct vt_cli_parser parser = {&run_help, run_option, NULL, 1};
+	int next, rc = vt_cli_parse(&parser, argc, argv, job, &next);
+	if (rc)
+		return rc;
+	if (next >= argc)
+		return vt_cli_usage_error("run",
+		                          "no command to run (vramtrace run [options] -- CMD)");
+	job->cmd = argv + next;
 	return 0;
 }
 
@@ -212,10 +201,11 @@ static int holds_trace(const char *path)
 
 /* Create `path` 0700, or accept an existing empty-of-traces directory that
  * is ours. */
-static int make_private_dir(const char *path)
+static int make_private_dir(const char *path, int *made)
 {
+	*made = 0;
 	if (!mkdir(path, 0700))
-		return 0;
+		return *made = 1, 0;
 	struct stat st;
 	int saved = errno;
 	if (saved == EEXIST && !lstat(path, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
@@ -238,7 +228,7 @@ static int make_dirs(struct run_job *job)
 		snprintf(name, sizeof name, "%s", job->out_dir);
 	else
 		default_dir_name(job, name, sizeof name);
-	if (make_private_dir(name))
+	if (make_private_dir(name, &job->made_dir))
 		return -1;
 	if (!realpath(name, job->dir)) {
 		fprintf(stderr, "vramtrace run: cannot resolve %s: %s\n", name, strerror(errno));
@@ -249,7 +239,8 @@ static int make_dirs(struct run_job *job)
 		const char *base = strrchr(job->dir, '/');
 		snprintf(job->log_dir, sizeof job->log_dir, "/dev/shm/%s.%d",
 		         base ? base + 1 : "vramtrace", (int)getpid());
-		if (make_private_dir(job->log_dir))
+		int made_log_dir;
+		if (make_private_dir(job->log_dir, &made_log_dir))
 			return -1;
 	}
 	return 0;
@@ -264,6 +255,53 @@ static int set_env(const char *name, const char *value)
 		return -1;
 	}
 	return 0;
+}
+
+/* --simulated-driver: the folder of the simulated libcuda.so.1 beside the
+ * command, lib/simdriver in an install prefix or the Python package,
+ * tests/simdriver in the build tree. Only when asked: a job must never run
+ * on it by accident. */
+static int find_simulated_driver(const struct run_job *job, char *out, size_t len)
+{
+	static const char *const places[] = {"simdriver", "../tests/simdriver"};
+	char lib_dir[PATH_MAX];
+	snprintf(lib_dir, sizeof lib_dir, "%s", job->shim); /* .../lib/libvramtrace.so */
+	char *slash = strrchr(lib_dir, '/');
+	if (slash)
+		*slash = 0;
+	for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+		char candidate[PATH_MAX * 2];
+		snprintf(candidate, sizeof candidate, "%s/%s/libcuda.so.1", lib_dir, places[i]);
+		if (access(candidate, R_OK) == 0 && realpath(candidate, out) && strlen(out) < len) {
+			*strrchr(out, '/') = 0;
+			return 0;
+		}
+	}
+	fprintf(stderr,
+	        "vramtrace run: no simulated driver beside %s (lib/simdriver/libcuda.so.1; an "
+	        "install needs -DVT_INSTALL_SIMDRIVER=ON)\n",
+	        lib_dir);
+	return -1;
+}
+
+/* The job finds the simulated libcuda.so.1 first on its library path. */
+static int use_simulated_driver(const struct run_job *job)
+{
+	char dir[PATH_MAX];
+	if (find_simulated_driver(job, dir, sizeof dir))
+		return -1;
+	const char *old = getenv("LD_LIBRARY_PATH");
+	size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
+	char *path = malloc(len);
+	if (!path)
+		return -1;
+	snprintf(path, len, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+	int rc = set_env("LD_LIBRARY_PATH", path);
+	free(path);
+	fprintf(stderr,
+	        "vramtrace run: on the simulated CUDA driver (%s/libcuda.so.1): no GPU is used\n",
+	        dir);
+	return rc;
 }
 
 /* A sanitizer runtime must stay the first preloaded object (ASan checks). */
@@ -321,6 +359,8 @@ static int prepare_env(const struct run_job *job)
 		rc |= set_env("VRAMTRACE_FREE_STACKS", "1");
 	if (job->stack_memo) /* "off" is a false word, "on" a true one (env_flag.h) */
 		rc |= set_env("VRAMTRACE_STACK_MEMO", job->stack_memo);
+	if (job->simulated_driver && use_simulated_driver(job))
+		rc = -1;
 	if (job->per_tensor) {
 		/* each framework's own switch for one driver allocation per tensor */
 		rc |= set_env("TF_GPU_ALLOCATOR", "cuda_malloc_async");
@@ -446,6 +486,18 @@ static void wait_forwarding(struct run_job *job, const sigset_t *set)
 		;
 }
 
+/* execvp's errno when the child could not run the command, 0 when it did
+ * (the pipe closed on exec). Closes fd. */
+static int exec_failure(int fd)
+{
+	int e = 0;
+	ssize_t n;
+	while ((n = read(fd, &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(fd);
+	return n == (ssize_t)sizeof e ? e : 0;
+}
+
 static int spawn_and_wait(struct run_job *job)
 {
 	sigset_t set, old;
@@ -459,8 +511,18 @@ static int spawn_and_wait(struct run_job *job)
 	 * framework OOM messages on it become marks in the trace */
 	struct vt_relay relay;
 	vt_relay_setup(&relay, job->dir);
+	/* the child writes execvp's errno here; a successful exec closes it */
+	int exec_status[2];
+	if (pipe2(exec_status, O_CLOEXEC)) {
+		fprintf(stderr, "vramtrace run: pipe: %s\n", strerror(errno));
+		vt_relay_finish(&relay, 1);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
+		close(exec_status[0]);
+		close(exec_status[1]);
 		fprintf(stderr, "vramtrace run: fork: %s\n", strerror(errno));
 		vt_relay_finish(&relay, 1);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -469,18 +531,62 @@ static int spawn_and_wait(struct run_job *job)
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL); /* the job gets what we had */
 		vt_relay_in_child(&relay);
+		close(exec_status[0]);
 		execvp(job->cmd[0], job->cmd);
-		fprintf(stderr, "vramtrace run: cannot run %s: %s\n", job->cmd[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		int e = errno;
+		(void)!write(exec_status[1], &e, sizeof e);
+		_exit(e == ENOENT ? 127 : 126);
 	}
 	job->pid = pid;
 	vt_relay_start(&relay, pid);
-	write_run_json(job, 0);
+	close(exec_status[1]);
+	job->exec_errno = exec_failure(exec_status[0]);
+	if (!job->exec_errno)
+		write_run_json(job, 0);
 	wait_forwarding(job, &set);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	job->exit_code = status_to_exit_code(job->status);
 	vt_relay_finish(&relay, job->exit_code); /* drained before the summary */
 	return 0;
+}
+
+/* ---- a command that could not be run ---------------------------------- */
+
+/* Remove what this launcher put in dir (no job ran: nothing of it is lost),
+ * and dir itself when this launcher made it: a failed launch leaves nothing
+ * that would refuse the next `run -o DIR`. */
+static void remove_launch(const char *dir, int made_dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "vramtrace.", 10) && strcmp(e->d_name, "run.json") &&
+		    strcmp(e->d_name, ".run.json.tmp"))
+			continue;
+		char path[PATH_MAX * 2];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	if (made_dir)
+		rmdir(dir);
+}
+
+/* One line, and the shell's exit code: 127 not found, 126 not runnable. */
+static int launch_failed(const struct run_job *job)
+{
+	remove_launch(job->dir, job->made_dir);
+	if (job->use_shm)
+		remove_launch(job->log_dir, 1);
+	if (job->exec_errno == ENOENT) {
+		fprintf(stderr, "vramtrace run: %s: command not found\n", job->cmd[0]);
+		return 127;
+	}
+	fprintf(stderr, "vramtrace run: cannot run %s: %s\n", job->cmd[0],
+	        strerror(job->exec_errno));
+	return 126;
 }
 
 /* ---- --shm: move the logs into the trace ------------------------------- */
@@ -574,6 +680,9 @@ static void print_summary(const struct run_job *job)
 			snprintf(cost, sizeof cost, "; vramtrace's own time %.2f ms", ns / 1e6);
 		vt_trace_close(&trace);
 	}
+	/* the answer first (peaks, flags, out of memory, what to type next),
+	 * then where the trace is and what it cost */
+	vt_run_summary(job->dir, events, stderr);
 	fprintf(stderr,
 	        "vramtrace: trace in %s: %zu process log%s, %llu events%s; job exit %s %d\n",
 	        job->dir, logs, logs == 1 ? "" : "s", (unsigned long long)events, cost,
@@ -587,12 +696,14 @@ int cmd_run(int argc, char **argv)
 	memset(&job, 0, sizeof job);
 	int rc = parse_options(&job, argc, argv);
 	if (rc)
-		return rc == 1 ? 0 : rc;
+		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
 	if (find_shim(&job) || make_dirs(&job) || prepare_env(&job))
 		return 2;
 	job.start_ns = realtime_ns();
 	if (spawn_and_wait(&job))
 		return 2;
+	if (job.exec_errno)
+		return launch_failed(&job);
 	if (job.use_shm)
 		collect_shm(&job);
 	vt_sidecar_write(job.dir); /* says why on stderr if it cannot */

@@ -2,28 +2,19 @@
 #ifndef VT_COMMANDS_H
 #define VT_COMMANDS_H
 
-/* X(name, one-line usage) */
+/* X(name, what it does): the subcommands, in the order `vramtrace --help`
+ * lists them. Each command's options are its own table (cli.h). */
 #define VT_COMMAND_LIST(X)                                                                         \
-	X(run,                                                                                     \
-	  "run [-o DIR] [--per-tensor] [--stack-depth N] [--max-size SIZE] [--shm] "               \
-	  "[--free-stacks] [--stack-memo on|off|verify] -- CMD ...")                               \
-	X(dump, "dump DIR|LOG [--json]")                                                           \
-	X(report,                                                                                  \
-	  "report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE] "        \
-	  "[--stream]")                                                                            \
-	X(oom, "oom DIR [--json] [--index N]")                                                     \
-	X(diff,                                                                                    \
-	  "diff BASE_DIR NEW_DIR [--json] [--fail-over PERCENT] [--min-bytes SIZE] [--stream]")    \
-	X(export, "export DIR [--format html|perfetto|folded|csv] [--at peak|end|SECONDS] "    \
-	            "[--stream] [-o FILE]")
+	X(run, "record a job's GPU memory into a trace directory")                                 \
+	X(report, "what held each device at its peak, and why")                                    \
+	X(oom, "explain an out-of-memory event")                                                   \
+	X(diff, "compare two runs; --fail-over gates CI on growth")                                \
+	X(export, "HTML timeline, Perfetto trace, folded stacks or CSV")                           \
+	X(dump, "every record of the log")
 
 /* Each returns the process exit code. */
-#define VT_DECLARE_COMMAND(name, usage) int cmd_##name(int argc, char **argv);
+#define VT_DECLARE_COMMAND(name, summary) int cmd_##name(int argc, char **argv);
 VT_COMMAND_LIST(VT_DECLARE_COMMAND)
 #undef VT_DECLARE_COMMAND
-
-/* The trace in dir as a model (streaming: the streaming model), with a
- * progress bar on a terminal (cmd_load.c); NULL after one line on stderr,
- * "vramtrace CMD: why". */
 
 #endif

@@ -194,8 +194,9 @@ def main():
 
     bad = subprocess.run([vt, "report", golden, "--stream", "--at", "end"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    check(bad.returncode == 2 and bad.stderr.count("\n") == 1,
-          "--stream with --at: exit 2 and one line (%r)" % bad.stderr)
+    check(bad.returncode == 2 and bad.stderr.count("\n") == 2 and
+          bad.stderr.endswith("Try 'vramtrace report --help' for more information.\n"),
+          "--stream with --at: exit 2, one line and the Try line (%r)" % bad.stderr)
     if failures:
         print("%d failure(s)" % len(failures))
         return 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `vramtrace export` without --format or -o: the format from -o's extension,
-# a default file name, missing folders made, an unknown extension refused in
-# one line with exit 2.
+# a default file name, missing folders made, an unknown extension refused
+# with exit 2: one line that says why, then where the help is.
 #   cli_check.sh VRAMTRACE TRACE_DIR WORK_DIR
 set -euo pipefail
 vt=$1 trace=$2 work=$3
@@ -22,7 +22,8 @@ grep -q '<html' vramtrace-trace.html || fail "default name vramtrace-trace.html,
 [[ -s vramtrace-trace.csv ]] || fail "default name with --format csv"
 rc=0; err=$("$vt" export "$trace" -o out.bin 2>&1) || rc=$?
 [[ $rc == 2 ]] || fail "unknown extension: exit $rc, want 2"
-[[ $(printf '%s\n' "$err" | wc -l) == 1 && $err == *"cannot tell the format"* ]] ||
+[[ $(printf '%s\n' "$err" | wc -l) == 2 && $err == "vramtrace export: cannot tell the format"* &&
+	$err == *"Try 'vramtrace export --help' for more information." ]] ||
 	fail "unknown extension: '$err'"
 [[ ! -e out.bin ]] || fail "out.bin written"
 echo "export cli: ok"

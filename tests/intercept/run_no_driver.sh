@@ -68,10 +68,10 @@ out=$("$vramtrace" run --shm -o "$work/shm" -- sh -c 'echo "$VRAMTRACE_DIR"' 2>/
 [[ $out == /dev/shm/* ]] || { echo "FAIL: --shm dir is '$out'" >&2; fail=1; }
 [[ ! -e $out ]] || { echo "FAIL: --shm left $out behind" >&2; fail=1; }
 
-# bad options: one clear line, exit 2
+# bad options: one clear line and where the help is, exit 2
 "$vramtrace" run --max-size lots -- /bin/true 2>"$work/bad.err"
 rc=$?
-[[ $rc == 2 && $(wc -l <"$work/bad.err") == 1 ]] || { echo "FAIL: bad option: rc $rc" >&2; cat "$work/bad.err" >&2; fail=1; }
+[[ $rc == 2 && $(wc -l <"$work/bad.err") == 2 && $(tail -1 "$work/bad.err") == "Try 'vramtrace run --help'"* ]] || { echo "FAIL: bad option: rc $rc" >&2; cat "$work/bad.err" >&2; fail=1; }
 "$vramtrace" run -o "$work/nocmd" 2>/dev/null
 [[ $? == 2 ]] || { echo "FAIL: no command accepted" >&2; fail=1; }
 

@@ -166,7 +166,9 @@ def test_framework(e):
     check(rc == 0, f"talker exit {rc}")
     got = open(err_path, "rb").read()
     check(got[:len(expected)] == expected, "stderr bytes changed by the relay")
-    check(got[len(expected):].startswith(b"vramtrace: trace in "), "launcher summary after them")
+    after = got[len(expected):]
+    check(after.startswith(b"vramtrace: peak ") and b"\nvramtrace: trace in " in after,
+          "launcher summary after them")
     for i, (fw, size) in enumerate(FRAMEWORK_EXPECT, 1):
         r = e.json("oom", e.path("fw"), "--index", str(i))
         f = r["framework_oom"]

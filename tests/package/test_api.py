@@ -83,7 +83,7 @@ class Untraced(unittest.TestCase):
 
     def test_help_lists_the_commands_and_the_packaged_options(self):
         done = cli("--help", check=True)
-        for text in ("vramtrace run", "vramtrace report", "--simulated-driver", "demo"):
+        for text in ("\n  run ", "\n  report ", "--simulated-driver", "demo"):
             self.assertIn(text, done.stdout)
 
     def test_unknown_command_is_the_c_commands_answer(self):

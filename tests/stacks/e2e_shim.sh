@@ -63,10 +63,11 @@ verified=$(header_field "$tmp/verify" stack_memo_verified)
 echo "run --stack-memo verify: $verified hits checked, none differed: ok"
 rc=0
 "$vt" run --stack-memo sometimes -o "$tmp/bad" -- ./client 2>"$tmp/bad.err" || rc=$?
-[[ $rc == 2 && $(wc -l <"$tmp/bad.err") == 1 ]] && grep -q -- "--stack-memo wants on, off or verify" "$tmp/bad.err" ||
+[[ $rc == 2 && $(wc -l <"$tmp/bad.err") == 2 ]] && grep -q -- "--stack-memo wants on, off or verify" "$tmp/bad.err" &&
+	grep -q "^Try 'vramtrace run --help'" "$tmp/bad.err" ||
 	fail "run --stack-memo sometimes: exit $rc, $(cat "$tmp/bad.err")"
 [[ ! -e $tmp/bad ]] || fail "run --stack-memo sometimes still made a trace"
-echo "run --stack-memo with a bad mode: one line, exit 2: ok"
+echo "run --stack-memo with a bad mode: one line and the Try line, exit 2: ok"
 echo "sites named from the module files: ok"
 
 rm "$tmp/client" "$tmp/libshim_lib.so"
