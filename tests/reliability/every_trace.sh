@@ -12,6 +12,10 @@ set -u
 vt=$1 src=$2 trainer=$3 corpus_bin=$4 simdriver=$5 many_sites=$6 work=$7
 rm -rf "$work"
 mkdir -p "$work"/{traces,out}
+# In the sanitizer build the shim is instrumented too: the jobs `run` starts
+# need ASan's runtime loaded first (run keeps it first in LD_PRELOAD).
+asan_rt=$(ldd "$vt" | awk '$1 ~ /^libasan/ { print $3 }')
+vt_run() { LD_PRELOAD=$asan_rt "$vt" run "$@"; }
 fails=0
 fail() { echo "FAIL [$name]: $*"; fails=$((fails + 1)); }
 export LD_LIBRARY_PATH=$simdriver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -35,11 +39,11 @@ name=many_sites
 record() {
 	local t=$work/traces/$1
 	shift
-	"$vt" run -o "$t" -- "$@" >/dev/null 2>"$t.run.err"
+	vt_run -o "$t" -- "$@" >/dev/null 2>"$t.run.err"
 	ls "$t"/vramtrace.*.log >/dev/null 2>&1 || rm -rf "$t"
 }
-export -f record
-export vt work
+export -f record vt_run
+export vt work asan_rt
 {
 	grep -v '^#' "$src/tests/analyzer/matrix.txt" | awk 'NF { $1 = "matrix_" $1; print }' |
 		while read -r n opts; do echo "$n $trainer $opts --steps 3"; done

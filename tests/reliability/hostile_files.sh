@@ -15,6 +15,10 @@ vt=$1 golden=$2 work=$3
 rm -rf "$work"
 mkdir -p "$work"
 umask 022
+# In the sanitizer build the shim is instrumented too: the jobs `run` starts
+# need ASan's runtime loaded first (run keeps it first in LD_PRELOAD).
+asan_rt=$(ldd "$vt" | awk '$1 ~ /^libasan/ { print $3 }')
+vt_run() { LD_PRELOAD=$asan_rt "$vt" run "$@"; }
 fails=0
 fail() { echo "FAIL [$name]: $*"; fails=$((fails + 1)); }
 mode_of() { stat -c %a "$1"; }
@@ -49,7 +53,7 @@ for m in 777 770 722; do
 	name="run -o a $m directory"
 	dir=$work/open$m
 	mkdir "$dir" && chmod "$m" "$dir"
-	"$vt" run -o "$dir" -- true 2>"$work/open$m.err"
+	vt_run -o "$dir" -- true 2>"$work/open$m.err"
 	rc=$?
 	[[ $rc == 2 ]] || fail "exit $rc, want 2"
 	[[ $(lines_of "$work/open$m.err") == 1 ]] || fail "not one line: $(cat "$work/open$m.err")"
@@ -58,7 +62,7 @@ for m in 777 770 722; do
 done
 name="run -o an empty 0700 directory of ours"
 mkdir "$work/mine" && chmod 700 "$work/mine"
-"$vt" run -o "$work/mine" -- true 2>"$work/mine.err" || fail "exit $?: $(cat "$work/mine.err")"
+vt_run -o "$work/mine" -- true 2>"$work/mine.err" || fail "exit $?: $(cat "$work/mine.err")"
 [[ -f $work/mine/run.json ]] || fail "no run.json"
 
 name="run -o a path too long for its files"
@@ -66,7 +70,7 @@ long=$work
 while ((${#long} < 3800)); do long=$long/$(printf 'd%.0s' {1..200}); done
 mkdir -p "$long"
 deep=$long/$(printf 'e%.0s' $(seq $((4090 - ${#long} - 1))))
-"$vt" run -o "$deep" -- true 2>"$work/long.err"
+vt_run -o "$deep" -- true 2>"$work/long.err"
 rc=$?
 [[ $rc == 2 ]] || fail "exit $rc, want 2 (a ${#deep}-byte path)"
 [[ $(lines_of "$work/long.err") == 1 ]] || fail "not one line: $(head -c 300 "$work/long.err")"
@@ -74,7 +78,7 @@ grep -q "path is too long" "$work/long.err" || fail "$(head -c 300 "$work/long.e
 [[ -e $deep ]] && fail "the directory was made"
 name="run -o a long path that fits"
 fits=$long/fits
-"$vt" run -o "$fits" -- true 2>"$work/fits.err" || fail "exit $?: $(head -c 300 "$work/fits.err")"
+vt_run -o "$fits" -- true 2>"$work/fits.err" || fail "exit $?: $(head -c 300 "$work/fits.err")"
 [[ -f $fits/run.json ]] || fail "no run.json in a ${#fits}-byte path"
 
 # ---- a planted log ---------------------------------------------------------------
@@ -94,7 +98,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d["pro
 
 # ---- run.json with argv that is not UTF-8 ------------------------------------------
 name="run.json with non-UTF-8 argv"
-"$vt" run -o "$work/argv" -- true $'\xff\xfe' $'caf\xc3' $'\e[31mred' $'ok\xc3\xa9' 2>/dev/null ||
+vt_run -o "$work/argv" -- true $'\xff\xfe' $'caf\xc3' $'\e[31mred' $'ok\xc3\xa9' 2>/dev/null ||
 	fail "run exit $?"
 python3 - "$work/argv/run.json" <<'PY' || fail "run.json is not valid JSON, or argv is not as documented"
 import json, sys
