@@ -212,8 +212,8 @@ static int holds_trace(const char *path)
 }
 
 /* An existing directory the trace may go into: ours, not a symlink, not
- * writable by anyone else (who could plant or swap logs in it, or read the
- * job's stacks from files it swapped in), and holding no trace yet. An empty
+ * writable by anyone else (who could plant, swap or remove the trace's
+ * files), and holding no trace yet. An empty
  * directory writable by others is refused too rather than chmod'ed: someone
  * could write into it between the check and the chmod. */
 static int accept_existing_dir(const char *path)
@@ -377,7 +377,7 @@ static int prepare_env(const struct run_job *job)
 
 /* A JSON string: the analyzer's escaping (json_out.h), so a command line
  * that is not UTF-8 (argv is bytes) still makes valid JSON: each invalid
- * byte becomes U+FFFD, control characters \u00XX. */
+ * byte becomes U+FFFD, control characters are escaped. */
 static void json_string(FILE *f, const char *s)
 {
 	vt_json_write_escaped(f, s, strlen(s));
