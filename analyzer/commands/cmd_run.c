@@ -28,6 +28,7 @@
 #include <dirent.h>
 
 #include "cli.h"
+#include "json_out.h"
 #include "log_reader.h"
 #include "trace_dir.h"
 #include "recording_cost.h"
@@ -199,26 +200,68 @@ static int holds_trace(const char *path)
 	return found;
 }
 
-/* Create `path` 0700, or accept an existing empty-of-traces directory that
- * is ours. */
-static int make_private_dir(const char *path, int *made)
+/* An existing directory the trace may go into: ours, not a symlink, not
+ * writable by anyone else (who could plant, swap or remove the trace's
+ * files), and holding no trace yet. An empty
+ * directory writable by others is refused too rather than chmod'ed: someone
+ * could write into it between the check and the chmod. */
+static int accept_existing_dir(const char *path)
 {
-	*made = 0;
-	if (!mkdir(path, 0700))
-		return *made = 1, 0;
 	struct stat st;
-	int saved = errno;
-	if (saved == EEXIST && !lstat(path, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
-		if (!holds_trace(path))
-			return 0;
+	if (lstat(path, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		fprintf(stderr, "vramtrace run: cannot create trace directory %s: %s\n", path,
+		        "exists and is not a directory of this user");
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		fprintf(stderr,
+		        "vramtrace run: %s is writable by other users (mode %04o); "
+		        "`chmod go-w` it or choose another -o\n",
+		        path, (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	if (holds_trace(path)) {
 		fprintf(stderr,
 		        "vramtrace run: %s already holds a trace; choose another -o or remove it\n",
 		        path);
 		return -1;
 	}
+	return 0;
+}
+
+/* Create `path` 0700, or accept an existing directory (accept_existing_dir). */
+static int make_private_dir(const char *path, int *made)
+{
+	*made = 0;
+	if (!mkdir(path, 0700))
+		return *made = 1, 0;
+	if (errno == EEXIST)
+		return accept_existing_dir(path);
 	fprintf(stderr, "vramtrace run: cannot create trace directory %s: %s\n", path,
-	        saved == EEXIST ? "exists and is not a directory of this user" : strerror(saved));
+	        strerror(errno));
 	return -1;
+}
+
+/* The longest name put into the trace directory: "/vramtrace.<pid>.<n>.log"
+ * with 10-digit numbers, "/.symbols.vtsym.XXXXXX", "/.run.json.tmp". */
+#define LONGEST_NAME_IN_DIR 40
+
+/* Does every file of the trace get a path the system can open? Near
+ * PATH_MAX the shim's logs could still be written while run.json, the
+ * sidecar and `report` could not reach them: refused up front instead. */
+static int dir_path_fits(const char *name)
+{
+	char cwd[PATH_MAX];
+	size_t len = strlen(name);
+	if (name[0] != '/')
+		len += getcwd(cwd, sizeof cwd) ? strlen(cwd) + 1 : PATH_MAX;
+	if (len + LONGEST_NAME_IN_DIR < PATH_MAX)
+		return 1;
+	fprintf(stderr,
+	        "vramtrace run: the trace directory's path is too long (%zu bytes, absolute; "
+	        "at most %d): choose a shorter -o\n",
+	        len, PATH_MAX - 1 - LONGEST_NAME_IN_DIR);
+	return 0;
 }
 
 static int make_dirs(struct run_job *job)
@@ -228,7 +271,7 @@ static int make_dirs(struct run_job *job)
 		snprintf(name, sizeof name, "%s", job->out_dir);
 	else
 		default_dir_name(job, name, sizeof name);
-	if (make_private_dir(name, &job->made_dir))
+	if (!dir_path_fits(name) || make_private_dir(name, &job->made_dir))
 		return -1;
 	if (!realpath(name, job->dir)) {
 		fprintf(stderr, "vramtrace run: cannot resolve %s: %s\n", name, strerror(errno));
@@ -372,20 +415,12 @@ static int prepare_env(const struct run_job *job)
 
 /* ---- run.json ---------------------------------------------------------- */
 
-/* A JSON string (RFC 8259 escapes; bytes >= 0x80 pass through: argv is
- * usually UTF-8, and run.json is for people and scripts alike). */
+/* A JSON string: the analyzer's escaping (json_out.h), so a command line
+ * that is not UTF-8 (argv is bytes) still makes valid JSON: each invalid
+ * byte becomes U+FFFD, control characters are escaped. */
 static void json_string(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
+	vt_json_write_escaped(f, s, strlen(s));
 }
 
 static void write_run_fields(FILE *f, const struct run_job *job, int finished)

@@ -6,19 +6,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A spreadsheet runs a cell that starts with one of these as a formula. */
+static int starts_formula(const char *s)
+{
+	return *s && strchr("=+-@", *s);
+}
+
+static int is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
 void vt_csv_field(FILE *out, const char *s)
 {
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, out);
-		return;
+	int quoted = strpbrk(s, ",\"") != NULL;
+	if (quoted)
+		fputc('"', out);
+	if (starts_formula(s))
+		fputc('\'', out);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (is_control(*c))
+			fprintf(out, "\\x%02x", *c);
+		else if (*c == '"')
+			fputs("\"\"", out);
+		else
+			fputc(*c, out);
 	}
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
-	}
-	fputc('"', out);
+	if (quoted)
+		fputc('"', out);
 }
 
 static const struct vt_model *sort_model;

@@ -1,8 +1,10 @@
 /* The data every export shares (see export_data.h). */
+#define _GNU_SOURCE
 #include "export_data.h"
 #include "model_query.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -100,27 +102,45 @@ struct vt_step *vt_export_timeline(const struct vt_export *x, uint32_t *n)
 	return v;
 }
 
-int vt_export_write_file(const char *path, vt_export_writer fn, void *ctx, char *err,
-                         size_t errlen)
+/* A new, empty file next to path (same folder, so rename stays on one file
+ * system): mkostemp's O_CREAT|O_EXCL neither follows a planted symlink nor
+ * opens a file someone else made, and its mode is 0600 like the trace's.
+ * The name into tmp (malloc'd). A FILE, or NULL with err. */
+static FILE *open_temp_beside(const char *path, char **tmp, char *err, size_t errlen)
 {
-	size_t len = strlen(path) + 32;
-	char *tmp = malloc(len);
-	if (!tmp) {
+	const char *slash = strrchr(path, '/');
+	int dir_len = slash ? (int)(slash - path) + 1 : 0;
+	size_t len = (size_t)dir_len + sizeof ".vramtrace-export.XXXXXX";
+	if (!(*tmp = malloc(len))) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return NULL;
 	}
-	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
+	snprintf(*tmp, len, "%.*s.vramtrace-export.XXXXXX", dir_len, path);
+	int fd = mkostemp(*tmp, O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		free(tmp);
-		return -1;
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(*tmp);
+		}
+		free(*tmp);
+		*tmp = NULL;
 	}
+	return f;
+}
+
+int vt_export_write_file(const char *path, vt_export_writer fn, void *ctx, char *err, size_t errlen)
+{
+	char *tmp;
+	FILE *f = open_temp_beside(path, &tmp, err, errlen);
+	if (!f)
+		return -1;
 	int rc = fn(f, ctx);
 	if (fclose(f) != 0)
 		rc = -1;
 	if (rc != 0) {
-		snprintf(err, errlen, "writing %s failed", tmp);
+		snprintf(err, errlen, "writing %s failed", path);
 	} else if (rename(tmp, path) != 0) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		rc = -1;

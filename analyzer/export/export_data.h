@@ -53,8 +53,11 @@ struct vt_step {
 /* A new array of every step (caller frees), count in *n. NULL on no memory. */
 struct vt_step *vt_export_timeline(const struct vt_export *x, uint32_t *n);
 
-/* Write path through fn: into "path.tmp.PID" first, renamed when all went
- * well, so a failed export leaves no half file. 0, or -1 and a reason. */
+/* Write path through fn: into a new file of an unpredictable name in path's
+ * folder first (mkostemp: exclusive, mode 0600, never through a symlink),
+ * renamed over path when all went well, so a failed export leaves no half
+ * file and nobody else can have opened or redirected it. 0, or -1 and a
+ * reason. */
 typedef int (*vt_export_writer)(FILE *out, void *ctx);
 int vt_export_write_file(const char *path, vt_export_writer fn, void *ctx, char *err,
                          size_t errlen);

@@ -144,6 +144,111 @@ static int stranded_log_dir(const char *dir, char *buf, size_t len)
 	return o > 0 && stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* A log that is not its process's own: one owned by another user than the
+ * trace directory's (planted by someone who could write there), or whose
+ * header's pid is not the pid its name says (copied in from another trace or
+ * process). The reason into why, or 0 for a log of this trace. */
+static int foreign_log(const struct named_log *nl, const struct vt_log *log, uid_t dir_owner,
+                       char *why, size_t len)
+{
+	struct stat st;
+	if (stat(nl->path, &st) == 0 && st.st_uid != dir_owner) {
+		snprintf(why, len,
+		         "%s is owned by uid %u, not by the trace directory's owner (uid %u)",
+		         nl->path, (unsigned)st.st_uid, (unsigned)dir_owner);
+		return 1;
+	}
+	long header_pid = vt_log_header(log)->pid;
+	if (header_pid < 0 || (unsigned long)header_pid != nl->pid) {
+		snprintf(why, len, "%s holds the log of pid %ld, not of pid %lu as its name says",
+		         nl->path, header_pid, nl->pid);
+		return 1;
+	}
+	return 0;
+}
+
+/* Each open log stays mapped (log_reader.h) and a process may hold at most
+ * vm.max_map_count mappings; this many are left for the analyzer's own
+ * (the heap, libraries, the symbolizer's ELF files). */
+#define MAPS_KEPT_FOR_THE_ANALYZER 2048
+
+/* A number from a one-line file, or fallback. */
+static unsigned long read_number(const char *path, unsigned long fallback)
+{
+	FILE *f = fopen(path, "re");
+	unsigned long v;
+	if (!f)
+		return fallback;
+	int ok = fscanf(f, "%lu", &v) == 1;
+	fclose(f);
+	return ok ? v : fallback;
+}
+
+static unsigned long maps_in_use(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long n = 0;
+	int c;
+	if (!f)
+		return 0;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* How many more logs this process can keep mapped: vm.max_map_count (or
+ * VRAMTRACE_MAX_MAPS when lower), less the mappings in use and a reserve. */
+static unsigned long mappable_logs(unsigned long *limit)
+{
+	*limit = read_number("/proc/sys/vm/max_map_count", 65530);
+	const char *env = getenv("VRAMTRACE_MAX_MAPS");
+	char *end;
+	unsigned long lower = env && *env ? strtoul(env, &end, 10) : 0;
+	if (lower && !*end && lower < *limit)
+		*limit = lower;
+	unsigned long used = maps_in_use() + MAPS_KEPT_FOR_THE_ANALYZER;
+	return *limit > used ? *limit - used : 0;
+}
+
+/* More logs than mappings left: the first ones (by pid) are read, the rest
+ * skipped with one line that names the limit. The count to read. */
+static size_t logs_within_map_limit(const char *dir, const struct named_log *names, size_t n)
+{
+	unsigned long limit, room = mappable_logs(&limit);
+	if (n <= room)
+		return n;
+	fprintf(stderr,
+	        "vramtrace: %s: %zu logs, but this process may map only %lu more files "
+	        "(vm.max_map_count %lu; each log stays mapped while read): the last %zu "
+	        "(pid %lu and up) skipped; raise vm.max_map_count to read them all\n",
+	        dir, n, room, limit, n - room, names[room].pid);
+	return room;
+}
+
+/* Open each named log into t->logs, skipping (with a line on stderr) the
+ * unreadable and the foreign. The count skipped. */
+static size_t open_named(struct vt_trace *t, const struct named_log *names, size_t n,
+                         uid_t dir_owner)
+{
+	size_t skipped = 0;
+	for (size_t i = 0; i < n; i++) {
+		char why[1024];
+		struct vt_log *log = vt_log_open_file(names[i].path, why, sizeof why);
+		if (log && foreign_log(&names[i], log, dir_owner, why, sizeof why)) {
+			vt_log_close(log);
+			log = NULL;
+		}
+		if (log)
+			t->logs[t->nlogs++] = log;
+		else {
+			fprintf(stderr, "vramtrace: %s; skipped\n", why);
+			skipped++;
+		}
+	}
+	return skipped;
+}
+
 int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
@@ -160,15 +265,9 @@ int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errle
 		return -1;
 	out->dir = strdup(dir);
 	out->logs = calloc(n ? n : 1, sizeof *out->logs);
-	for (size_t i = 0; out->logs && out->dir && i < n; i++) {
-		char why[512];
-		struct vt_log *log = vt_log_open_file(names[i].path, why, sizeof why);
-		if (log)
-			out->logs[out->nlogs++] = log;
-		else {
-			fprintf(stderr, "vramtrace: %s; skipped\n", why);
-			skipped++;
-		}
+	if (out->logs && out->dir) {
+		size_t readable = logs_within_map_limit(dir, names, n);
+		skipped = open_named(out, names, readable, st.st_uid) + (n - readable);
 	}
 	free_names(names, n);
 	if (!out->logs || !out->dir) {

@@ -47,8 +47,22 @@ static void csv_quotes_only_when_needed(void **state)
 	field("", "");
 	field("f(a, b) (x.cc:3)", "\"f(a, b) (x.cc:3)\"");
 	field("say \"hi\"", "\"say \"\"hi\"\"\"");
-	field("two\nlines", "\"two\nlines\"");
-	field("cr\rhere", "\"cr\rhere\"");
+}
+
+/* Control bytes reach no terminal or parser raw; formulas stay text. */
+static void csv_fields_stay_inert(void **state)
+{
+	(void)state;
+	field("two\nlines", "two\\x0alines");
+	field("cr\rhere", "cr\\x0dhere");
+	field("\x1b]0;pwned\x07title", "\\x1b]0;pwned\\x07title");
+	field("del\x7f", "del\\x7f");
+	field("=HYPERLINK(\"http://x\")", "\"'=HYPERLINK(\"\"http://x\"\")\"");
+	field("+1", "'+1");
+	field("-2+3", "'-2+3");
+	field("@SUM(A1)", "'@SUM(A1)");
+	field("a=b", "a=b");
+	field("\tcmd", "\\x09cmd");
 }
 
 static void b_module(struct builder *b, const char *path, uint64_t lo, uint64_t hi)
@@ -304,12 +318,13 @@ static void progress_only_on_a_terminal(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(csv_quotes_only_when_needed),
-		cmocka_unit_test(hostile_names_stay_inert),
-		cmocka_unit_test(empty_trace_exports),
-		cmocka_unit_test(no_color_off_a_terminal),
-		cmocka_unit_test(color_on_a_terminal_unless_no_color),
-		cmocka_unit_test(progress_only_on_a_terminal),
+	    cmocka_unit_test(csv_quotes_only_when_needed),
+	    cmocka_unit_test(csv_fields_stay_inert),
+	    cmocka_unit_test(hostile_names_stay_inert),
+	    cmocka_unit_test(empty_trace_exports),
+	    cmocka_unit_test(no_color_off_a_terminal),
+	    cmocka_unit_test(color_on_a_terminal_unless_no_color),
+	    cmocka_unit_test(progress_only_on_a_terminal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
