@@ -30,6 +30,7 @@
 #include "log_reader.h"
 #include "trace_dir.h"
 #include "recording_cost.h"
+#include "run_lock.h"      /* one launcher per trace directory */
 #include "run_relay.h"     /* the job's stderr through the launcher */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
 #include "vramtrace/size_text.h"
@@ -195,21 +196,6 @@ static void default_dir_name(const struct run_job *job, char *out, size_t len)
 			*c = '_';
 }
 
-/* Does `path` already hold a trace (logs or run.json)? Mixing two runs in
- * one directory would make one trace of both. */
-static int holds_trace(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return 0;
-	int found = 0;
-	struct dirent *e;
-	while (!found && (e = readdir(d)))
-		found = !strcmp(e->d_name, "run.json") || !strncmp(e->d_name, "vramtrace.", 10);
-	closedir(d);
-	return found;
-}
-
 /* Create `path` 0700, or accept an existing empty-of-traces directory that
  * is ours. */
 static int make_private_dir(const char *path)
@@ -219,7 +205,7 @@ static int make_private_dir(const char *path)
 	struct stat st;
 	int saved = errno;
 	if (saved == EEXIST && !lstat(path, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
-		if (!holds_trace(path))
+		if (!vt_run_dir_holds_trace(path))
 			return 0;
 		fprintf(stderr,
 		        "vramtrace run: %s already holds a trace; choose another -o or remove it\n",
@@ -244,6 +230,8 @@ static int make_dirs(struct run_job *job)
 		fprintf(stderr, "vramtrace run: cannot resolve %s: %s\n", name, strerror(errno));
 		return -1;
 	}
+	if (vt_run_lock_dir(job->dir))
+		return -1;
 	snprintf(job->log_dir, sizeof job->log_dir, "%s", job->dir);
 	if (job->use_shm) {
 		const char *base = strrchr(job->dir, '/');
