@@ -548,18 +548,30 @@ static double recording_cost_ns(const struct vt_trace *trace)
 	return total;
 }
 
+/* "; vramtrace's own time ..." (nothing when no log measured it), said as a
+ * sum over threads when it adds up to more than the job's wall time. */
+static void own_time_text(const struct run_job *job, const struct vt_trace *trace, char *buf,
+                          size_t len)
+{
+	double ns = recording_cost_ns(trace);
+	if (ns < 0)
+		return;
+	uint64_t now = realtime_ns();
+	buf[0] = ';';
+	buf[1] = ' ';
+	vt_own_time_text(ns, now > job->start_ns ? now - job->start_ns : 0, buf + 2, len - 2);
+}
+
 static void print_summary(const struct run_job *job)
 {
 	struct vt_trace trace;
-	char err[256] = "", cost[64] = "";
+	char err[256] = "", cost[192] = "";
 	uint64_t events = 0;
 	size_t logs = 0;
 	if (vt_trace_open(job->dir, &trace, err, sizeof err) == 0) {
 		logs = trace.nlogs;
 		vt_trace_for_each(&trace, count_event, &events);
-		double ns = recording_cost_ns(&trace);
-		if (ns >= 0)
-			snprintf(cost, sizeof cost, "; vramtrace's own time %.2f ms", ns / 1e6);
+		own_time_text(job, &trace, cost, sizeof cost);
 		vt_trace_close(&trace);
 	}
 	fprintf(stderr,
