@@ -25,11 +25,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include "log_reader.h"
 #include "trace_dir.h"
 #include "recording_cost.h"
+#include "run_collect.h"   /* --shm logs into the trace */
 #include "run_lock.h"      /* one launcher per trace directory */
 #include "run_relay.h"     /* the job's stderr through the launcher */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
@@ -471,59 +471,6 @@ static int spawn_and_wait(struct run_job *job)
 	return 0;
 }
 
-/* ---- --shm: move the logs into the trace ------------------------------- */
-
-static int copy_file(const char *from, const char *to)
-{
-	int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (in < 0)
-		return -1;
-	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		close(in);
-		return -1;
-	}
-	char buf[1 << 16];
-	ssize_t n;
-	int rc = 0;
-	while ((n = read(in, buf, sizeof buf)) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -1;
-			break;
-		}
-	if (n < 0)
-		rc = -1;
-	close(in);
-	if (close(out))
-		rc = -1;
-	return rc;
-}
-
-static int collect_shm(const struct run_job *job)
-{
-	DIR *d = opendir(job->log_dir);
-	if (!d)
-		return -1;
-	int rc = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char from[PATH_MAX * 2], to[PATH_MAX * 2];
-		snprintf(from, sizeof from, "%s/%s", job->log_dir, e->d_name);
-		snprintf(to, sizeof to, "%s/%s", job->dir, e->d_name);
-		if (rename(from, to) && (copy_file(from, to) || unlink(from))) {
-			fprintf(stderr, "vramtrace run: could not move %s into %s\n", from,
-			        job->dir);
-			rc = -1;
-		}
-	}
-	closedir(d);
-	if (!rc)
-		rmdir(job->log_dir);
-	return rc;
-}
-
 /* ---- summary ----------------------------------------------------------- */
 
 static int count_event(const struct vt_record_view *rec, void *ctx)
@@ -594,7 +541,7 @@ int cmd_run(int argc, char **argv)
 	if (spawn_and_wait(&job))
 		return 2;
 	if (job.use_shm)
-		collect_shm(&job);
+		vt_run_collect_shm(job.log_dir, job.dir);
 	vt_sidecar_write(job.dir); /* says why on stderr if it cannot */
 	write_run_json(&job, 1);
 	print_summary(&job);

@@ -56,5 +56,33 @@ grep -q "\"log_dir\": \"$shm\"" "$work/shm/run.json" || fail "run.json lacks log
 grep -qF "$shm" "$work/shm.report" || fail "report does not say where the logs are: $(cat "$work/shm.report")"
 rm -rf "$shm"
 
+# --shm, a worker that outlives the job's main process: its log is left in
+# /dev/shm (not taken half-written into the trace and unlinked), the launcher
+# says where, and once the worker ends that log is whole
+name=shm_orphan
+echo "== --shm, a worker outlives the job"
+"$vt" run --shm -o "$work/orphan" -- sh -c '"$0" linger 3000 & sleep 0.3' "$job" \
+	2>"$work/orphan.err"
+launcher_rc=$?
+[[ $launcher_rc == 0 ]] || fail "run exit $launcher_rc: $(cat "$work/orphan.err")"
+shm=$(sed -n 's/.* in \(\/dev\/shm\/[^ ]*\) still being written.*/\1/p' "$work/orphan.err")
+[[ -n $shm && -d $shm ]] || fail "the launcher did not say where the live log is: $(cat "$work/orphan.err")"
+for _ in $(seq 100); do
+	grep -qs state=exited <("$vt" dump "$shm" 2>/dev/null) && break
+	sleep 0.1
+done
+if [[ -n $shm ]]; then
+	"$vt" dump "$shm" >"$work/orphan.dump" 2>&1
+	grep -q '^log .*state=exited' "$work/orphan.dump" || fail "the worker's log was not finished in $shm"
+	[[ $(grep -c '^alloc ' "$work/orphan.dump") == 2 ]] ||
+		fail "the worker's log lacks its allocations: $(grep -c '^alloc ' "$work/orphan.dump") of 2"
+	rm -rf "$shm"
+fi
+for f in "$work/orphan"/vramtrace.*; do
+	[[ -e $f ]] || continue
+	[[ $f == *.tmp ]] && fail "a partial copy is left: $f"
+	"$vt" dump "$f" 2>&1 | grep -q '^log .*state=running' && fail "a live log was taken into the trace: $f"
+done
+
 ((fails == 0)) && echo "run_signals: all passed" || echo "run_signals: $fails failed"
 ((fails == 0))
