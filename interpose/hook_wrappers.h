@@ -20,8 +20,16 @@ static inline int vt_hook_may_record(const void *caller)
 	switch (vt_guard) {
 	case VT_GUARD_NONE:
 		return 1;
-	case VT_GUARD_DRIVER: /* the driver calling itself passes through */
-		return !vt_is_driver_address(caller);
+	case VT_GUARD_DRIVER:
+		/* Inside a wrapped call on this thread: an entry point the driver
+		 * (or a layer between job and driver) calls from within another
+		 * is part of that call, recorded once, at the outermost call.
+		 * Its return address does not say so: a nested call made as the
+		 * entry point's last act returns straight into our wrapper, and a
+		 * layer is another object than the driver. (A signal handler that
+		 * interrupts a driver call cannot call the driver: it is not
+		 * async-signal-safe.) */
+		return 0;
 	case VT_GUARD_SHIM:
 		/* The shim calls the driver's real functions, never a wrapper:
 		 * a wrapper reached now was called by a signal handler that

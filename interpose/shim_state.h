@@ -30,9 +30,9 @@ int vt_shim_forked_child(void);
 /* What the calling thread is doing, in initial-exec TLS (no allocation, no
  * lock on access). A wrapper or dlsym called during the shim's own work
  * passes straight through; one called while a wrapper is inside the real
- * driver passes through if the driver itself called it, and is recorded if
- * a signal handler (or anything else outside the driver) did; one called
- * while the shim works is recorded unless the shim itself called it. */
+ * driver is part of that call and passes through (the outermost call is the
+ * one recorded); one called while the shim works is recorded unless the
+ * shim itself called it (a signal handler interrupting the shim did). */
 enum vt_guard_level {
 	VT_GUARD_NONE = 0,   /* the job's own code */
 	VT_GUARD_DRIVER = 1, /* inside a real driver call made by a wrapper */

@@ -32,6 +32,8 @@
 #include "log_reader.h"
 #include "trace_dir.h"
 #include "recording_cost.h"
+#include "run_collect.h"   /* --shm logs into the trace */
+#include "run_lock.h"      /* one launcher per trace directory */
 #include "run_relay.h"     /* the job's stderr through the launcher */
 #include "run_summary.h"   /* the short answer when the job ends */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
@@ -185,21 +187,6 @@ static void default_dir_name(const struct run_job *job, char *out, size_t len)
 			*c = '_';
 }
 
-/* Does `path` already hold a trace (logs or run.json)? Mixing two runs in
- * one directory would make one trace of both. */
-static int holds_trace(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return 0;
-	int found = 0;
-	struct dirent *e;
-	while (!found && (e = readdir(d)))
-		found = !strcmp(e->d_name, "run.json") || !strncmp(e->d_name, "vramtrace.", 10);
-	closedir(d);
-	return found;
-}
-
 /* An existing directory the trace may go into: ours, not a symlink, not
  * writable by anyone else (who could plant, swap or remove the trace's
  * files), and holding no trace yet. An empty
@@ -220,7 +207,7 @@ static int accept_existing_dir(const char *path)
 		        path, (unsigned)(st.st_mode & 07777));
 		return -1;
 	}
-	if (holds_trace(path)) {
+	if (vt_run_dir_holds_trace(path)) {
 		fprintf(stderr,
 		        "vramtrace run: %s already holds a trace; choose another -o or remove it\n",
 		        path);
@@ -277,6 +264,8 @@ static int make_dirs(struct run_job *job)
 		fprintf(stderr, "vramtrace run: cannot resolve %s: %s\n", name, strerror(errno));
 		return -1;
 	}
+	if (vt_run_lock_dir(job->dir))
+		return -1;
 	snprintf(job->log_dir, sizeof job->log_dir, "%s", job->dir);
 	if (job->use_shm) {
 		const char *base = strrchr(job->dir, '/');
@@ -624,59 +613,6 @@ static int launch_failed(const struct run_job *job)
 	return 126;
 }
 
-/* ---- --shm: move the logs into the trace ------------------------------- */
-
-static int copy_file(const char *from, const char *to)
-{
-	int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (in < 0)
-		return -1;
-	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		close(in);
-		return -1;
-	}
-	char buf[1 << 16];
-	ssize_t n;
-	int rc = 0;
-	while ((n = read(in, buf, sizeof buf)) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -1;
-			break;
-		}
-	if (n < 0)
-		rc = -1;
-	close(in);
-	if (close(out))
-		rc = -1;
-	return rc;
-}
-
-static int collect_shm(const struct run_job *job)
-{
-	DIR *d = opendir(job->log_dir);
-	if (!d)
-		return -1;
-	int rc = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char from[PATH_MAX * 2], to[PATH_MAX * 2];
-		snprintf(from, sizeof from, "%s/%s", job->log_dir, e->d_name);
-		snprintf(to, sizeof to, "%s/%s", job->dir, e->d_name);
-		if (rename(from, to) && (copy_file(from, to) || unlink(from))) {
-			fprintf(stderr, "vramtrace run: could not move %s into %s\n", from,
-			        job->dir);
-			rc = -1;
-		}
-	}
-	closedir(d);
-	if (!rc)
-		rmdir(job->log_dir);
-	return rc;
-}
-
 /* ---- summary ----------------------------------------------------------- */
 
 static int count_event(const struct vt_record_view *rec, void *ctx)
@@ -701,18 +637,30 @@ static double recording_cost_ns(const struct vt_trace *trace)
 	return total;
 }
 
+/* "; vramtrace's own time ..." (nothing when no log measured it), said as a
+ * sum over threads when it adds up to more than the job's wall time. */
+static void own_time_text(const struct run_job *job, const struct vt_trace *trace, char *buf,
+                          size_t len)
+{
+	double ns = recording_cost_ns(trace);
+	if (ns < 0)
+		return;
+	uint64_t now = realtime_ns();
+	buf[0] = ';';
+	buf[1] = ' ';
+	vt_own_time_text(ns, now > job->start_ns ? now - job->start_ns : 0, buf + 2, len - 2);
+}
+
 static void print_summary(const struct run_job *job)
 {
 	struct vt_trace trace;
-	char err[256] = "", cost[64] = "";
+	char err[256] = "", cost[192] = "";
 	uint64_t events = 0;
 	size_t logs = 0;
 	if (vt_trace_open(job->dir, &trace, err, sizeof err) == 0) {
 		logs = trace.nlogs;
 		vt_trace_for_each(&trace, count_event, &events);
-		double ns = recording_cost_ns(&trace);
-		if (ns >= 0)
-			snprintf(cost, sizeof cost, "; vramtrace's own time %.2f ms", ns / 1e6);
+		own_time_text(job, &trace, cost, sizeof cost);
 		vt_trace_close(&trace);
 	}
 	/* the answer first (peaks, flags, out of memory, what to type next),
@@ -740,7 +688,7 @@ int cmd_run(int argc, char **argv)
 	if (job.exec_errno)
 		return launch_failed(&job);
 	if (job.use_shm)
-		collect_shm(&job);
+		vt_run_collect_shm(job.log_dir, job.dir);
 	vt_sidecar_write(job.dir); /* says why on stderr if it cannot */
 	write_run_json(&job, 1);
 	print_summary(&job);

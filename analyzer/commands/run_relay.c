@@ -1,16 +1,24 @@
 /* The job's stderr through the launcher (contract and modes: run_relay.h).
  *
- * Why a thread created before fork: the relay must be reading before the job
- * writes its first byte (a full pipe would block the job), and a failure to
- * start it must leave the job its plain stderr, which is only possible while
- * nothing has been forked yet. The thread blocks every signal, so the
- * launcher's main thread keeps receiving (and forwarding) them. */
+ * Why a process forked before the job: the relay must be reading before the
+ * job writes its first byte (a full pipe would block the job), and a failure
+ * to start it must leave the job its plain stderr, which is only possible
+ * while nothing has been forked yet. A process, not a thread, so the job's
+ * stderr outlives the launcher: a launcher that is SIGKILLed takes a thread
+ * with it, and the job's next write would get SIGPIPE. The relay process
+ * blocks every signal (the job and the launcher get them; it ends when the
+ * job's stream does) and learns that the launcher is gone when the control
+ * pipe's write end closes: it then relays until the stream ends. */
 #define _GNU_SOURCE
 #include "run_relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +32,8 @@
 #include "vramtrace/env_flag.h"
 
 #define RELAY_BUF (64 * 1024)
-#define DRAIN_QUIET_MS 200    /* after the job exited: stop after this much silence */
-#define DRAIN_MAX_MS 2000     /* ... or this long in all (a grandchild keeps writing) */
+#define DRAIN_QUIET_MS 200 /* after the job exited: stop after this much silence */
+#define DRAIN_MAX_MS 2000  /* ... or this long in all (a grandchild keeps writing) */
 #define MARK_TEXT_MAX 1024
 
 const char *vt_relay_mode_name(int mode)
@@ -57,7 +65,7 @@ static void open_launcher_log(struct vt_relay *r)
 	r->log_open = vt_log_init(&cfg) == 0 ? 1 : -1; /* -1: never retried */
 	if (r->log_open < 0)
 		return;
-	pid_t pid = __atomic_load_n(&r->job_pid, __ATOMIC_ACQUIRE);
+	pid_t pid = __atomic_load_n(&r->shared->job_pid, __ATOMIC_ACQUIRE);
 	char text[64];
 	snprintf(text, sizeof text, "stderr relay of pid %d", (int)pid);
 	vt_log_write_mark(VT_MARK_LAUNCHER, text, (uint64_t)pid);
@@ -83,18 +91,6 @@ static void on_oom_line(const char *line, size_t len, const struct vt_oom_messag
 
 /* ---- the terminal ------------------------------------------------------------ */
 
-static int g_winch_fd = -1; /* the relay's wake pipe while a pty relay runs */
-
-static void on_winch(int sig)
-{
-	(void)sig;
-	int saved = errno;
-	if (g_winch_fd >= 0 && write(g_winch_fd, "w", 1) < 0) {
-		/* a full wake pipe already holds a resize request */
-	}
-	errno = saved;
-}
-
 static void copy_window_size(const struct vt_relay *r)
 {
 	struct winsize ws;
@@ -108,7 +104,8 @@ static int open_pty(struct vt_relay *r)
 {
 	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 	char name[128];
-	if (master < 0 || grantpt(master) || unlockpt(master) || ptsname_r(master, name, sizeof name)) {
+	if (master < 0 || grantpt(master) || unlockpt(master) ||
+	    ptsname_r(master, name, sizeof name)) {
 		if (master >= 0)
 			close(master);
 		return -1;
@@ -184,38 +181,60 @@ static int relay_some(struct vt_relay *r, char *buf)
 	return 0;
 }
 
-/* Wake-pipe bytes: 'x' the job exited, 'w' the window size changed. */
-static int read_wake(struct vt_relay *r)
+/* Control-pipe bytes: 'x' the job exited. 1 then; 0 otherwise. */
+static int read_control(struct vt_relay *r)
 {
 	char cmd[64];
-	int exited = 0;
 	ssize_t n = read(r->wake[0], cmd, sizeof cmd);
-	for (ssize_t i = 0; i < n; i++) {
+	for (ssize_t i = 0; i < n; i++)
 		if (cmd[i] == 'x')
-			exited = 1;
-		else if (cmd[i] == 'w' && r->mode == VT_RELAY_PTY)
-			copy_window_size(r);
-	}
-	return exited;
+			return 1;
+	return 0;
 }
 
-static void *relay_thread(void *arg)
+/* SIGWINCH, taken through a signalfd: the terminal was resized. */
+static void on_resize(struct vt_relay *r, int sfd)
 {
-	struct vt_relay *r = arg;
-	char *buf = malloc(RELAY_BUF);
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	copy_window_size(r);
+}
+
+static int resize_fd(const struct vt_relay *r)
+{
+	if (r->mode != VT_RELAY_PTY)
+		return -1;
+	sigset_t winch;
+	sigemptyset(&winch);
+	sigaddset(&winch, SIGWINCH);
+	return signalfd(-1, &winch, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* The relay process's loop: until the stream ends, or (the job reaped by
+ * the launcher) it has been quiet a while; with the launcher gone, until
+ * the stream ends. */
+static void relay_loop(struct vt_relay *r, char *buf)
+{
+	int sfd = resize_fd(r);
 	uint64_t drain_start = 0, last_data = 0;
-	int draining = 0;
-	while (buf) {
-		struct pollfd p[2] = {{.fd = r->read_fd, .events = POLLIN},
-		                      {.fd = r->wake[0], .events = POLLIN}};
-		int rc = poll(p, 2, draining ? DRAIN_QUIET_MS : -1);
+	int draining = 0, control = r->wake[0];
+	for (;;) {
+		struct pollfd p[3] = {{.fd = r->read_fd, .events = POLLIN},
+		                      {.fd = control, .events = POLLIN},
+		                      {.fd = sfd, .events = POLLIN}};
+		int rc = poll(p, 3, draining ? DRAIN_QUIET_MS : -1);
 		if (rc < 0 && errno == EINTR)
 			continue;
 		if (rc <= 0)
 			break; /* quiet since the job exited (or poll failed) */
-		if ((p[1].revents & POLLIN) && read_wake(r) && !draining) {
+		if (p[2].revents & POLLIN)
+			on_resize(r, sfd);
+		if ((p[1].revents & POLLIN) && read_control(r) && !draining) {
 			draining = 1;
 			drain_start = last_data = now_ms();
+		} else if (p[1].revents & (POLLHUP | POLLERR)) {
+			control = -1; /* the launcher is gone: relay to the end */
 		}
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
 			if (relay_some(r, buf))
@@ -226,9 +245,40 @@ static void *relay_thread(void *arg)
 		                 now_ms() - last_data > DRAIN_QUIET_MS))
 			break;
 	}
+	if (sfd >= 0)
+		close(sfd);
+	/* the stream ended first: the job's exit code comes with 'x' */
+	while (control >= 0 && !draining) {
+		struct pollfd c = {.fd = control, .events = POLLIN};
+		if (poll(&c, 1, -1) < 0 && errno != EINTR)
+			break;
+		if (c.revents & POLLIN)
+			draining = read_control(r);
+		else if (c.revents & (POLLHUP | POLLERR))
+			break;
+	}
+}
+
+static _Noreturn void relay_process(struct vt_relay *r)
+{
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	prctl(PR_SET_NAME, "vramtrace-relay");
+	close_fd(&r->child_fd); /* the job holds the only writer: EOF when it is done */
+	close_fd(&r->wake[1]);  /* the launcher's: its end closing says it is gone */
+	char *buf = malloc(RELAY_BUF);
+	if (buf)
+		relay_loop(r, buf);
 	free(buf);
 	vt_stderr_scan_finish(&r->scan);
-	return NULL;
+	struct vt_relay_shared *sh = r->shared;
+	__atomic_store_n(&sh->bytes_relayed, r->bytes_relayed, __ATOMIC_RELEASE);
+	__atomic_store_n(&sh->marks, r->marks, __ATOMIC_RELEASE);
+	int code = __atomic_load_n(&sh->exit_code, __ATOMIC_ACQUIRE);
+	if (r->log_open > 0 && code >= 0) /* the job's end is known only to the launcher */
+		vt_log_finish(code);
+	_exit(0);
 }
 
 /* ---- public ---------------------------------------------------------------------- */
@@ -238,6 +288,28 @@ static int relay_wanted(void)
 	if (vt_env_off("VRAMTRACE_RELAY"))
 		return 0;
 	return fcntl(STDERR_FILENO, F_GETFL) >= 0; /* a closed stderr stays closed */
+}
+
+/* The relay process, forked now; the launcher keeps the job's end of the
+ * stream and the control pipe's write end. 0, or -1 (nothing forked). */
+static int fork_relay(struct vt_relay *r)
+{
+	r->shared = mmap(NULL, sizeof *r->shared, PROT_READ | PROT_WRITE,
+	                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (r->shared == MAP_FAILED) {
+		r->shared = NULL;
+		return -1;
+	}
+	r->shared->exit_code = -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		relay_process(r);
+	r->relay_pid = pid;
+	close_fd(&r->read_fd);
+	close_fd(&r->wake[0]);
+	return 0;
 }
 
 void vt_relay_setup(struct vt_relay *r, const char *trace_dir)
@@ -251,22 +323,22 @@ void vt_relay_setup(struct vt_relay *r, const char *trace_dir)
 		return;
 	r->mode = isatty(r->out_fd) && open_pty(r) == 0 ? VT_RELAY_PTY : VT_RELAY_PIPE;
 	if ((r->mode == VT_RELAY_PIPE && open_pipe(r)) || pipe2(r->wake, O_CLOEXEC | O_NONBLOCK)) {
-		fprintf(stderr, "vramtrace run: stderr not relayed (%s): framework OOM messages "
-		                "will not be recorded\n", strerror(errno));
+		fprintf(stderr,
+		        "vramtrace run: stderr not relayed (%s): framework OOM messages "
+		        "will not be recorded\n",
+		        strerror(errno));
 		reset(r);
 		return;
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&r->thread, NULL, relay_thread, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc) {
-		fprintf(stderr, "vramtrace run: stderr not relayed (no thread: %s)\n", strerror(rc));
+	fflush(NULL); /* nothing buffered is written twice */
+	if (fork_relay(r)) {
+		fprintf(stderr, "vramtrace run: stderr not relayed (no relay process: %s)\n",
+		        strerror(errno));
+		if (r->shared)
+			munmap(r->shared, sizeof *r->shared);
+		r->shared = NULL;
 		reset(r);
-		return;
 	}
-	r->thread_started = 1;
 }
 
 void vt_relay_in_child(struct vt_relay *r)
@@ -278,35 +350,42 @@ void vt_relay_in_child(struct vt_relay *r)
 
 void vt_relay_start(struct vt_relay *r, pid_t job_pid)
 {
-	__atomic_store_n(&r->job_pid, job_pid, __ATOMIC_RELEASE);
+	r->job_pid = job_pid;
 	if (r->mode == VT_RELAY_OFF)
 		return;
+	__atomic_store_n(&r->shared->job_pid, job_pid, __ATOMIC_RELEASE);
 	close_fd(&r->child_fd); /* the job holds the only writer now: EOF when it is done */
-	if (r->mode == VT_RELAY_PTY) {
-		g_winch_fd = r->wake[1];
-		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = on_winch;
-		sa.sa_flags = SA_RESTART;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGWINCH, &sa, NULL);
+}
+
+/* 'x' to the relay. It may be gone already (its stderr broke): the write
+ * then fails with EPIPE, and the SIGPIPE that comes with it, blocked, is
+ * taken here rather than ending the launcher. */
+static void tell_job_exited(struct vt_relay *r)
+{
+	sigset_t pipe_sig, old;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, &old);
+	if (write(r->wake[1], "x", 1) < 0 && errno == EPIPE) {
+		const struct timespec now = {0, 0};
+		sigtimedwait(&pipe_sig, NULL, &now);
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void vt_relay_finish(struct vt_relay *r, int exit_code)
 {
-	if (r->thread_started) {
-		if (write(r->wake[1], "x", 1) < 0) {
-			/* full wake pipe: the thread is awake anyway */
-		}
-		pthread_join(r->thread, NULL);
-		r->thread_started = 0;
+	if (r->relay_pid > 0) {
+		__atomic_store_n(&r->shared->exit_code, exit_code, __ATOMIC_RELEASE);
+		tell_job_exited(r);
+		while (waitpid(r->relay_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		r->relay_pid = 0;
+		r->bytes_relayed = __atomic_load_n(&r->shared->bytes_relayed, __ATOMIC_ACQUIRE);
+		r->marks = __atomic_load_n(&r->shared->marks, __ATOMIC_ACQUIRE);
 	}
-	if (r->mode == VT_RELAY_PTY) {
-		signal(SIGWINCH, SIG_DFL);
-		g_winch_fd = -1;
-	}
+	if (r->shared)
+		munmap(r->shared, sizeof *r->shared);
+	r->shared = NULL;
 	reset(r);
-	if (r->log_open > 0)
-		vt_log_finish(exit_code);
 }

@@ -25,14 +25,16 @@
  *           parent vt_relay_start(&relay, pid);
  *   waitpid(...);
  *   vt_relay_finish(&relay, exit_code);     drains, stops, closes the log
- * The relay runs in its own thread (all signals blocked there), so the
- * launcher's wait and signal forwarding are unchanged.
+ * The relay runs in a process of its own, forked in vt_relay_setup (all
+ * signals blocked there), so the launcher's wait and signal forwarding are
+ * unchanged, and the job's stderr outlives the launcher: if the launcher is
+ * killed, the relay goes on until the job's stream ends (the launcher log is
+ * then left unfinished: only the launcher knew the job's exit code).
  */
 #ifndef VT_RUN_RELAY_H
 #define VT_RUN_RELAY_H
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -40,20 +42,29 @@
 
 enum vt_relay_mode { VT_RELAY_OFF = 0, VT_RELAY_PIPE, VT_RELAY_PTY };
 
+/* What the relay process and the launcher share (an anonymous shared
+ * mapping): the job's pid and exit code one way, the counts the other. */
+struct vt_relay_shared {
+	pid_t job_pid;
+	int exit_code; /* -1 until the launcher reaped the job */
+	uint64_t bytes_relayed;
+	unsigned marks;
+};
+
 struct vt_relay {
-	int mode;              /* enum vt_relay_mode */
-	int read_fd;           /* pipe read end / pty master */
-	int child_fd;          /* pipe write end / pty slave: the job's fd 2 */
-	int out_fd;            /* where the bytes go: the launcher's fd 2 */
-	int wake[2];           /* self-pipe: 'x' = job exited, 'w' = SIGWINCH */
-	pthread_t thread;
-	int thread_started;
+	int mode;        /* enum vt_relay_mode */
+	int read_fd;     /* pipe read end / pty master */
+	int child_fd;    /* pipe write end / pty slave: the job's fd 2 */
+	int out_fd;      /* where the bytes go: the launcher's fd 2 */
+	int wake[2];     /* control pipe, launcher to relay: 'x' = job exited */
+	pid_t relay_pid; /* the relay process (0: none) */
+	struct vt_relay_shared *shared;
 	pid_t job_pid;
 	int log_open;
 	char trace_dir[PATH_MAX];
 	struct vt_stderr_scan scan;
-	uint64_t bytes_relayed;
-	unsigned marks;        /* framework OOM marks written */
+	uint64_t bytes_relayed; /* in the relay process; the launcher's after finish */
+	unsigned marks;         /* framework OOM marks written (the same) */
 };
 
 const char *vt_relay_mode_name(int mode); /* "off", "pipe", "pty" */

@@ -64,8 +64,42 @@ struct vt_model *vt_model_create(const struct vt_replay_consumer *consumer)
 	return m;
 }
 
+struct vt_thread_time {
+	uint32_t tid;
+	uint64_t last_t_ns;
+	UT_hash_handle hh;
+};
+
+static void free_thread_times(struct vt_proc *p)
+{
+	struct vt_thread_time *e, *tmp;
+	HASH_ITER(hh, p->thread_times, e, tmp)
+	{
+		HASH_DEL(p->thread_times, e);
+		free(e);
+	}
+	p->last_thread = NULL;
+}
+
+/* Where thread `tid` of p keeps its last event time (0 before its first). */
+static uint64_t *thread_last_t(struct vt_proc *p, uint32_t tid)
+{
+	struct vt_thread_time *e = p->last_thread;
+	if (e && e->tid == tid)
+		return &e->last_t_ns;
+	HASH_FIND(hh, p->thread_times, &tid, sizeof tid, e);
+	if (!e) {
+		e = vt_xcalloc(1, sizeof *e);
+		e->tid = tid;
+		HASH_ADD(hh, p->thread_times, tid, sizeof e->tid, e);
+	}
+	p->last_thread = e;
+	return &e->last_t_ns;
+}
+
 static void free_proc(struct vt_proc *p)
 {
+	free_thread_times(p);
 	for (uint32_t i = 0; i < p->nmarks; i++)
 		free(p->marks[i].text);
 	for (uint32_t i = 0; i < p->nmodules; i++)
@@ -766,6 +800,12 @@ static int event_is_plausible(struct vt_model *m, struct vt_proc *p, const struc
 
 void vt_model_feed(struct vt_model *m, uint32_t pi, uint32_t type, const void *rec, uint32_t size)
 {
+	vt_model_feed_thread(m, pi, 0, type, rec, size);
+}
+
+void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type,
+                          const void *rec, uint32_t size)
+{
 	if (pi >= m->nprocs || !rec)
 		return;
 	struct vt_proc *p = &m->procs[pi];
@@ -778,8 +818,11 @@ void vt_model_feed(struct vt_model *m, uint32_t pi, uint32_t type, const void *r
 		if (!event_is_plausible(m, p, ev))
 			return;
 		uint64_t t = trace_t(p, ev->t_ns);
-		if (t < p->last_t_ns)
+		uint64_t *thread_t = thread_last_t(p, tid);
+		if (t < *thread_t)
 			m->totals.time_backwards++;
+		else
+			*thread_t = t;
 		if (t > p->last_t_ns)
 			p->last_t_ns = t;
 		if (t > m->end_t_ns)
@@ -838,6 +881,7 @@ void vt_model_end_process(struct vt_model *m, uint32_t pi)
 	if (p->live)
 		m->consumer->end_process(m, pi);
 	/* live allocations stay live (t_free = NEVER); the replay state goes */
+	free_thread_times(p);
 	if (p->live) {
 		vt_ival_destroy(p->live);
 		free(p->live);

@@ -179,6 +179,11 @@ struct vt_proc {
 	/* frees in the order they happened: [free_begin, free_end) of model.free_order */
 	uint32_t free_begin, free_end;
 	uint64_t last_t_ns, last_seq;
+	/* replay state: each thread's last event time (only a thread's own
+	 * events are ordered in time; the merged order is by sequence number,
+	 * and threads read their clocks independently) */
+	struct vt_thread_time *thread_times; /* uthash by tid */
+	struct vt_thread_time *last_thread;  /* the entry of the last event's thread */
 	struct vt_mark *marks;
 	uint32_t nmarks, cap_marks;
 	struct vt_module *modules;
@@ -228,7 +233,7 @@ struct vt_totals {
 	uint64_t frees_unmatched; /* a FREE of an address nobody allocated */
 	uint64_t implicit_frees;  /* an ALLOC over a live address */
 	/* what a damaged or hostile trace shows (model_load.c says so) */
-	uint64_t time_backwards;    /* an event earlier than the one before it */
+	uint64_t time_backwards;    /* an event earlier than its thread's one before it */
 	uint64_t unknown_stacks;    /* an event naming a stack never recorded */
 	uint64_t copies_to_nowhere; /* H2D into no allocation, mapping or handle */
 	uint64_t implausible;       /* size > VT_MODEL_MAX_BYTES or a range past
@@ -284,7 +289,7 @@ struct vt_model {
 	/* set for a streaming model (model_stream.h): freed records are reused,
 	 * and allocs, free_order and ranges do not hold the whole trace */
 	struct vt_stream *stream;
-	uint32_t site_funnel_stacks[2];         /* stacks they were counted over */
+	uint32_t site_funnel_stacks[2]; /* stacks they were counted over */
 	int site_funnels_ready;
 };
 
@@ -297,6 +302,9 @@ uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header 
                                 uint64_t trace_start_ns);
 void vt_model_feed(struct vt_model *m, uint32_t proc, uint32_t type, const void *rec,
                    uint32_t size);
+/* The same for a record of thread `tid` (vt_model_feed: all of one thread). */
+void vt_model_feed_thread(struct vt_model *m, uint32_t proc, uint32_t tid, uint32_t type,
+                          const void *rec, uint32_t size);
 void vt_model_end_process(struct vt_model *m, uint32_t proc);
 /* Peaks and end state per device. Call once, after the last process. */
 void vt_model_finish(struct vt_model *m);

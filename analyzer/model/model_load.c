@@ -34,7 +34,7 @@ struct feed_ctx {
 static int feed_one(const struct vt_record_view *rec, void *vctx)
 {
 	struct feed_ctx *c = vctx;
-	vt_model_feed(c->m, c->proc, rec->type, rec->data, rec->size);
+	vt_model_feed_thread(c->m, c->proc, rec->tid, rec->type, rec->data, rec->size);
 	if (load_progress && (++c->records & 0x3fff) == 0)
 		load_progress(c->done_before + rec->offset, c->total, load_progress_ctx);
 	if (c->sites && (rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE))
@@ -80,7 +80,7 @@ static void warn_inconsistencies(const struct vt_model *m, const char *dir)
 		{t->frees_unmatched, "frees of memory never allocated (double frees or lost records)"},
 		{t->implicit_frees, "allocations over live memory (its free was lost)"},
 		{t->copies_to_nowhere, "host-to-device copies into memory never allocated"},
-		{t->time_backwards, "events earlier than the one before them"},
+		{t->time_backwards, "events earlier than the one before them on their thread"},
 		{t->unknown_stacks, "events naming a stack never recorded"},
 		{t->implausible, "events of impossible size (ignored)"},
 	};

@@ -110,9 +110,27 @@ void vt_self_cost_text(const struct vt_self_cost_summary *s, uint64_t run_ns, ch
 	if (s->first_calls && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " (%s of it setting up %s recording)",
 		              first, s->first_calls > 1 ? "each thread's" : "its");
-	if (run_ns && n > 0 && (size_t)n < len)
+	if (!run_ns || n <= 0 || (size_t)n >= len)
+		return;
+	if (s->share > 1) /* threads at once: their times add up past the span */
+		snprintf(buf + n, len - (size_t)n,
+		         ", %.2g times the %s recorded (summed over threads that ran at once)",
+		         s->share, run);
+	else
 		snprintf(buf + n, len - (size_t)n, ", %.2g %% of the %s recorded", 100 * s->share,
 		         run);
+}
+
+void vt_own_time_text(double total_ns, uint64_t wall_ns, char *buf, size_t len)
+{
+	if (wall_ns && total_ns > (double)wall_ns)
+		snprintf(
+		    buf, len,
+		    "vramtrace's own time %.2f ms summed over threads and processes (more than "
+		    "the %.2f ms the job ran: they ran at once)",
+		    total_ns / 1e6, (double)wall_ns / 1e6);
+	else
+		snprintf(buf, len, "vramtrace's own time %.2f ms", total_ns / 1e6);
 }
 
 int vt_stack_counts_text(const struct vt_self_cost *c, char *buf, size_t len)

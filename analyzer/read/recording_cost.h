@@ -42,9 +42,16 @@ int vt_self_cost_summarize(const struct vt_self_cost *c, uint64_t run_ns,
 
 /* "201 ns a call on average (median 128-255 ns), 40.2 ms in all over
  * 200.0 k calls (1.1 ms of it setting up each thread's recording), 31 % of
- * the 0.131 s recorded" */
+ * the 0.131 s recorded"; more than the span (threads at once) reads "2.5 times
+ * the 0.131 s recorded (summed over threads that ran at once)" */
 void vt_self_cost_text(const struct vt_self_cost_summary *s, uint64_t run_ns, char *buf,
                        size_t len);
+
+/* The launcher's summary of the shim's time over a whole run (total_ns: the
+ * sum over processes and threads; wall_ns: how long the job ran): "vramtrace's
+ * own time 0.40 ms", saying that it is a sum over threads when it is more
+ * than the job's wall time. */
+void vt_own_time_text(double total_ns, uint64_t wall_ns, char *buf, size_t len);
 
 /* "12.3 k stacks taken, 98 % from the stack memo" (+ "; 12.0 k of those
  * checked against the unwinder: none differed" under

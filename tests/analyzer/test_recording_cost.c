@@ -103,6 +103,29 @@ static void huge_values_stay_text(void **state)
 	assert_int_equal(s.median_lo_ns, 1ull << (VT_SELF_HIST - 1));
 }
 
+/* Threads that record at once add up to more than the span: the text says
+ * it is a sum instead of claiming more than 100 % of the time. */
+static void summed_over_threads(void **state)
+{
+	(void)state;
+	struct vt_self_cost c = {.calls = 6400, .timed = 100, .est_ns = 64 * 100 * 150};
+	c.hist[7] = 100;
+	struct vt_self_cost_summary s;
+	assert_int_equal(vt_self_cost_summarize(&c, 400000, &s), 0); /* 960 us in 400 us */
+	char text[256];
+	vt_self_cost_text(&s, 400000, text, sizeof text);
+	assert_null(strstr(text, " % of"));
+	assert_non_null(strstr(text, "2.4 times the 0.000400 s recorded (summed over threads "
+	                             "that ran at once)"));
+	vt_own_time_text(960000, 400000, text, sizeof text);
+	assert_string_equal(text, "vramtrace's own time 0.96 ms summed over threads and processes "
+	                          "(more than the 0.40 ms the job ran: they ran at once)");
+	vt_own_time_text(960000, 2000000, text, sizeof text);
+	assert_string_equal(text, "vramtrace's own time 0.96 ms");
+	vt_own_time_text(960000, 0, text, sizeof text); /* no wall time known */
+	assert_string_equal(text, "vramtrace's own time 0.96 ms");
+}
+
 /* Stacks taken and the memo's share: nothing when none were counted; a
  * mismatch said loudly; a header claiming more hits than stacks is capped. */
 static void stack_counts(void **state)
@@ -135,7 +158,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(no_measure_no_summary), cmocka_unit_test(total_median_and_share),
 	    cmocka_unit_test(too_short_for_a_rate),  cmocka_unit_test(huge_values_stay_text),
-	    cmocka_unit_test(stack_counts),
+	    cmocka_unit_test(stack_counts),          cmocka_unit_test(summed_over_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

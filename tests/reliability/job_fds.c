@@ -13,6 +13,8 @@
  *   stderr-closed FILE N  started with fd 2 closed: FILE is opened (it gets
  *                       fd 2), N allocations fill a capped log; FILE must
  *                       hold only what the job wrote
+ *   linger MS           one allocation and free, MS ms of sleep, another
+ *                       pair: a worker that outlives the job's main process
  *   big-malloc MIB      one allocation (the log opens), then malloc MIB MiB:
  *                       it must succeed (run under ulimit -v)
  * Exit 0 when the job saw what it would see without the shim, 1 otherwise
@@ -176,6 +178,14 @@ static int s_big_malloc(long mib)
 	return 0;
 }
 
+static int s_linger(long ms)
+{
+	alloc_free(4096);
+	usleep((useconds_t)ms * 1000);
+	alloc_free(8192);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -193,6 +203,8 @@ int main(int argc, char **argv)
 		return s_stdio_closed();
 	if (!strcmp(s, "stderr-closed") && argc == 4)
 		return s_stderr_closed(argv[2], atoi(argv[3]));
+	if (!strcmp(s, "linger") && argc == 3)
+		return s_linger(atol(argv[2]));
 	if (!strcmp(s, "big-malloc") && argc == 3)
 		return s_big_malloc(atol(argv[2]));
 	return 2;

@@ -56,5 +56,54 @@ grep -q "\"log_dir\": \"$shm\"" "$work/shm/run.json" || fail "run.json lacks log
 grep -qF "$shm" "$work/shm.report" || fail "report does not say where the logs are: $(cat "$work/shm.report")"
 rm -rf "$shm"
 
+# the launcher SIGKILLed while the job runs: the job's later stderr writes
+# still reach the launcher's stderr, and the job exits 0 (not by SIGPIPE)
+name=launcher_killed
+echo "== launcher SIGKILLed, the job writes to stderr after"
+"$vt" run -o "$work/killed" -- sh -c 'sh -c '"'"'echo ready >&2; sleep 0.5
+	i=0; while [ $i -lt 100 ]; do echo "line $i" >&2; i=$((i + 1)); done'"'"'; echo $? >"$0"' \
+	"$work/killed.status" 2>"$work/killed.err" &
+launcher=$!
+wait_for "$work/killed.err" ready || fail "the job did not start"
+kill -KILL $launcher
+wait $launcher 2>/dev/null
+for _ in $(seq 100); do
+	[[ -s $work/killed.status ]] && break
+	sleep 0.1
+done
+status=$(cat "$work/killed.status" 2>/dev/null)
+[[ $status == 0 ]] || fail "the job's writer exited '${status:-never}', want 0 (141: SIGPIPE)"
+sleep 0.2
+[[ $(grep -c '^line ' "$work/killed.err") == 100 ]] ||
+	fail "$(grep -c '^line ' "$work/killed.err") of the job's 100 lines after the kill reached stderr"
+
+# --shm, a worker that outlives the job's main process: its log is left in
+# /dev/shm (not taken half-written into the trace and unlinked), the launcher
+# says where, and once the worker ends that log is whole
+name=shm_orphan
+echo "== --shm, a worker outlives the job"
+"$vt" run --shm -o "$work/orphan" -- sh -c '"$0" linger 3000 & sleep 0.3' "$job" \
+	2>"$work/orphan.err"
+launcher_rc=$?
+[[ $launcher_rc == 0 ]] || fail "run exit $launcher_rc: $(cat "$work/orphan.err")"
+shm=$(sed -n 's/.* in \(\/dev\/shm\/[^ ]*\) still being written.*/\1/p' "$work/orphan.err")
+[[ -n $shm && -d $shm ]] || fail "the launcher did not say where the live log is: $(cat "$work/orphan.err")"
+for _ in $(seq 100); do
+	grep -qs state=exited <("$vt" dump "$shm" 2>/dev/null) && break
+	sleep 0.1
+done
+if [[ -n $shm ]]; then
+	"$vt" dump "$shm" >"$work/orphan.dump" 2>&1
+	grep -q '^log .*state=exited' "$work/orphan.dump" || fail "the worker's log was not finished in $shm"
+	[[ $(grep -c '^alloc ' "$work/orphan.dump") == 2 ]] ||
+		fail "the worker's log lacks its allocations: $(grep -c '^alloc ' "$work/orphan.dump") of 2"
+	rm -rf "$shm"
+fi
+for f in "$work/orphan"/vramtrace.*; do
+	[[ -e $f ]] || continue
+	[[ $f == *.tmp ]] && fail "a partial copy is left: $f"
+	"$vt" dump "$f" 2>&1 | grep -q '^log .*state=running' && fail "a live log was taken into the trace: $f"
+done
+
 ((fails == 0)) && echo "run_signals: all passed" || echo "run_signals: $fails failed"
 ((fails == 0))

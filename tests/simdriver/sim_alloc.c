@@ -2,8 +2,10 @@
  * stream-ordered (pools), their frees, capacity queries and pointer queries.
  * Streams are synchronous, so an async allocation or free takes effect at
  * once and a pool never caches freed memory. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "sim_internal.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 
 CUresult sim_alloc_range(struct CUctx_st *ctx, int dev, size_t size, enum sim_range_kind kind,
@@ -129,8 +131,22 @@ static int pool_valid(struct CUmemPoolHandle_st *pool)
 	return ok;
 }
 
+/* VT_SIM_NESTED: a driver whose entry points call its other exported entry
+ * points, as real drivers (and layers between a job and its driver) do. The
+ * export is found by name in the global scope, so a preloaded tracer's
+ * wrapper of it is what gets called; and the call is the entry point's last
+ * act, so the compiler may make it a jump that returns straight into the
+ * tracer's outer wrapper. */
+static void *nested_export(const char *symbol)
+{
+	return sim.nested ? dlsym(RTLD_DEFAULT, symbol) : NULL;
+}
+
 CUresult sim_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
+	PFN_cuMemAlloc_v3020 next = (PFN_cuMemAlloc_v3020)nested_export("cuMemAlloc_v2");
+	if (next)
+		return next(dptr, bytesize);
 	struct CUctx_st *ctx;
 	SIM_TRY(sim_stream_ctx(hStream, &ctx));
 	pthread_mutex_lock(&sim_lock);
@@ -141,6 +157,10 @@ CUresult sim_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStrea
 
 CUresult sim_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
+	PFN_cuMemAllocAsync_v11020 next =
+	    (PFN_cuMemAllocAsync_v11020)nested_export("cuMemAllocAsync");
+	if (next)
+		return next(dptr, bytesize, hStream);
 	return sim_cuMemAllocAsync(dptr, bytesize, hStream);
 }
 

@@ -7,6 +7,8 @@
  *   VT_SIM_MISSING         comma list of base names ("cuMemAllocAsync") or
  *                          exported symbols ("cuMemcpyBatchAsync_v2") that
  *                          dlsym and cuGetProcAddress must not find
+ *   VT_SIM_NESTED          1: cuMemAllocAsync_ptsz calls the exported
+ *                          cuMemAllocAsync, which calls cuMemAlloc_v2
  *
  * Capacity, devices and version are read at the first cuInit (or after
  * vtsim_reset()); hiding is evaluated at every lookup. The hiding test runs
@@ -158,4 +160,9 @@ int sim_env_devices(void)
 int sim_env_driver_version(void)
 {
 	return env_int(env_value("VT_SIM_DRIVER_VERSION"), DEFAULT_DRIVER_VERSION);
+}
+
+int sim_env_nested(void)
+{
+	return env_int(env_value("VT_SIM_NESTED"), 0) == 1;
 }

@@ -19,6 +19,7 @@ static CUresult init_locked(void)
 	sim.ndev = sim_env_devices();
 	sim.capacity = sim_env_capacity();
 	sim.driver_version = sim_env_driver_version();
+	sim.nested = sim_env_nested();
 	for (int i = 0; i < sim.ndev; i++) {
 		struct sim_device *d = &sim.dev[i];
 		d->primary = (struct CUctx_st){.device = i, .valid = 1, .primary = 1};

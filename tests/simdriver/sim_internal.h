@@ -164,6 +164,7 @@ struct sim_state {
 	int initialized;
 	int ndev;
 	int driver_version;
+	int nested; /* VT_SIM_NESTED: entry points that call other entry points */
 	size_t capacity;
 	struct sim_device dev[VTSIM_MAX_DEVICES];
 	void *range_tree; /* tsearch tree of struct sim_range *, by address */
@@ -189,6 +190,7 @@ VTSIM_HIDDEN extern pthread_mutex_t sim_lock;
 VTSIM_HIDDEN size_t sim_env_capacity(void);
 VTSIM_HIDDEN int sim_env_devices(void);
 VTSIM_HIDDEN int sim_env_driver_version(void);
+VTSIM_HIDDEN int sim_env_nested(void);
 VTSIM_HIDDEN int sim_env_hides(const char *base, const char *symbol, int version);
 VTSIM_HIDDEN int sim_parse_size(const char *text, size_t *out);
 

@@ -406,6 +406,24 @@ static void c_time_backwards(struct out *o)
 	lb_header(&o->log)->clock_base_ns = UINT64_MAX - 10; /* t_ns + offset wraps */
 }
 
+/* two threads whose events interleave by seq, each thread's times rising
+ * while the merged order's go up and down (each thread's clock anchors on
+ * its own reading): consistent, nothing to warn about */
+static void c_threads_interleaved(struct out *o)
+{
+	lb_init(&o->log, PID, CHUNK);
+	for (uint32_t t = 0; t < 2; t++) {
+		lb_chunk(&o->log, 100 + t, 0);
+		for (uint64_t i = 0; i < 3; i++)
+			lb_event(&o->log, VT_REC_ALLOC,
+			         (struct vt_event){.seq = 1 + 2 * i + t,
+			                           .t_ns = 10000 * (i + 1) - 5000 * t,
+			                           .addr = 0x100000ull * (1 + 2 * i + t),
+			                           .bytes = 4096,
+			                           .api = API_ALLOC});
+	}
+}
+
 /* a second log whose clock base is far before the first: start wraps? */
 static void c_clock_base_far_apart(struct out *o)
 {
@@ -735,6 +753,7 @@ static const struct hcase cases[] = {
 	CASE(double_free),
 	CASE(copy_into_unknown),
 	CASE(time_backwards),
+	CASE(threads_interleaved),
 	CASE(clock_base_far_apart),
 	CASE(enormous_counts),
 	CASE(many_threads),
