@@ -42,23 +42,30 @@ static void text_event(const struct vt_oom_report *r, FILE *out)
 	if (r->source == VT_OOM_DRIVER) {
 		const char *api = vt_api_name(r->failed->api);
 		fprintf(out, "Out of memory %u of %u: %s of %s (%" PRIu64 " bytes) on %s at %s\n",
-		        r->index, r->driver_count, api ? api : "allocation", bytes, r->request_bytes,
-		        dev, when);
-		fprintf(out, "  requested from %s (pid %d)\n", r->site, r->m->procs[r->failed->proc].pid);
+		        r->index, r->driver_count, api ? api : "allocation", bytes,
+		        r->request_bytes, dev, when);
+		fprintf(out, "  requested from %s (pid %d)\n", r->site,
+		        r->m->procs[r->failed->proc].pid);
 	} else {
 		if (r->fw_parsed && r->fw.host)
-			fprintf(out, "Framework out of HOST memory %u of %u (the message names the CPU, "
+			fprintf(out,
+			        "Framework out of HOST memory %u of %u (the message names the CPU, "
 			        "not a GPU) at %s; GPU memory on %s shown\n",
 			        r->index, r->framework_count, when, dev);
 		else
-			fprintf(out, "Framework out of memory %u of %u (no driver allocation failed: the "
-			        "framework's own pool was exhausted) on %s at %s\n",
-			        r->index, r->framework_count, dev, when);
+			fprintf(
+			    out,
+			    "Framework out of memory %u of %u (no driver allocation failed: the "
+			    "framework's own pool was exhausted) on %s at %s\n",
+			    r->index, r->framework_count, dev, when);
 		fprintf(out, "  %s said: %s\n",
-		        r->fw_parsed ? vt_oom_framework_name(r->fw.framework) : "the job", r->fw_mark->text);
+		        r->fw_parsed ? vt_oom_framework_name(r->fw.framework) : "the job",
+		        r->fw_mark->text);
 		if (r->request_bytes)
-			fprintf(out, "  request: %s (%" PRIu64 " bytes%s)\n", bytes, r->request_bytes,
-			        r->fw_parsed && !r->fw.bytes_exact ? ", as rounded in the message" : "");
+			fprintf(out, "  request: %s (%" PRIu64 " bytes%s)\n", bytes,
+			        r->request_bytes,
+			        r->fw_parsed && !r->fw.bytes_exact ? ", as rounded in the message"
+			                                           : "");
 	}
 }
 
@@ -70,25 +77,28 @@ static void text_capacity(const struct vt_oom_report *r, FILE *out)
 	if (r->have_meminfo) {
 		vt_format_bytes(r->total_bytes, total, sizeof total);
 		vt_format_bytes(r->free_bytes, freeb, sizeof freeb);
-		fprintf(out, "  %s: capacity %s, free %s%s then", dev, total, r->free_estimated ? "~" : "",
-		        freeb);
+		fprintf(out, "  %s: capacity %s, free %s%s then", dev, total,
+		        r->free_estimated ? "~" : "", freeb);
 		if (r->have_need && r->need_to_free) {
 			vt_format_bytes(r->need_to_free, need, sizeof need);
-			fprintf(out, "; %s (%" PRIu64 " bytes) more would have had to be free\n", need,
-			        r->need_to_free);
+			fprintf(out, "; %s (%" PRIu64 " bytes) more would have had to be free\n",
+			        need, r->need_to_free);
 		} else if (r->have_need) {
-			fprintf(out, "; the request was not larger than the free total (fragmentation, "
-			             "or a limit below the device's)\n");
+			fprintf(out,
+			        "; the request was not larger than the free total (fragmentation, "
+			        "or a limit below the device's)\n");
 		} else {
 			fputc('\n', out);
 		}
 		vt_format_bytes(r->untracked_bytes, untracked, sizeof untracked);
-		fprintf(out, "  in use: %s tracked in %u live allocations, %s untracked (contexts, "
-		             "kernels, libraries, other processes)\n",
+		fprintf(out,
+		        "  in use: %s tracked in %u live allocations, %s untracked (contexts, "
+		        "kernels, libraries, other processes)\n",
 		        tracked, r->live_allocs, untracked);
 	} else {
-		fprintf(out, "  %s: no cuMemGetInfo reading then; %s tracked in %u live allocations\n", dev,
-		        tracked, r->live_allocs);
+		fprintf(out,
+		        "  %s: no cuMemGetInfo reading then; %s tracked in %u live allocations\n",
+		        dev, tracked, r->live_allocs);
 	}
 }
 
@@ -125,8 +135,8 @@ static void text_live(const struct vt_oom_report *r, FILE *out)
 		char b[32], t[32];
 		vt_format_bytes(r->largest[i].bytes, b, sizeof b);
 		vt_format_seconds(r->largest[i].t_alloc, t, sizeof t);
-		fprintf(out, "  %10s  %-11s  since %-9s  %s\n", b, vt_category_name(r->largest[i].category),
-		        t, r->largest[i].site);
+		fprintf(out, "  %10s  %-11s  since %-9s  %s\n", b,
+		        vt_category_name(r->largest[i].category), t, r->largest[i].site);
 	}
 }
 
@@ -156,23 +166,25 @@ static void text_procs(const struct vt_oom_report *r, FILE *out)
 		const struct vt_oom_proc *o = &r->procs[i];
 		const struct vt_proc *p = &r->m->procs[o->proc];
 		if (o->launcher) {
-			fprintf(out, "  pid %d %s: the launcher (relayed the job's stderr)\n", p->pid,
-			        exe_base(p));
+			fprintf(out, "  pid %d %s: the launcher (relayed the job's stderr)\n",
+			        p->pid, exe_base(p));
 			continue;
 		}
 		if (o->execed) {
-			fprintf(out, "  pid %d %s: replaced itself (execve)\n", p->pid, exe_base(p));
+			fprintf(out, "  pid %d %s: replaced itself (execve)\n", p->pid,
+			        exe_base(p));
 			continue;
 		}
 		if (o->clean) {
-			fprintf(out, "  pid %d %s: exited (exit code %d)\n", p->pid, exe_base(p), p->exit_code);
+			fprintf(out, "  pid %d %s: exited (exit code %d)\n", p->pid, exe_base(p),
+			        p->exit_code);
 			continue;
 		}
 		char t[32], b[32];
 		vt_format_seconds(o->last_t_ns, t, sizeof t);
 		vt_format_bytes(o->live_bytes, b, sizeof b);
-		fprintf(out, "  pid %d %s: did NOT exit cleanly (killed or crashed); last event at %s",
-		        p->pid, exe_base(p), t);
+		fprintf(out, "  pid %d %s: %s; last event at %s", p->pid, exe_base(p),
+		        o->running ? "running" : "did NOT exit cleanly (killed or crashed)", t);
 		if (o->last_mark)
 			fprintf(out, " after mark \"%s\"", o->last_mark);
 		fprintf(out, "; it held %s in %u allocations then\n", b, o->live_allocs);
@@ -184,9 +196,12 @@ static int write_text(const struct vt_oom_report *r, const char *dir, FILE *out)
 {
 	fprintf(out, "vramtrace oom: %s\n", dir);
 	if (r->source == VT_OOM_NONE) {
-		fprintf(out, "No out-of-memory event in this trace (no failed driver allocation, no "
-		             "framework OOM message).\n");
-		if (!r->clean_exit)
+		fprintf(out,
+		        "No out-of-memory event in this trace (no failed driver allocation, no "
+		        "framework OOM message).\n");
+		if (r->running)
+			fprintf(out, "The job is still running: its state so far is below.\n");
+		else if (!r->clean_exit)
 			fprintf(out, "The job did not exit cleanly: its last state is below.\n");
 		text_procs(r, out);
 		return 0;
@@ -198,7 +213,9 @@ static int write_text(const struct vt_oom_report *r, const char *dir, FILE *out)
 	text_live(r, out);
 	text_advice(r, out);
 	text_procs(r, out);
-	if (!r->clean_exit)
+	if (r->running)
+		fprintf(out, "\nThe job is still running.\n");
+	else if (!r->clean_exit)
 		fprintf(out, "\nThe job did not exit cleanly.\n");
 	return 0;
 }
@@ -263,8 +280,8 @@ static void json_framework(struct vt_json *j, const struct vt_oom_report *r)
 	vt_json_begin_object(j);
 	vt_json_kv_string(j, "message", r->fw_mark->text);
 	vt_json_kv_u64(j, "bytes", r->fw_mark->value);
-	vt_json_kv_string(j, "framework", r->fw_parsed ? vt_oom_framework_name(r->fw.framework)
-	                                               : "unknown");
+	vt_json_kv_string(j, "framework",
+	                  r->fw_parsed ? vt_oom_framework_name(r->fw.framework) : "unknown");
 	vt_json_kv_bool(j, "bytes_exact", r->fw_parsed && r->fw.bytes_exact);
 	vt_json_kv_bool(j, "host", r->fw_parsed && r->fw.host);
 	json_device(j, "device", r->fw_parsed ? r->fw.device : -1);
@@ -336,8 +353,12 @@ static void json_procs(struct vt_json *j, const struct vt_oom_report *r)
 		vt_json_begin_object(j);
 		vt_json_kv_i64(j, "pid", p->pid);
 		vt_json_kv_string(j, "exe", p->exe);
-		vt_json_kv_string(j, "state", o->launcher ? "launcher" : o->execed ? "exec"
-		                              : o->clean ? "exited" : "died");
+		vt_json_kv_string(j, "state",
+		                  o->launcher  ? "launcher"
+		                  : o->execed  ? "exec"
+		                  : o->clean   ? "exited"
+		                  : o->running ? "running"
+		                               : "died");
 		vt_json_kv_bool(j, "clean_exit", o->clean || o->execed);
 		if (o->clean)
 			vt_json_kv_i64(j, "exit_code", p->exit_code);
@@ -370,6 +391,7 @@ static int write_json(const struct vt_oom_report *r, FILE *out)
 	json_oom(&j, r);
 	json_framework(&j, r);
 	vt_json_kv_bool(&j, "clean_exit", r->clean_exit);
+	vt_json_kv_string(&j, "state", r->running ? "running" : "ended");
 	json_device(&j, "device", r->device);
 	vt_json_kv_u64(&j, "t_ns", r->t_ns);
 	json_u64_or_null(&j, "free_bytes", r->have_meminfo, r->free_bytes);
@@ -412,14 +434,17 @@ int cmd_oom(int argc, char **argv)
 			json = 1;
 		} else if (!strcmp(argv[i], "--index") && i + 1 < argc) {
 			if (parse_index(argv[++i], &index)) {
-				fprintf(stderr, "vramtrace oom: --index wants a number >= 1, not '%s'\n", argv[i]);
+				fprintf(stderr,
+				        "vramtrace oom: --index wants a number >= 1, not '%s'\n",
+				        argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			printf(OOM_USAGE);
 			return 0;
 		} else if (argv[i][0] == '-' || dir) {
-			fprintf(stderr, "vramtrace oom: unexpected argument '%s'\n" OOM_USAGE, argv[i]);
+			fprintf(stderr, "vramtrace oom: unexpected argument '%s'\n" OOM_USAGE,
+			        argv[i]);
 			return 2;
 		} else {
 			dir = argv[i];

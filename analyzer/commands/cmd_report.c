@@ -1,5 +1,5 @@
 /* vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] [--allocs] [--html FILE]
- *                  [--stream] */
+ *                  [--stream] [--verbose] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 static void print_usage(FILE *to)
 {
 	fprintf(to, "usage: vramtrace report DIR [--json] [--top N] [--at peak|end|SECONDS] "
-	                "[--allocs] [--html FILE] [--stream]\n");
+	            "[--allocs] [--html FILE] [--stream] [--verbose]\n");
 }
 
 static int usage(void)
@@ -40,6 +40,8 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 		const char *a = argv[i];
 		if (!strcmp(a, "--json")) {
 			opt->json = 1;
+		} else if (!strcmp(a, "--verbose")) {
+			opt->verbose = 1;
 		} else if (!strcmp(a, "--stream")) {
 			*stream = 1;
 		} else if (!strcmp(a, "--allocs")) {
@@ -63,7 +65,8 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 			char *end;
 			long n = strtol(v, &end, 10);
 			if (*end || n < 1 || n > 100000) {
-				fprintf(stderr, "vramtrace report: --top wants a count, not '%s'\n", v);
+				fprintf(stderr, "vramtrace report: --top wants a count, not '%s'\n",
+				        v);
 				return 2;
 			}
 			opt->top = (int)n;
@@ -76,7 +79,8 @@ static int parse(int argc, char **argv, struct vt_report_options *opt, const cha
 		} else if (!*dir) {
 			*dir = a;
 		} else {
-			fprintf(stderr, "vramtrace report: one trace directory, please ('%s')\n", a);
+			fprintf(stderr, "vramtrace report: one trace directory, please ('%s')\n",
+			        a);
 			return 2;
 		}
 	}
