@@ -154,7 +154,7 @@ static void steps(struct vt_json *j, const struct vt_report *r)
 	vt_json_end_object(j);
 }
 
-static void oom_holders(struct vt_json *j, const struct vt_oom_finding *o)
+void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *o)
 {
 	vt_json_key(j, "live_by_category");
 	vt_json_begin_object(j);
@@ -215,7 +215,7 @@ static void oom_flag(struct vt_json *j, const struct vt_report *r)
 	else
 		vt_json_null(j);
 	vt_json_kv_u64(j, "live_bytes", o->live_bytes);
-	oom_holders(j, o);
+	vt_report_oom_holders_json(j, o);
 	vt_json_kv_u64(j, "events", o->events);
 	if (o->message[0])
 		vt_json_kv_string(j, "message", o->message);
