@@ -361,6 +361,7 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 	vt_classify(m);
 	vt_findings_find(m, &r->findings);
 	vt_oom_finding_find(m, &r->findings, &r->oom);
+	vt_accounting_build(m, &r->accounting);
 	build_sites(r);
 	r->main_proc = busiest_proc(m);
 	return 0;

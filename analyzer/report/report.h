@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "accounting.h"
 #include "findings.h"
 #include "model.h"
 #include "oom_finding.h"
@@ -33,6 +34,7 @@ struct vt_report {
 	struct vt_report_options opt;
 	struct vt_findings findings;
 	struct vt_oom_finding oom;                    /* the first OOM, said first */
+	struct vt_accounting accounting;              /* used memory per device, by holder */
 	uint64_t cats_at_peak[VT_CAT_COUNT];          /* each device at its peak */
 	/* of those, bytes the classifier was unsure of (confidence under
 	 * VT_CONFIDENT), by [category][its most likely alternative]

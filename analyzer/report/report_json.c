@@ -13,6 +13,7 @@
 #include "model_query.h"
 #include "classify.h"
 #include "oom.h"
+#include "record_text.h"
 #include "report.h"
 
 static void categories(struct vt_json *j, const char *key, const uint64_t *cats)
@@ -261,6 +262,39 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 	vt_json_end_array(j);
 }
 
+/* Used memory per device by holder (accounting.h). */
+static void accounting(struct vt_json *j, const struct vt_report *r)
+{
+	vt_json_key(j, "accounting");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < r->accounting.ndev; i++) {
+		const struct vt_device_account *d = &r->accounting.dev[i];
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "device", d->device);
+		vt_json_kv_u64(j, "t_ns", d->t_ns);
+		vt_json_kv_string(j, "reading", vt_meminfo_reason_name(d->reason));
+		vt_json_kv_u64(j, "total_bytes", d->total_bytes);
+		vt_json_kv_u64(j, "used_bytes", d->used_bytes);
+		vt_json_kv_u64(j, "framework_bytes", d->framework_bytes);
+		vt_json_kv_u64(j, "pool_bytes", d->pool_bytes);
+		vt_json_kv_u64(j, "vmm_bytes", d->vmm_bytes);
+		vt_json_kv_u64(j, "library_bytes", d->library_bytes);
+		vt_json_key(j, "libraries");
+		vt_json_begin_array(j);
+		for (uint32_t k = 0; k < d->nlibs; k++) {
+			vt_json_begin_object(j);
+			vt_json_kv_string(j, "module", d->libs[k].module);
+			vt_json_kv_u64(j, "bytes", d->libs[k].bytes);
+			vt_json_end_object(j);
+		}
+		vt_json_end_array(j);
+		vt_json_kv_u64(j, "unexplained_bytes", d->unexplained_bytes);
+		vt_json_kv_u64(j, "overcount_bytes", d->overcount_bytes);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
 static void sites(struct vt_json *j, const struct vt_report *r)
 {
 	vt_json_key(j, "sites");
@@ -385,6 +419,7 @@ int vt_report_write_json(const struct vt_report *r, FILE *out)
 	flags(&j, r);
 	sites(&j, r);
 	at(&j, r);
+	accounting(&j, r);
 	if (r->opt.with_allocs)
 		allocations(&j, r);
 	vt_json_end_object(&j);

@@ -13,6 +13,7 @@
 
 #include "findings.h"
 #include "oom.h"
+#include "record_text.h"
 #include "report.h"
 #include "site_names.h"
 #include "steps.h"
@@ -121,6 +122,45 @@ static void processes(const struct vt_report *r, FILE *out)
 			        p->events_dropped);
 		if (r->opt.verbose)
 			vt_report_recording_cost_text(p, out);
+	}
+}
+
+/* Used memory per device at its last reading, by holder. */
+static void accounting(const struct vt_report *r, FILE *out)
+{
+	if (!r->accounting.ndev)
+		return;
+	heading(out, "\n", "Accounting (used per cuMemGetInfo, by holder)");
+	for (uint32_t i = 0; i < r->accounting.ndev; i++) {
+		const struct vt_device_account *d = &r->accounting.dev[i];
+		char used[32], total[32], when[32], b[32], safe[128];
+		vt_format_bytes(d->used_bytes, used, sizeof used);
+		vt_format_bytes(d->total_bytes, total, sizeof total);
+		vt_format_seconds(d->t_ns, when, sizeof when);
+		fprintf(out, "  GPU %d: %s used of %s at %s (%s)\n", d->device, used, total, when,
+		        vt_meminfo_reason_name(d->reason));
+		const struct {
+			const char *what;
+			uint64_t bytes;
+		} part[] = {
+		    {"framework allocations", d->framework_bytes},
+		    {"allocator pools", d->pool_bytes},
+		    {"VMM mappings", d->vmm_bytes},
+		};
+		for (size_t k = 0; k < sizeof part / sizeof part[0]; k++) {
+			vt_format_bytes(part[k].bytes, b, sizeof b);
+			fprintf(out, "    %10s  %s\n", b, part[k].what);
+		}
+		for (uint32_t k = 0; k < d->nlibs; k++) {
+			vt_format_bytes(d->libs[k].bytes, b, sizeof b);
+			fprintf(out, "    %10s  library %s (its own allocations)\n", b,
+			        vt_term_safe(d->libs[k].module, safe, sizeof safe));
+		}
+		vt_format_bytes(d->unexplained_bytes, b, sizeof b);
+		fprintf(out,
+		        "    %10s  unexplained: used minus all of the above (context, kernel "
+		        "images, other processes)\n",
+		        b);
 	}
 }
 
@@ -355,6 +395,7 @@ int vt_report_write_text(const struct vt_report *r, FILE *out)
 	categories(r, out);
 	sites(r, out);
 	flags(r, out);
+	accounting(r, out);
 	recording_costs(r, out);
 	fflush(out);
 	return ferror(out) ? -1 : 0;
