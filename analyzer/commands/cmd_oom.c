@@ -9,7 +9,9 @@
 #include "cmd_load.h"
 #include "commands.h"
 #include "json_out.h"
+#include "accounting.h"
 #include "oom.h"
+#include "report_json.h"
 #include "record_text.h"
 #include "site_names.h"
 #include "units.h"
@@ -405,6 +407,9 @@ static int write_json(const struct vt_oom_report *r, FILE *out)
 	json_largest(&j, r);
 	json_advice(&j, r);
 	json_procs(&j, r);
+	struct vt_accounting acc; /* used memory per device, by holder */
+	vt_accounting_build(r->m, &acc);
+	vt_report_accounting_json(&j, &acc);
 	vt_json_end_object(&j);
 	return vt_json_finish(&j);
 }

@@ -263,12 +263,12 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 }
 
 /* Used memory per device by holder (accounting.h). */
-static void accounting(struct vt_json *j, const struct vt_report *r)
+void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a)
 {
 	vt_json_key(j, "accounting");
 	vt_json_begin_array(j);
-	for (uint32_t i = 0; i < r->accounting.ndev; i++) {
-		const struct vt_device_account *d = &r->accounting.dev[i];
+	for (uint32_t i = 0; i < a->ndev; i++) {
+		const struct vt_device_account *d = &a->dev[i];
 		vt_json_begin_object(j);
 		vt_json_kv_i64(j, "device", d->device);
 		vt_json_kv_u64(j, "t_ns", d->t_ns);
@@ -419,7 +419,7 @@ int vt_report_write_json(const struct vt_report *r, FILE *out)
 	flags(&j, r);
 	sites(&j, r);
 	at(&j, r);
-	accounting(&j, r);
+	vt_report_accounting_json(&j, &r->accounting);
 	if (r->opt.with_allocs)
 		allocations(&j, r);
 	vt_json_end_object(&j);

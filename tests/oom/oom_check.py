@@ -101,6 +101,10 @@ def test_driver_oom(e):
     check(len(r["advice"]) >= 1 and any("dataset" in a for a in r["advice"]), f"advice {r['advice']}")
     check("(no stack)" not in o["site"] and o["site"], f"site {o['site']!r}")
     check(r["clean_exit"] is True, "the trainer exited (with an error) by itself")
+    acc = r["accounting"][0]
+    parts = sum(acc[k] for k in ("framework_bytes", "pool_bytes", "vmm_bytes", "library_bytes"))
+    check(acc["device"] == 0 and acc["used_bytes"] == parts + acc["unexplained_bytes"] -
+          acc["overcount_bytes"] and parts >= DATASET, f"accounting {acc}")
     rc, text, _ = e.cmd("oom", e.path("oom"))
     check(rc == 0 and "Out of memory 1 of 1" in text and "whole_dataset_upload" in text, text)
     print(f"  driver OOM: {o['api']} {o['bytes']} B on GPU {o['device']} from {o['site']}; "
