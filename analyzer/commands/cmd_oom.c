@@ -10,7 +10,9 @@
 #include "cmd_load.h"
 #include "commands.h"
 #include "json_out.h"
+#include "accounting.h"
 #include "oom.h"
+#include "report_json.h"
 #include "record_text.h"
 #include "site_names.h"
 #include "units.h"
@@ -184,9 +186,8 @@ static void text_procs(const struct vt_oom_report *r, FILE *out)
 		char t[32], b[32];
 		vt_format_seconds(o->last_t_ns, t, sizeof t);
 		vt_format_bytes(o->live_bytes, b, sizeof b);
-		fprintf(out,
-		        "  pid %d %s: did NOT exit cleanly (killed or crashed); last event at %s",
-		        p->pid, exe_base(p), t);
+		fprintf(out, "  pid %d %s: %s; last event at %s", p->pid, exe_base(p),
+		        o->running ? "running" : "did NOT exit cleanly (killed or crashed)", t);
 		if (o->last_mark)
 			fprintf(out, " after mark \"%s\"", o->last_mark);
 		fprintf(out, "; it held %s in %u allocations then\n", b, o->live_allocs);
@@ -201,7 +202,9 @@ static int write_text(const struct vt_oom_report *r, const char *dir, FILE *out)
 		fprintf(out,
 		        "No out-of-memory event in this trace (no failed driver allocation, no "
 		        "framework OOM message).\n");
-		if (!r->clean_exit)
+		if (r->running)
+			fprintf(out, "The job is still running: its state so far is below.\n");
+		else if (!r->clean_exit)
 			fprintf(out, "The job did not exit cleanly: its last state is below.\n");
 		text_procs(r, out);
 		return 0;
@@ -213,7 +216,9 @@ static int write_text(const struct vt_oom_report *r, const char *dir, FILE *out)
 	text_live(r, out);
 	text_advice(r, out);
 	text_procs(r, out);
-	if (!r->clean_exit)
+	if (r->running)
+		fprintf(out, "\nThe job is still running.\n");
+	else if (!r->clean_exit)
 		fprintf(out, "\nThe job did not exit cleanly.\n");
 	return 0;
 }
@@ -352,10 +357,11 @@ static void json_procs(struct vt_json *j, const struct vt_oom_report *r)
 		vt_json_kv_i64(j, "pid", p->pid);
 		vt_json_kv_string(j, "exe", p->exe);
 		vt_json_kv_string(j, "state",
-		                  o->launcher ? "launcher"
-		                  : o->execed ? "exec"
-		                  : o->clean  ? "exited"
-		                              : "died");
+		                  o->launcher  ? "launcher"
+		                  : o->execed  ? "exec"
+		                  : o->clean   ? "exited"
+		                  : o->running ? "running"
+		                               : "died");
 		vt_json_kv_bool(j, "clean_exit", o->clean || o->execed);
 		if (o->clean)
 			vt_json_kv_i64(j, "exit_code", p->exit_code);
@@ -388,6 +394,7 @@ static int write_json(const struct vt_oom_report *r, FILE *out)
 	json_oom(&j, r);
 	json_framework(&j, r);
 	vt_json_kv_bool(&j, "clean_exit", r->clean_exit);
+	vt_json_kv_string(&j, "state", r->running ? "running" : "ended");
 	json_device(&j, "device", r->device);
 	vt_json_kv_u64(&j, "t_ns", r->t_ns);
 	json_u64_or_null(&j, "free_bytes", r->have_meminfo, r->free_bytes);
@@ -401,6 +408,9 @@ static int write_json(const struct vt_oom_report *r, FILE *out)
 	json_largest(&j, r);
 	json_advice(&j, r);
 	json_procs(&j, r);
+	struct vt_accounting acc; /* used memory per device, by holder */
+	vt_accounting_build(r->m, &acc);
+	vt_report_accounting_json(&j, &acc);
 	vt_json_end_object(&j);
 	return vt_json_finish(&j);
 }

@@ -23,6 +23,7 @@ static const struct vt_cli_option report_options[] = {
     {"--allocs", NULL, "every live allocation too, with its category and stack"},
     {"--html", "FILE", "also write the HTML timeline to FILE (vramtrace export)"},
     {"--stream", NULL, "peaks and sites of a trace of any length, in little memory"},
+    {"--verbose", NULL, "recording cost per process, under each process"},
     {NULL, NULL, NULL},
 };
 
@@ -42,6 +43,8 @@ static int report_option(void *ctx, const struct vt_cli_option *o, const char *v
 	struct report_args *a = ctx;
 	if (!strcmp(o->name, "--json")) {
 		a->opt.json = 1;
+	} else if (!strcmp(o->name, "--verbose")) {
+		a->opt.verbose = 1;
 	} else if (!strcmp(o->name, "--stream")) {
 		a->stream = 1;
 	} else if (!strcmp(o->name, "--allocs")) {

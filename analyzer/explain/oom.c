@@ -11,6 +11,7 @@
 #include <uthash.h>
 
 #include "classify.h"
+#include "oom_context.h"
 #include "site_names.h"
 #include "model_query.h"
 
@@ -265,7 +266,8 @@ static void scan_live(struct vt_oom_report *r)
 	if (r->nsites)
 		qsort(r->sites, r->nsites, sizeof *r->sites, site_cmp);
 	struct site_acc *e, *tmp;
-	HASH_ITER(hh, s.by_name, e, tmp) {
+	HASH_ITER(hh, s.by_name, e, tmp)
+	{
 		HASH_DEL(s.by_name, e);
 		free(e->name);
 		free(e);
@@ -279,7 +281,9 @@ static void derive_gaps(struct vt_oom_report *r)
 		/* what the job allocated (or freed) since the reading, the rest unchanged */
 		int64_t moved = (int64_t)(r->tracked_bytes - r->tracked_at_meminfo);
 		int64_t est = (int64_t)r->free_bytes - moved;
-		r->free_bytes = est < 0 ? 0 : (uint64_t)est > r->total_bytes ? r->total_bytes : (uint64_t)est;
+		r->free_bytes = est < 0                          ? 0
+		                : (uint64_t)est > r->total_bytes ? r->total_bytes
+		                                                 : (uint64_t)est;
 	}
 	if (r->have_meminfo && r->total_bytes >= r->free_bytes) {
 		uint64_t used = r->total_bytes - r->free_bytes;
@@ -288,7 +292,8 @@ static void derive_gaps(struct vt_oom_report *r)
 	}
 	if (r->have_meminfo && r->request_bytes) {
 		r->have_need = 1;
-		r->need_to_free = r->request_bytes > r->free_bytes ? r->request_bytes - r->free_bytes : 0;
+		r->need_to_free =
+		    r->request_bytes > r->free_bytes ? r->request_bytes - r->free_bytes : 0;
 	}
 }
 
@@ -346,6 +351,8 @@ static void describe_procs(struct vt_oom_report *r)
 		o->launcher = proc_is_launcher(p);
 		o->last_t_ns = p->last_t_ns;
 		o->last_mark = last_mark_text(p);
+		o->running = p->running;
+		r->running |= o->running && !o->launcher;
 		if (!o->launcher && !o->clean && !o->execed)
 			r->clean_exit = 0;
 		if (o->clean || o->execed)
@@ -372,7 +379,8 @@ int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, ch
 	uint32_t have = r->driver_count ? r->driver_count : r->framework_count;
 	int rc = 0;
 	if (index == 0 || (have && index > have) || (!have && index > 1)) {
-		snprintf(err, errlen, "--index %u: the trace has %u %s out-of-memory event%s", index, have,
+		snprintf(err, errlen, "--index %u: the trace has %u %s out-of-memory event%s",
+		         index, have,
 		         r->driver_count || !r->framework_count ? "driver" : "framework",
 		         have == 1 ? "" : "s");
 		rc = -1;
@@ -388,13 +396,17 @@ int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, ch
 	if (!rc && r->source == VT_OOM_DRIVER && r->framework_count) {
 		r->fw_mark = &m->procs[fw[0].proc].marks[fw[0].idx];
 		r->fw_proc = fw[0].proc;
-		r->fw_parsed = vt_oom_match_line(r->fw_mark->text, strlen(r->fw_mark->text), &r->fw);
+		r->fw_parsed =
+		    vt_oom_match_line(r->fw_mark->text, strlen(r->fw_mark->text), &r->fw);
 	}
 	r->index = index;
 	free(drv);
 	free(fw);
 	if (rc)
 		return rc;
+	if (r->source != VT_OOM_NONE) /* advice that fits what the job had reached */
+		vt_findings_before_oom(m, r->failed ? r->failed->proc : r->fw_proc, r->t_ns,
+		                       &r->findings);
 	find_meminfo(r);
 	scan_live(r);
 	derive_gaps(r);

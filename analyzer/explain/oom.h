@@ -52,6 +52,7 @@ struct vt_oom_proc {
 	int clean;              /* exited through exit()/return */
 	int execed;             /* replaced by execve (its next image has a log) */
 	int launcher;           /* `vramtrace run`'s own log, not the job */
+	int running;            /* not exited, and its process runs now */
 	uint64_t last_t_ns;
 	const char *last_mark;  /* text of its last step/user mark, NULL if none */
 	uint64_t live_bytes;    /* its allocations live at its last event */
@@ -100,6 +101,7 @@ struct vt_oom_report {
 	struct vt_oom_proc *procs;
 	uint32_t nprocs;
 	int clean_exit;                 /* every job process exited cleanly */
+	int running;                    /* some job process still runs */
 };
 
 /* Classifies m (if not yet) and computes the report for the index-th event

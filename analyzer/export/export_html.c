@@ -3,6 +3,7 @@
 #include "export_html.h"
 #include "export_html_series.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,9 @@
 #include "export_stack.h"
 #include "findings.h"
 #include "json_out.h"
+#include "oom_finding.h"
+#include "report.h"
+#include "report_json.h"
 #include "site_names.h"
 
 /* analyzer/html/timeline.html, made into a C array at build time
@@ -192,6 +196,45 @@ static void write_flags(const struct vt_export *x, struct vt_json *j)
 	vt_json_end_array(j);
 }
 
+/* The out-of-memory finding (report.h), null when the job had none; the
+ * verdict line; each category's colour (the text report's). */
+static void write_oom(const struct vt_export *x, const char *dir, struct vt_json *j)
+{
+	const struct vt_oom_finding *o = &x->r.oom;
+	char verdict[1024], cmd[4200];
+	vt_report_verdict(&x->r, verdict, sizeof verdict);
+	vt_json_kv_string(j, "verdict", verdict);
+	vt_json_key(j, "category_colors");
+	vt_json_begin_array(j);
+	for (int c = 0; c < VT_CAT_COUNT; c++) {
+		char hex[8];
+		snprintf(hex, sizeof hex, "#%06x", (unsigned)vt_category_rgb(c));
+		vt_json_string(j, hex);
+	}
+	vt_json_end_array(j);
+	vt_json_key(j, "oom");
+	if (!o->present) {
+		vt_json_null(j);
+		return;
+	}
+	vt_oom_finding_command(dir && *dir ? dir : "DIR", cmd, sizeof cmd);
+	vt_json_begin_object(j);
+	vt_json_kv_i64(j, "device", o->device);
+	vt_json_kv_string(j, "api", o->api);
+	vt_json_kv_u64(j, "requested_bytes", o->request_bytes);
+	vt_json_kv_u64(j, "t_ns", o->t_ns);
+	vt_json_kv_string(j, "site", o->site);
+	vt_json_kv_i64(j, "pid", o->pid);
+	vt_json_kv_bool(j, "have_free", o->have_free);
+	vt_json_kv_u64(j, "free_bytes", o->free_bytes);
+	vt_json_kv_u64(j, "total_bytes", o->total_bytes);
+	vt_json_kv_u64(j, "live_bytes", o->live_bytes);
+	vt_report_oom_holders_json(j, o);
+	vt_json_kv_string(j, "message", o->message);
+	vt_json_kv_string(j, "command", cmd);
+	vt_json_end_object(j);
+}
+
 static void write_processes(const struct vt_export *x, struct vt_json *j)
 {
 	vt_json_key(j, "processes");
@@ -327,6 +370,7 @@ static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 		vt_json_end_object(&j);
 	}
 	write_processes(x, &j);
+	write_oom(x, dir, &j);
 	write_flags(x, &j);
 	int rc = write_devices(x, &j);
 	write_sites(x, &j);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "log_reader.h"
+#include "proc_alive.h"
 #include "trace_dir.h"
 #include "model.h"
 #include "model_history.h"
@@ -89,9 +90,11 @@ static void warn_inconsistencies(const struct vt_model *m, const char *dir)
 	for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
 		if (items[i].n && len < sizeof line)
 			len += (size_t)snprintf(line + len, sizeof line - len, "%s%llu %s",
-			                        len ? ", " : "", (unsigned long long)items[i].n, items[i].what);
+			                        len ? ", " : "", (unsigned long long)items[i].n,
+			                        items[i].what);
 	if (len)
-		fprintf(stderr, "vramtrace: %s: inconsistent trace: %s; the report uses the rest\n", dir, line);
+		fprintf(stderr, "vramtrace: %s: inconsistent trace: %s; the report uses the rest\n",
+		        dir, line);
 }
 
 /* Every log of the trace into m (a full or a streaming model). */
@@ -126,6 +129,8 @@ static struct vt_model *load_into(struct vt_model *m, const char *dir, char *err
 	}
 	for (size_t i = 0; i < trace.nlogs; i++) {
 		c.proc = vt_model_begin_process(m, vt_log_header(trace.logs[i]), start);
+		m->procs[c.proc].running =
+		    vt_log_process_running(vt_log_header(trace.logs[i]), dir);
 		vt_log_for_each(trace.logs[i], feed_one, &c);
 		m->warnings += vt_log_warnings(trace.logs[i]);
 		struct stat st;

@@ -9,6 +9,7 @@
 #include <uthash.h>
 
 #include "classify.h"
+#include "units.h"
 #include "site_names.h"
 #include "model_query.h"
 
@@ -23,10 +24,140 @@ struct vt_report_stack_site {
 struct name_entry {
 	/* the key, a copy: the hash keeps a pointer to it, and r->sites moves
 	 * when it grows */
-	char name[sizeof ((struct vt_site_stat *)0)->name];
+	char name[sizeof((struct vt_site_stat *)0)->name];
 	uint32_t site;
 	UT_hash_handle hh;
 };
+
+uint32_t vt_category_rgb(int cat)
+{
+	static const uint32_t rgb[VT_CAT_COUNT] = {
+	    [VT_CAT_DATASET] = 0xd9534f,   [VT_CAT_PREFETCH] = 0xf0ad4e,
+	    [VT_CAT_WEIGHTS] = 0x337ab7,   [VT_CAT_OPTIMIZER] = 0x8e6bbf,
+	    [VT_CAT_GRADIENTS] = 0x5bc0de, [VT_CAT_ACTIVATIONS] = 0x5cb85c,
+	    [VT_CAT_POOL] = 0x7f8c8d,      [VT_CAT_UNKNOWN] = 0xc8ccd4,
+	};
+	return cat >= 0 && cat < VT_CAT_COUNT ? rgb[cat] : rgb[VT_CAT_UNKNOWN];
+}
+
+int vt_report_main_category(const struct vt_report *r)
+{
+	int best = VT_CAT_UNKNOWN;
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		if (r->cats_at_peak[c] > r->cats_at_peak[best])
+			best = c;
+	return best;
+}
+
+const struct vt_finding *vt_report_main_finding(const struct vt_report *r)
+{
+	const struct vt_finding *best = NULL;
+	for (uint32_t i = 0; i < r->findings.n; i++)
+		if (!best || vt_finding_bytes_max(&r->findings.v[i]) > vt_finding_bytes_max(best))
+			best = &r->findings.v[i];
+	return best;
+}
+
+/* "still running (last event at 3.100 s), so far: " or "". */
+static size_t verdict_running(const struct vt_report *r, char *buf, size_t len)
+{
+	uint64_t last = 0;
+	int running = 0;
+	for (uint32_t i = 0; i < r->m->nprocs; i++)
+		if (r->m->procs[i].running) {
+			running = 1;
+			if (r->m->procs[i].last_t_ns > last)
+				last = r->m->procs[i].last_t_ns;
+		}
+	if (!running)
+		return 0;
+	char when[32];
+	vt_format_seconds(last, when, sizeof when);
+	int n = snprintf(buf, len, "still running (last event at %s); so far: ", when);
+	return n > 0 && (size_t)n < len ? (size_t)n : 0;
+}
+
+static void verdict_oom(const struct vt_report *r, char *buf, size_t len)
+{
+	const struct vt_oom_finding *o = &r->oom;
+	char dev[16] = "the GPU", asked[32], freeb[32], held[32], live[32];
+	if (o->device >= 0)
+		snprintf(dev, sizeof dev, "GPU %d", o->device);
+	vt_format_bytes(o->request_bytes, asked, sizeof asked);
+	vt_format_bytes(o->free_bytes, freeb, sizeof freeb);
+	int cat = vt_oom_finding_main_category(o);
+	vt_format_bytes(o->cats[cat], held, sizeof held);
+	vt_format_bytes(o->live_bytes, live, sizeof live);
+	char when[32];
+	vt_format_seconds(o->t_ns, when, sizeof when);
+	size_t n = (size_t)snprintf(buf, len, "out of memory on %s at %s", dev, when);
+	if (n < len && o->request_bytes)
+		n += (size_t)snprintf(buf + n, len - n, ": %s asked", asked);
+	if (n < len && o->have_free)
+		n +=
+		    (size_t)snprintf(buf + n, len - n, "%s %s%s free", o->request_bytes ? "," : ":",
+		                     o->free_estimated ? "~" : "", freeb);
+	if (n < len && o->live_bytes)
+		snprintf(buf + n, len - n, "; %s held most of what was in use (%s of %s, %.0f%%)",
+		         vt_category_name(cat), held, live,
+		         100.0 * (double)o->cats[cat] / (double)o->live_bytes);
+}
+
+/* The device with the highest peak, -1 when none allocated. */
+static int highest_device(const struct vt_model *m)
+{
+	int best = -1;
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		if (vt_model_device_used(m, d) &&
+		    (best < 0 || m->devices[d].peak_bytes > m->devices[best].peak_bytes))
+			best = d;
+	return best;
+}
+
+static void verdict_peak(const struct vt_report *r, char *buf, size_t len)
+{
+	uint64_t total = 0;
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		total += r->cats_at_peak[c];
+	int dev = highest_device(r->m);
+	if (!total || dev < 0) {
+		snprintf(buf, len, "no device memory was live at any peak");
+		return;
+	}
+	int cat = vt_report_main_category(r);
+	char part[32], all[32], site[256];
+	vt_format_bytes(r->cats_at_peak[cat], part, sizeof part);
+	vt_format_bytes(total, all, sizeof all);
+	size_t n = (size_t)snprintf(
+	    buf, len, "%s fills the GPU: %s of the %s live at the peak (%.0f%%)",
+	    vt_category_name(cat), part, all, 100.0 * (double)r->cats_at_peak[cat] / (double)total);
+	const struct vt_device *d = &r->m->devices[dev];
+	if (n < len && d->total_bytes)
+		n += (size_t)snprintf(buf + n, len - n, ", peak %.0f%% of GPU %d",
+		                      100.0 * (double)d->peak_bytes / (double)d->total_bytes, dev);
+	const struct vt_finding *f = vt_report_main_finding(r);
+	if (n >= len)
+		return;
+	if (!f) {
+		snprintf(buf + n, len - n, "; nothing flagged");
+		return;
+	}
+	vt_format_bytes(vt_finding_bytes_max(f), part, sizeof part);
+	vt_name_site(r->m, f->proc, f->stack_id, site, sizeof site);
+	snprintf(buf + n, len - n, "; the finding that matters: %s (%s from %s)",
+	         vt_finding_kind_name(f->kind), part, site);
+}
+
+void vt_report_verdict(const struct vt_report *r, char *buf, size_t len)
+{
+	size_t n = verdict_running(r, buf, len);
+	if (r->oom.present)
+		verdict_oom(r, buf + n, len - n);
+	else if (r->m->totals.alloc_calls == 0 && r->m->totals.failed_allocs == 0)
+		snprintf(buf + n, len - n, "no device memory was allocated");
+	else
+		verdict_peak(r, buf + n, len - n);
+}
 
 int vt_report_live_at_peak(const struct vt_report *r, const struct vt_alloc *a)
 {
@@ -161,8 +292,8 @@ static void build_sites(struct vt_report *r)
 			r->cats_at_peak[cat] += a->bytes;
 			if (a->confidence < VT_CONFIDENT) {
 				struct vt_alternative alt;
-				int other = vt_alloc_alternatives(a, &alt, 1) ? alt.category
-				                                              : VT_CAT_COUNT;
+				int other =
+				    vt_alloc_alternatives(a, &alt, 1) ? alt.category : VT_CAT_COUNT;
 				r->unsure_at_peak[cat][other] += a->bytes;
 			}
 		}
@@ -229,6 +360,8 @@ int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_rep
 	}
 	vt_classify(m);
 	vt_findings_find(m, &r->findings);
+	vt_oom_finding_find(m, &r->findings, &r->oom);
+	vt_accounting_build(m, &r->accounting);
 	build_sites(r);
 	r->main_proc = busiest_proc(m);
 	return 0;

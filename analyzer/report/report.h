@@ -5,8 +5,10 @@
 
 #include <stdio.h>
 
+#include "accounting.h"
 #include "findings.h"
 #include "model.h"
+#include "oom_finding.h"
 
 struct vt_site_stat {
 	char name[256];
@@ -22,6 +24,7 @@ struct vt_report_options {
 	int with_allocs;                 /* --allocs: every allocation in JSON */
 	const char *at;                  /* --at peak|end|SECONDS, NULL = peak */
 	const char *title;               /* trace directory, for the text header */
+	int verbose;                     /* --verbose: the recording cost after each process */
 };
 
 struct vt_report_stack_site; /* report_build.c: (process, stack) -> site */
@@ -30,6 +33,8 @@ struct vt_report {
 	struct vt_model *m;
 	struct vt_report_options opt;
 	struct vt_findings findings;
+	struct vt_oom_finding oom;                    /* the first OOM, said first */
+	struct vt_accounting accounting;              /* used memory per device, by holder */
 	uint64_t cats_at_peak[VT_CAT_COUNT];          /* each device at its peak */
 	/* of those, bytes the classifier was unsure of (confidence under
 	 * VT_CONFIDENT), by [category][its most likely alternative]
@@ -57,6 +62,21 @@ void vt_report_free(struct vt_report *r);
  * the site table's own grouping, so an export's site column agrees with
  * it. VT_NO_INDEX when that stack made no charged allocation. */
 uint32_t vt_report_site_of(const struct vt_report *r, uint32_t proc, uint32_t stack_id);
+
+/* A category's colour, 0xRRGGBB: the text report's bars and the HTML
+ * page's bands use the same one. */
+uint32_t vt_category_rgb(int cat);
+
+/* The category holding most bytes at the peaks (the report's verdict). */
+int vt_report_main_category(const struct vt_report *r);
+
+/* The finding that matters most (the most bytes), or NULL when none. */
+const struct vt_finding *vt_report_main_finding(const struct vt_report *r);
+
+/* One line that says it all first: whether the job still runs, the
+ * out-of-memory failure if there was one (and what held the device then),
+ * else what fills the GPU at its peak and the finding that matters. */
+void vt_report_verdict(const struct vt_report *r, char *buf, size_t len);
 
 /* 1 if allocation idx is live at its own device's peak. */
 int vt_report_live_at_peak(const struct vt_report *r, const struct vt_alloc *a);

@@ -12,6 +12,9 @@
 #include "steps.h"
 #include "model_query.h"
 #include "classify.h"
+#include "oom.h"
+#include "record_text.h"
+#include "report.h"
 
 static void categories(struct vt_json *j, const char *key, const uint64_t *cats)
 {
@@ -20,6 +23,23 @@ static void categories(struct vt_json *j, const char *key, const uint64_t *cats)
 	for (int c = 0; c < VT_CAT_COUNT; c++)
 		vt_json_kv_u64(j, vt_category_name(c), cats[c]);
 	vt_json_end_object(j);
+}
+
+/* The one-line verdict, and whether the job still runs. */
+static void verdict(struct vt_json *j, const struct vt_report *r)
+{
+	char text[1024];
+	int running = 0;
+	uint64_t last = 0;
+	for (uint32_t i = 0; i < r->m->nprocs; i++) {
+		running |= r->m->procs[i].running;
+		if (r->m->procs[i].last_t_ns > last)
+			last = r->m->procs[i].last_t_ns;
+	}
+	vt_report_verdict(r, text, sizeof text);
+	vt_json_kv_string(j, "verdict", text);
+	vt_json_kv_string(j, "state", running ? "running" : "ended");
+	vt_json_kv_u64(j, "last_event_ns", last);
 }
 
 static void totals(struct vt_json *j, const struct vt_totals *t)
@@ -85,7 +105,9 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_kv_string(j, "state",
 		                  p->clean_exit                                   ? "exited"
 		                  : VT_STATE_OF(p->state_word) == VT_STATE_EXECED ? "exec"
+		                  : p->running                                    ? "running"
 		                                                                  : "died");
+		vt_json_kv_u64(j, "last_t_ns", p->last_t_ns);
 		vt_json_key(j, "exit_code");
 		if (p->clean_exit || p->have_exit_rec)
 			vt_json_i64(j, p->exit_code);
@@ -133,10 +155,81 @@ static void steps(struct vt_json *j, const struct vt_report *r)
 	vt_json_end_object(j);
 }
 
+void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *o)
+{
+	vt_json_key(j, "live_by_category");
+	vt_json_begin_object(j);
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		vt_json_kv_u64(j, vt_category_name(c), o->cats[c]);
+	vt_json_end_object(j);
+	vt_json_key(j, "top_sites");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < o->nholders; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_string(j, "site", o->holders[i].site);
+		vt_json_kv_string(j, "category", vt_category_name(o->holders[i].category));
+		vt_json_kv_u64(j, "bytes", o->holders[i].bytes);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+/* The out-of-memory finding, first of the flags: the keys every flag has
+ * (devices, bytes = the request, site, t_ns, advice...) and its own. */
+static void oom_flag(struct vt_json *j, const struct vt_report *r)
+{
+	const struct vt_oom_finding *o = &r->oom;
+	char cmd[4200], advice[8192], verdict[1024];
+	vt_oom_finding_command(r->opt.title ? r->opt.title : "DIR", cmd, sizeof cmd);
+	vt_report_verdict(r, verdict, sizeof verdict);
+	snprintf(advice, sizeof advice, "The job ran %s. `%s` explains it in full.", verdict, cmd);
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "kind", "out_of_memory");
+	vt_json_key(j, "devices");
+	vt_json_begin_array(j);
+	if (o->device >= 0)
+		vt_json_u64(j, (uint64_t)o->device);
+	vt_json_end_array(j);
+	vt_json_key(j, "bytes");
+	vt_json_begin_array(j);
+	if (o->device >= 0)
+		vt_json_u64(j, o->request_bytes);
+	vt_json_end_array(j);
+	vt_json_kv_u64(j, "copies", 0);
+	vt_json_kv_string(j, "site", o->site);
+	vt_json_kv_u64(j, "t_ns", o->t_ns);
+	vt_json_kv_double(j, "confidence", 1.0);
+	vt_json_kv_string(j, "advice", advice);
+	vt_json_kv_i64(j, "pid", o->pid);
+	vt_json_kv_string(j, "source", o->source == VT_OOM_DRIVER ? "driver" : "framework");
+	vt_json_kv_string(j, "api", o->api);
+	vt_json_kv_u64(j, "requested_bytes", o->request_bytes);
+	vt_json_key(j, "free_bytes");
+	if (o->have_free)
+		vt_json_u64(j, o->free_bytes);
+	else
+		vt_json_null(j);
+	vt_json_kv_bool(j, "free_bytes_estimated", o->free_estimated);
+	vt_json_key(j, "total_bytes");
+	if (o->have_free)
+		vt_json_u64(j, o->total_bytes);
+	else
+		vt_json_null(j);
+	vt_json_kv_u64(j, "live_bytes", o->live_bytes);
+	vt_report_oom_holders_json(j, o);
+	vt_json_kv_u64(j, "events", o->events);
+	if (o->message[0])
+		vt_json_kv_string(j, "message", o->message);
+	vt_json_kv_string(j, "command", cmd);
+	vt_json_end_object(j);
+}
+
 static void flags(struct vt_json *j, const struct vt_report *r)
 {
 	vt_json_key(j, "flags");
 	vt_json_begin_array(j);
+	if (r->oom.present)
+		oom_flag(j, r);
 	for (uint32_t i = 0; i < r->findings.n; i++) {
 		const struct vt_finding *f = &r->findings.v[i];
 		char site[256];
@@ -164,6 +257,39 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 			vt_json_kv_u64(j, "depth", f->depth);
 			vt_json_kv_u64(j, "batch_bytes", f->batch_bytes);
 		}
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
+/* Used memory per device by holder (accounting.h). */
+void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a)
+{
+	vt_json_key(j, "accounting");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < a->ndev; i++) {
+		const struct vt_device_account *d = &a->dev[i];
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "device", d->device);
+		vt_json_kv_u64(j, "t_ns", d->t_ns);
+		vt_json_kv_string(j, "reading", vt_meminfo_reason_name(d->reason));
+		vt_json_kv_u64(j, "total_bytes", d->total_bytes);
+		vt_json_kv_u64(j, "used_bytes", d->used_bytes);
+		vt_json_kv_u64(j, "framework_bytes", d->framework_bytes);
+		vt_json_kv_u64(j, "pool_bytes", d->pool_bytes);
+		vt_json_kv_u64(j, "vmm_bytes", d->vmm_bytes);
+		vt_json_kv_u64(j, "library_bytes", d->library_bytes);
+		vt_json_key(j, "libraries");
+		vt_json_begin_array(j);
+		for (uint32_t k = 0; k < d->nlibs; k++) {
+			vt_json_begin_object(j);
+			vt_json_kv_string(j, "module", d->libs[k].module);
+			vt_json_kv_u64(j, "bytes", d->libs[k].bytes);
+			vt_json_end_object(j);
+		}
+		vt_json_end_array(j);
+		vt_json_kv_u64(j, "unexplained_bytes", d->unexplained_bytes);
+		vt_json_kv_u64(j, "overcount_bytes", d->overcount_bytes);
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);
@@ -284,6 +410,7 @@ int vt_report_write_json(const struct vt_report *r, FILE *out)
 	vt_json_init(&j, out, 1);
 	vt_json_begin_object(&j);
 	vt_json_kv_string(&j, "trace", r->opt.title ? r->opt.title : "");
+	verdict(&j, r);
 	totals(&j, &r->m->totals);
 	processes(&j, r->m);
 	devices(&j, r);
@@ -292,6 +419,7 @@ int vt_report_write_json(const struct vt_report *r, FILE *out)
 	flags(&j, r);
 	sites(&j, r);
 	at(&j, r);
+	vt_report_accounting_json(&j, &r->accounting);
 	if (r->opt.with_allocs)
 		allocations(&j, r);
 	vt_json_end_object(&j);

@@ -10,5 +10,9 @@ int vt_report_write_json(const struct vt_report *r, FILE *out);
 /* "recording_cost": what recording cost process p, as an object, or null. */
 struct vt_json;
 void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p);
+/* "accounting": used memory per device by holder (accounting.h). */
+void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a);
+/* "live_by_category" and "top_sites" of the out-of-memory finding. */
+void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *o);
 
 #endif

@@ -1,8 +1,10 @@
-/* `vramtrace report` as text: processes, devices, bytes by category with a
- * bar each, top sites, flags with advice. Colour (term.h) only on a TTY and
- * never with NO_COLOR: headings bold, each category's bar in its colour, a
- * process that died and the flags in red/yellow; piped, the text is plain
- * and byte-identical to what it was before colour. */
+/* `vramtrace report` as text, top-down: a one-line verdict, the
+ * out-of-memory finding when the job failed, then processes, devices, bytes
+ * by category with a bar each, top sites, flags with advice, and last what
+ * recording cost each process (under --verbose after each process instead).
+ * Colour (term.h) only on a TTY and never with NO_COLOR: headings bold,
+ * each category in its colour (the HTML page's), a process that died and
+ * the flags in red/yellow; piped, the text is plain. */
 #include "report_text.h"
 
 #include <inttypes.h>
@@ -10,6 +12,9 @@
 #include <string.h>
 
 #include "findings.h"
+#include "oom.h"
+#include "record_text.h"
+#include "report.h"
 #include "site_names.h"
 #include "steps.h"
 #include "term.h"
@@ -18,13 +23,12 @@
 
 #define BAR_WIDTH 40
 
-/* The colour of each category's bar (enum vt_category order). */
-static const enum vt_color category_color[VT_CAT_COUNT] = {
-	[VT_CAT_DATASET] = VT_COLOR_RED,       [VT_CAT_PREFETCH] = VT_COLOR_YELLOW,
-	[VT_CAT_WEIGHTS] = VT_COLOR_BLUE,      [VT_CAT_OPTIMIZER] = VT_COLOR_BLUE,
-	[VT_CAT_GRADIENTS] = VT_COLOR_GREEN,   [VT_CAT_ACTIVATIONS] = VT_COLOR_GREEN,
-	[VT_CAT_POOL] = VT_COLOR_DIM,          [VT_CAT_UNKNOWN] = VT_COLOR_DIM,
-};
+/* A category's colour on out (vt_category_rgb); buf holds the escape. */
+static const char *cat_on(FILE *out, int cat, char *buf, size_t len)
+{
+	return vt_term_rgb(out, vt_category_rgb(cat < VT_CAT_COUNT ? cat : VT_CAT_UNKNOWN), buf,
+	                   len);
+}
 
 /* A flag's kind: red for the upload that breaks jobs, yellow for the rest. */
 static enum vt_color flag_color(int kind)
@@ -47,13 +51,19 @@ static void heading(FILE *out, const char *lead, const char *text)
 	fprintf(out, "%s%s%s%s\n", lead, on(out, VT_COLOR_BOLD), text, off(out));
 }
 
-static void bar(FILE *out, uint64_t part, uint64_t whole, enum vt_color color)
+/* No bar at all for nothing: a row of 0 B shows blanks. */
+static void bar(FILE *out, uint64_t part, uint64_t whole, int cat)
 {
+	char esc[32];
 	int n = whole ? (int)((part * BAR_WIDTH + whole / 2) / whole) : 0;
-	if (part && !n)
+	if (!part) {
+		fprintf(out, "%*s", BAR_WIDTH, "");
+		return;
+	}
+	if (!n)
 		n = 1;
 	if (n > 0) {
-		fputs(on(out, color), out);
+		fputs(cat_on(out, cat, esc, sizeof esc), out);
 		for (int i = 0; i < n; i++)
 			fputc('#', out);
 		fputs(off(out), out);
@@ -68,11 +78,15 @@ static void bar(FILE *out, uint64_t part, uint64_t whole, enum vt_color color)
 
 int vt_report_proc_status(const struct vt_proc *p, char *buf, size_t len)
 {
-	if (p->clean_exit)
+	char when[32];
+	if (p->clean_exit) {
 		snprintf(buf, len, "exited %d", p->exit_code);
-	else if (VT_STATE_OF(p->state_word) == VT_STATE_EXECED)
+	} else if (VT_STATE_OF(p->state_word) == VT_STATE_EXECED) {
 		snprintf(buf, len, "exec'd");
-	else
+	} else if (p->running) {
+		vt_format_seconds(p->last_t_ns, when, sizeof when);
+		snprintf(buf, len, "running, last event at %s", when);
+	} else
 		return snprintf(buf, len, "did NOT exit cleanly") > 0;
 	return 0;
 }
@@ -91,20 +105,74 @@ void vt_report_recording_cost_text(const struct vt_proc *p, FILE *out)
 
 static void processes(const struct vt_report *r, FILE *out)
 {
-	heading(out, "", "Processes");
+	heading(out, "\n", "Processes");
 	for (uint32_t i = 0; i < r->m->nprocs; i++) {
 		const struct vt_proc *p = &r->m->procs[i];
-		char status[64], exe[1024];
+		char status[64], exe[1024], steps[32];
 		int died = vt_report_proc_status(p, status, sizeof status);
-		fprintf(out, "  pid %-7d %s  %s%s%s, %s allocator, %u steps (%s)%s%s\n", p->pid,
-		        vt_term_safe(p->exe, exe, sizeof exe),
-		        died ? on(out, VT_COLOR_RED) : "", status, died ? off(out) : "", p->pool_mode ? "pool" : "per-tensor", p->nsteps,
-		        vt_step_source_name(p->step_source),
-		        vt_framework_of(p) ? ", " : "", vt_framework_of(p) ? vt_framework_name(vt_framework_of(p)) : "");
+		int fw = vt_framework_of(p);
+		fprintf(out, "  pid %-7d %s  %s%s%s, %s allocator, %s (%s)%s%s\n", p->pid,
+		        vt_term_safe(p->exe, exe, sizeof exe), died ? on(out, VT_COLOR_RED) : "",
+		        status, died ? off(out) : "", p->pool_mode ? "pool" : "per-tensor",
+		        vt_count(p->nsteps, "step", "steps", steps, sizeof steps),
+		        vt_step_source_name(p->step_source), fw ? ", " : "",
+		        fw ? vt_framework_name(fw) : "");
 		if (p->header_flags & VT_FLAG_TRUNCATED)
 			fprintf(out, "            log truncated: %" PRIu64 " records dropped\n",
 			        p->events_dropped);
-		vt_report_recording_cost_text(p, out);
+		if (r->opt.verbose)
+			vt_report_recording_cost_text(p, out);
+	}
+}
+
+/* Used memory per device at its last reading, by holder. */
+static void accounting(const struct vt_report *r, FILE *out)
+{
+	if (!r->accounting.ndev)
+		return;
+	heading(out, "\n", "Accounting (used per cuMemGetInfo, by holder)");
+	for (uint32_t i = 0; i < r->accounting.ndev; i++) {
+		const struct vt_device_account *d = &r->accounting.dev[i];
+		char used[32], total[32], when[32], b[32], safe[128];
+		vt_format_bytes(d->used_bytes, used, sizeof used);
+		vt_format_bytes(d->total_bytes, total, sizeof total);
+		vt_format_seconds(d->t_ns, when, sizeof when);
+		fprintf(out, "  GPU %d: %s used of %s at %s (%s)\n", d->device, used, total, when,
+		        vt_meminfo_reason_name(d->reason));
+		const struct {
+			const char *what;
+			uint64_t bytes;
+		} part[] = {
+		    {"framework allocations", d->framework_bytes},
+		    {"allocator pools", d->pool_bytes},
+		    {"VMM mappings", d->vmm_bytes},
+		};
+		for (size_t k = 0; k < sizeof part / sizeof part[0]; k++) {
+			vt_format_bytes(part[k].bytes, b, sizeof b);
+			fprintf(out, "    %10s  %s\n", b, part[k].what);
+		}
+		for (uint32_t k = 0; k < d->nlibs; k++) {
+			vt_format_bytes(d->libs[k].bytes, b, sizeof b);
+			fprintf(out, "    %10s  library %s (its own allocations)\n", b,
+			        vt_term_safe(d->libs[k].module, safe, sizeof safe));
+		}
+		vt_format_bytes(d->unexplained_bytes, b, sizeof b);
+		fprintf(out,
+		        "    %10s  unexplained: used minus all of the above (context, kernel "
+		        "images, other processes)\n",
+		        b);
+	}
+}
+
+/* What vramtrace itself cost each process: last, it is about the tool. */
+static void recording_costs(const struct vt_report *r, FILE *out)
+{
+	if (r->opt.verbose)
+		return; /* said after each process */
+	heading(out, "\n", "Recording cost");
+	for (uint32_t i = 0; i < r->m->nprocs; i++) {
+		fprintf(out, "  pid %d\n", r->m->procs[i].pid);
+		vt_report_recording_cost_text(&r->m->procs[i], out);
 	}
 }
 
@@ -123,7 +191,8 @@ static void devices(const struct vt_report *r, FILE *out)
 		fprintf(out, "  GPU %d  %-20s capacity %-10s peak %-10s at %s", d,
 		        dv->name ? dv->name : "?", dv->total_bytes ? cap : "unknown", peak, when);
 		if (dv->total_bytes)
-			fprintf(out, " (%.1f%% of capacity)", 100.0 * (double)dv->peak_bytes / (double)dv->total_bytes);
+			fprintf(out, " (%.1f%% of capacity)",
+			        100.0 * (double)dv->peak_bytes / (double)dv->total_bytes);
 		fprintf(out, ", %s at the end\n", endb);
 	}
 }
@@ -137,7 +206,7 @@ static void category_table(FILE *out, const uint64_t *cats)
 		char b[32];
 		vt_format_bytes(cats[c], b, sizeof b);
 		fprintf(out, "  %-12s %10s  ", vt_category_name(c), b);
-		bar(out, cats[c], total, category_color[c]);
+		bar(out, cats[c], total, c);
 		fprintf(out, " %5.1f%%\n", total ? 100.0 * (double)cats[c] / (double)total : 0.0);
 	}
 }
@@ -185,11 +254,11 @@ static void sites(const struct vt_report *r, FILE *out)
 	fprintf(out, "  %10s %8s  %-12s %s\n", "bytes", "allocs", "category", "site");
 	for (uint32_t i = 0; i < r->nsites && i < (uint32_t)r->opt.top; i++) {
 		const struct vt_site_stat *s = &r->sites[i];
-		char b[32], name[4096];
+		char b[32], name[4096], esc[32];
 		vt_format_bytes(s->bytes_at_peak, b, sizeof b);
 		fprintf(out, "  %10s %8" PRIu64 "  %s%-12s%s %s\n", b, s->allocs,
-		        on(out, category_color[s->category < VT_CAT_COUNT ? s->category : VT_CAT_UNKNOWN]),
-		        vt_category_name(s->category), off(out), vt_term_safe(s->name, name, sizeof name));
+		        cat_on(out, s->category, esc, sizeof esc), vt_category_name(s->category),
+		        off(out), vt_term_safe(s->name, name, sizeof name));
 	}
 }
 
@@ -214,7 +283,8 @@ static void flag_line(const struct vt_report *r, const struct vt_finding *f, FIL
 	vt_format_bytes(sum, all, sizeof all);
 	vt_format_seconds(f->t_ns, when, sizeof when);
 	const char *copies = f->copies == 1 ? "copy" : "copies";
-	fprintf(out, "  %s[%s]%s ", on(out, flag_color(f->kind)), vt_finding_kind_name(f->kind), off(out));
+	fprintf(out, "  %s[%s]%s ", on(out, flag_color(f->kind)), vt_finding_kind_name(f->kind),
+	        off(out));
 	switch (f->kind) {
 	case VT_FINDING_WHOLE_DATASET:
 		fprintf(out, "%s dataset%s uploaded to ", b, f->ndev > 1 ? " (each)" : "");
@@ -223,8 +293,8 @@ static void flag_line(const struct vt_report *r, const struct vt_finding *f, FIL
 		        when, site);
 		break;
 	case VT_FINDING_PREFETCH_DEPTH:
-		fprintf(out, "prefetch holds %u batch%s (%s) on ", f->depth, f->depth == 1 ? "" : "es",
-		        b);
+		fprintf(out, "prefetch holds %u batch%s (%s) on ", f->depth,
+		        f->depth == 1 ? "" : "es", b);
 		gpus(out, f);
 		fprintf(out, ", filled from %s", site);
 		break;
@@ -236,8 +306,8 @@ static void flag_line(const struct vt_report *r, const struct vt_finding *f, FIL
 	default:
 		fprintf(out, "%s allocator region on ", b);
 		gpus(out, f);
-		fprintf(out, " made at t=%s by %s, %" PRIu64 " host-to-device %s into it", when, site,
-		        f->copies, copies);
+		fprintf(out, " made at t=%s by %s, %" PRIu64 " host-to-device %s into it", when,
+		        site, f->copies, copies);
 		break;
 	}
 	if (r->m->nprocs > 1)
@@ -254,21 +324,79 @@ static void flags(const struct vt_report *r, FILE *out)
 		flag_line(r, &r->findings.v[i], out);
 }
 
+/* The out-of-memory finding, first after the verdict. */
+static void oom_block(const struct vt_report *r, FILE *out)
+{
+	const struct vt_oom_finding *o = &r->oom;
+	char b[32], when[32], freeb[32], total[32], cmd[4200], safe[4200];
+	vt_format_bytes(o->request_bytes, b, sizeof b);
+	vt_format_seconds(o->t_ns, when, sizeof when);
+	fprintf(out, "%s[out_of_memory]%s ", on(out, VT_COLOR_RED), off(out));
+	if (o->device >= 0)
+		fprintf(out, "GPU %d: ", o->device);
+	if (o->source == VT_OOM_DRIVER)
+		fprintf(out, "%s of %s failed at %s in %s, pid %d", o->api, b, when,
+		        vt_term_safe(o->site[0] ? o->site : "(no site)", safe, sizeof safe),
+		        o->pid);
+	else
+		fprintf(out, "%s ran out of memory at %s%s%s, pid %d", o->api, when,
+		        o->request_bytes ? " asking for " : "", o->request_bytes ? b : "", o->pid);
+	if (o->events > 1)
+		fprintf(out, " (the first of %u)", o->events);
+	fprintf(out, "\n");
+	if (o->have_free) {
+		vt_format_bytes(o->free_bytes, freeb, sizeof freeb);
+		vt_format_bytes(o->total_bytes, total, sizeof total);
+		fprintf(out, "    free then: %s%s of %s\n", o->free_estimated ? "~" : "", freeb,
+		        total);
+	}
+	fprintf(out, "    held then by category:");
+	for (int c = 0, first = 1; c < VT_CAT_COUNT; c++) {
+		if (!o->cats[c])
+			continue;
+		vt_format_bytes(o->cats[c], b, sizeof b);
+		fprintf(out, "%s %s %s", first ? "" : ",", vt_category_name(c), b);
+		first = 0;
+	}
+	fprintf(out, "\n    largest holders:");
+	for (uint32_t i = 0; i < o->nholders; i++) {
+		vt_format_bytes(o->holders[i].bytes, b, sizeof b);
+		fprintf(out, "%s %s %s %s", i ? ";" : "", b,
+		        vt_category_name(o->holders[i].category),
+		        vt_term_safe(o->holders[i].site, safe, sizeof safe));
+	}
+	vt_oom_finding_command(r->opt.title ? r->opt.title : "DIR", cmd, sizeof cmd);
+	fprintf(out, "%s\n    the full post-mortem: %s\n", o->nholders ? "" : " none",
+	        vt_term_safe(cmd, safe, sizeof safe));
+}
+
 int vt_report_write_text(const struct vt_report *r, FILE *out)
 {
 	const struct vt_totals *t = &r->m->totals;
-	char h2d[32];
+	char h2d[32], verdict[1024], safe[1024], n[5][48];
 	vt_format_bytes(t->htod_bytes, h2d, sizeof h2d);
 	fprintf(out, "%svramtrace report:%s %s\n", on(out, VT_COLOR_BOLD), off(out),
 	        r->opt.title ? r->opt.title : "");
-	fprintf(out, "  %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
-	             " host-to-device copies (%s), %" PRIu64 " failed allocations\n\n",
-	        t->alloc_calls, t->free_calls, t->htod_calls, h2d, t->failed_allocs);
+	vt_report_verdict(r, verdict, sizeof verdict);
+	fprintf(out, "%sVerdict:%s %s\n", on(out, VT_COLOR_BOLD), off(out),
+	        vt_term_safe(verdict, safe, sizeof safe));
+	if (r->oom.present)
+		oom_block(r, out);
+	fprintf(out, "\n  %s, %s, %s (%s), %s\n",
+	        vt_count(t->alloc_calls, "allocation", "allocations", n[0], sizeof n[0]),
+	        vt_count(t->free_calls, "free", "frees", n[1], sizeof n[1]),
+	        vt_count(t->htod_calls, "host-to-device copy", "host-to-device copies", n[2],
+	                 sizeof n[2]),
+	        h2d,
+	        vt_count(t->failed_allocs, "failed allocation", "failed allocations", n[3],
+	                 sizeof n[3]));
 	processes(r, out);
 	devices(r, out);
 	categories(r, out);
 	sites(r, out);
 	flags(r, out);
+	accounting(r, out);
+	recording_costs(r, out);
 	fflush(out);
 	return ferror(out) ? -1 : 0;
 }

@@ -1,6 +1,7 @@
 /* Terminal colours and the progress bar (see term.h). */
 #include "term.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,14 +22,23 @@ int vt_term_use_color(FILE *f)
 const char *vt_term_color(FILE *f, enum vt_color c)
 {
 	static const char *const esc[VT_COLOR_COUNT] = {
-		[VT_COLOR_RESET] = "\033[0m", [VT_COLOR_BOLD] = "\033[1m",
-		[VT_COLOR_DIM] = "\033[2m",   [VT_COLOR_RED] = "\033[31m",
-		[VT_COLOR_GREEN] = "\033[32m", [VT_COLOR_YELLOW] = "\033[33m",
-		[VT_COLOR_BLUE] = "\033[34m",
+	    [VT_COLOR_RESET] = "\033[0m",  [VT_COLOR_BOLD] = "\033[1m",
+	    [VT_COLOR_DIM] = "\033[2m",    [VT_COLOR_RED] = "\033[31m",
+	    [VT_COLOR_GREEN] = "\033[32m", [VT_COLOR_YELLOW] = "\033[33m",
+	    [VT_COLOR_BLUE] = "\033[34m",
 	};
 	if ((unsigned)c >= VT_COLOR_COUNT || !vt_term_use_color(f))
 		return "";
 	return esc[c];
+}
+
+const char *vt_term_rgb(FILE *f, uint32_t rgb, char *buf, size_t len)
+{
+	if (!vt_term_use_color(f) || len == 0)
+		return "";
+	snprintf(buf, len, "\033[38;2;%u;%u;%um", (rgb >> 16) & 0xffu, (rgb >> 8) & 0xffu,
+	         rgb & 0xffu);
+	return buf;
 }
 
 static uint64_t now_ns(void)

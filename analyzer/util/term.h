@@ -36,6 +36,10 @@ const char *vt_term_safe(const char *s, char *buf, size_t n);
 int vt_term_use_color(FILE *f);
 /* The escape for c on f, or "" when colour is off for f. */
 const char *vt_term_color(FILE *f, enum vt_color c);
+/* The 24-bit foreground escape for rgb (0xRRGGBB) on f, written into buf
+ * (24 bytes are enough), or "" when colour is off for f: the HTML page's
+ * colours, the same in the terminal. */
+const char *vt_term_rgb(FILE *f, uint32_t rgb, char *buf, size_t len);
 
 struct vt_progress {
 	int enabled;            /* stderr is a TTY */

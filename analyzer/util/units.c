@@ -30,3 +30,9 @@ void vt_format_seconds(uint64_t ns, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.6f s", s);
 }
+
+const char *vt_count(uint64_t n, const char *one, const char *many, char *buf, size_t len)
+{
+	snprintf(buf, len, "%" PRIu64 " %s", n, n == 1 ? one : many);
+	return buf;
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`vramtrace report` (text) in colour only on a terminal and never with
-NO_COLOR: under a pty the headings are bold and the dataset's bar red; with
+NO_COLOR: under a pty the headings are bold and the dataset's bar in the HTML page's
+dataset colour; with
 NO_COLOR=1 under the same pty, and piped, there is no escape at all; the
 coloured text minus its escapes is the piped text.
     report_color_check.py VRAMTRACE TRACE_DIR"""
@@ -20,8 +21,9 @@ def main():
     tty = tty.replace("\r\n", "\n")
     check(rc == 0, "report under a pty exits 0")
     check("\x1b[1mProcesses\x1b[0m" in tty, "headings bold on a terminal")
-    check(re.search(r"dataset +[0-9.]+ MiB +\x1b\[31m#+\x1b\[0m", tty) is not None,
-          "the dataset's bar is red on a terminal")
+    # the HTML page's colour of the dataset (#d9534f), as a 24-bit escape
+    check(re.search(r"dataset +[0-9.]+ MiB +\x1b\[38;2;217;83;79m#+\x1b\[0m", tty) is not None,
+          "the dataset's bar is the page's dataset red on a terminal")
     check("\x1b[31m[whole_dataset_upload]\x1b[0m" in tty, "the upload flag is red")
     rc, no_color = under_pty(cmd, dict(env, NO_COLOR="1"))
     no_color = no_color.replace("\r\n", "\n")

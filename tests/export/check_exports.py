@@ -130,8 +130,12 @@ def check_perfetto(vt, trace, work, name, rep):
                   f"{name}: perfetto GPU {dev} {c} at peak {state.get(c)}, "
                   f"want {d['categories_at_peak'][c]}")
     flags = collections.Counter(e["name"] for e in events if e.get("cat") == "flag")
-    want_flags = collections.Counter(f["kind"] for f in rep["flags"])
+    # the out-of-memory finding is the failed allocation's own instant there
+    want_flags = collections.Counter(f["kind"] for f in rep["flags"] if f["kind"] != "out_of_memory")
     check(flags == want_flags, f"{name}: perfetto flags {dict(flags)}, report {dict(want_flags)}")
+    if any(f["kind"] == "out_of_memory" for f in rep["flags"]):
+        check(any(" failed (CUresult" in e.get("name", "") for e in events),
+              f"{name}: the out-of-memory failure has its instant")
     kinds = collections.Counter(e["ph"] for e in events)
     copies = sum(1 for e in events if e.get("cat") == "copy")
     check(copies == rep["totals"]["htod_calls"] + rep["totals"]["dtoh_calls"] +

@@ -74,6 +74,17 @@ def run_page(chromium, path, shot, profile):
                       .replace("&lt;", "<").replace("&gt;", ">"))
 
 
+def boxes_meet(a, b):
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and
+            a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def text_seconds(ns):
+    """A time as the text report writes it (vt_format_seconds)."""
+    s = ns / 1e9
+    return ("%.1f s" % s) if s >= 10 else ("%.3f s" % s) if s >= 0.01 else ("%.6f s" % s)
+
+
 def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=None,
                 recording_cost=True):
     rep = report_json(vt, trace)
@@ -128,6 +139,20 @@ def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=N
     check(zoom.get("bands", 0) >= 1 and zoom.get("reset"), f"{name}: zoomed chart empty or not reset: {zoom}")
     if want_ooms:
         check(got["ooms"] >= 1, f"{name}: no out-of-memory marker drawn")
+        check(got.get("oom_box") == 1 and got.get("first_flag") == "out_of_memory",
+              f"{name}: the out-of-memory finding is not the first box: {got.get('first_flag')}")
+    check(got.get("oom_box") == (1 if rep["flags"] and rep["flags"][0]["kind"] == "out_of_memory" else 0),
+          f"{name}: an out-of-memory box without the finding, or the reverse")
+    for d, lab in zip(rep["devices"], got.get("labels", [])):
+        if d["total_bytes"] and d["peak_bytes"] * 10 >= d["total_bytes"] * 9:
+            check(lab["peak"] and lab["capacity"], f"{name}: GPU {d['ordinal']} lacks a label: {lab}")
+        if lab["peak"] and lab["capacity"]:
+            check(not boxes_meet(lab["peak"], lab["capacity"]),
+                  f"{name}: GPU {d['ordinal']}: the peak and capacity labels overlap: {lab}")
+    if rep["devices"]:
+        want = text_seconds(rep["devices"][0]["peak_t_ns"])
+        check(got.get("peak_time_text") == want,
+              f"{name}: the page says the peak was at {got.get('peak_time_text')}, the text {want}")
     print(f"ok   {name}: {size} bytes, {got['charts']} chart(s), tooltips at the peaks match "
           f"report --json, band '{band.get('category')}' lists {band.get('sites')} site(s) "
           f"({band.get('frames')} frames), {got['ooms']} OOM marker(s)")

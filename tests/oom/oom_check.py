@@ -101,6 +101,10 @@ def test_driver_oom(e):
     check(len(r["advice"]) >= 1 and any("dataset" in a for a in r["advice"]), f"advice {r['advice']}")
     check("(no stack)" not in o["site"] and o["site"], f"site {o['site']!r}")
     check(r["clean_exit"] is True, "the trainer exited (with an error) by itself")
+    acc = r["accounting"][0]
+    parts = sum(acc[k] for k in ("framework_bytes", "pool_bytes", "vmm_bytes", "library_bytes"))
+    check(acc["device"] == 0 and acc["used_bytes"] == parts + acc["unexplained_bytes"] -
+          acc["overcount_bytes"] and parts >= DATASET, f"accounting {acc}")
     rc, text, _ = e.cmd("oom", e.path("oom"))
     check(rc == 0 and "Out of memory 1 of 1" in text and "whole_dataset_upload" in text, text)
     print(f"  driver OOM: {o['api']} {o['bytes']} B on GPU {o['device']} from {o['site']}; "
@@ -270,12 +274,85 @@ def test_diff(e):
           f"peak {d['peak']['0']['base']} -> {d['peak']['0']['new']}")
 
 
+# ---- 6: the OOM is the report's first finding, in text and JSON -----------
+def test_report_oom_first(e):
+    rc, text, err = e.cmd("report", e.path("oom"))
+    check(rc == 0, f"report: {err}")
+    lines = text.splitlines()
+    check(lines[1].startswith("Verdict: out of memory on GPU 0"), f"verdict first: {lines[:3]}")
+    check(lines[2].startswith("[out_of_memory] GPU 0: cuMemAlloc"), f"the finding next: {lines[:4]}")
+    check(f"vramtrace oom {e.path('oom')}" in "\n".join(lines[:8]), "the post-mortem command")
+    r = e.json("report", e.path("oom"))
+    o, post = r["flags"][0], e.json("oom", e.path("oom"))
+    check(o["kind"] == "out_of_memory", f"first flag {o['kind']}")
+    check(o["requested_bytes"] == post["oom"]["bytes"] and o["devices"] == [post["oom"]["device"]],
+          f"request {o['requested_bytes']} vs {post['oom']['bytes']}")
+    check(o["free_bytes"] == post["free_bytes"] and o["total_bytes"] == 1 << 30, "free then")
+    check(o["live_by_category"]["dataset"] >= DATASET, f"holders {o['live_by_category']}")
+    check(o["top_sites"][0]["bytes"] == DATASET and o["top_sites"][0]["category"] == "dataset",
+          f"largest holder {o['top_sites'][0]}")
+    check(o["command"] == "vramtrace oom " + e.path("oom"), o["command"])
+    check(r["verdict"].startswith("out of memory on GPU 0"), r["verdict"])
+    check(any(f["kind"] == "whole_dataset_upload" for f in r["flags"][1:]),
+          "the whole dataset uploaded before training stays flagged")
+    rc, text, _ = e.cmd("report", e.path("killed"))
+    check("[out_of_memory]" not in text and "out_of_memory" not in
+          json.dumps(e.json("report", e.path("killed"))["flags"]), "no OOM, no such finding")
+
+
+# ---- 7: a job dying in its first steps, per-step batches on the device -------
+def test_dying_batches(e):
+    rc = e.run("dying", [e.trainer, "--dataset", "stream", "--batch-bytes", "8M", "--layer-bytes",
+                         "2M", "--layers", "4", "--prefetch", "3", "--steps", "10"], "40M")
+    check(rc == 1, f"the trainer should die of OOM, got {rc}")
+    r = e.json("report", e.path("dying"))
+    kinds = [f["kind"] for f in r["flags"]]
+    check(kinds and kinds[0] == "out_of_memory", f"flags {kinds}")
+    check("whole_dataset_upload" not in kinds, f"batches are no whole dataset: {kinds}")
+    check("prefetch_depth" not in kinds, f"no steady prefetch in the first step: {kinds}")
+    post = e.json("oom", e.path("dying"))
+    check(all(f["kind"] != "whole_dataset_upload" for f in post["flags"]), f"oom flags {post['flags']}")
+    check(not any("whole dataset" in a for a in post["advice"]), f"advice {post['advice']}")
+
+
+# ---- 8: a job still running reads as running, then as ended -----------------
+def test_running(e):
+    env = dict(e.env, VT_SIM_CAPACITY="4G")
+    launcher = subprocess.Popen([e.vt, "run", "-o", e.path("running"), "--", e.trainer,
+                                 "--steps", "60", "--step-sleep-ms", "50"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        check(wait_for_step(e, "running", 3, time.time() + 60), "the job never reached step 3")
+        r = e.json("report", e.path("running"))
+        check(r["state"] == "running" and r["last_event_ns"] > 0, f"state {r['state']}")
+        check([p["state"] for p in r["processes"]] == ["running"], f"{r['processes']}")
+        rc, text, _ = e.cmd("report", e.path("running"))
+        check("running, last event at" in text and "did NOT" not in text, text)
+        check(text.splitlines()[1].startswith("Verdict: still running (last event at"),
+              text.splitlines()[1])
+        o = e.json("oom", e.path("running"))
+        check(o["state"] == "running" and o["clean_exit"] is False, f"oom state {o['state']}")
+        check(any(p["state"] == "running" for p in o["processes"]), f"{o['processes']}")
+        rc, text, _ = e.cmd("oom", e.path("running"))
+        check("still running" in text and "did not exit cleanly" not in text, text)
+        rc = launcher.wait(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    check(rc == 0, f"vramtrace run exit {rc}")
+    r = e.json("report", e.path("running"))
+    check(r["state"] == "ended" and r["processes"][0]["state"] == "exited", f"after: {r['state']}")
+    o = e.json("oom", e.path("running"))
+    check(o["state"] == "ended" and o["clean_exit"] is True, "oom after the end")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for opt in ("vramtrace", "trainer", "talker", "simdriver", "work"):
         ap.add_argument("--" + opt, required=True)
     e = Env(ap.parse_args())
-    for t in (test_driver_oom, test_killed, test_framework, test_real_tensorflow, test_diff):
+    for t in (test_driver_oom, test_killed, test_framework, test_real_tensorflow, test_diff,
+              test_report_oom_first, test_dying_batches, test_running):
         print(t.__name__)
         t(e)
     shutil.rmtree(e.work, ignore_errors=True)

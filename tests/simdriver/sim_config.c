@@ -144,6 +144,22 @@ size_t sim_env_capacity(void)
 	return cap;
 }
 
+/* Bytes a device's first context holds back (the CUDA context, kernel
+ * images): charged, never allocated by the job. 0 without the variable. */
+size_t sim_env_context_reserve(void)
+{
+	const char *text = getenv("VT_SIM_CONTEXT_RESERVE");
+	size_t bytes;
+	if (!text || !*text)
+		return 0;
+	if (sim_parse_size(text, &bytes) != 0) {
+		fprintf(stderr, "vtsim: bad VT_SIM_CONTEXT_RESERVE '%s' (bytes, optional K/M/G/T suffix); using 0\n",
+			text);
+		return 0;
+	}
+	return bytes;
+}
+
 int sim_env_devices(void)
 {
 	const char *text = getenv("VT_SIM_DEVICES");

@@ -232,12 +232,25 @@ CUresult sim_cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice pe
 
 /* ---- primary contexts ----------------------------------------------------- */
 
+/* A device's first context holds VT_SIM_CONTEXT_RESERVE bytes back (as much
+ * as is free), as a real context does; under sim_lock. */
+static void charge_context_locked(CUdevice dev)
+{
+	struct sim_device *d = &sim.dev[dev];
+	if (d->context_charged)
+		return;
+	size_t want = sim_env_context_reserve(), room = d->capacity - d->charged;
+	d->charged += want < room ? want : room;
+	d->context_charged = 1;
+}
+
 CUresult sim_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	SIM_TRY(check_device(dev));
 	if (!pctx)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&sim_lock);
+	charge_context_locked(dev);
 	sim.dev[dev].primary.retains++;
 	pthread_mutex_unlock(&sim_lock);
 	*pctx = &sim.dev[dev].primary;
@@ -309,6 +322,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*ctx = (struct CUctx_st){.device = dev, .valid = 1, .flags = flags};
 	pthread_mutex_lock(&sim_lock);
+	charge_context_locked(dev);
 	ctx->next_all = sim.ctxs;
 	sim.ctxs = ctx;
 	pthread_mutex_unlock(&sim_lock);

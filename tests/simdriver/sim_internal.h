@@ -152,6 +152,7 @@ struct sim_device {
 	unsigned char *backing;
 	size_t capacity;
 	size_t charged;
+	int context_charged; /* VT_SIM_CONTEXT_RESERVE taken at its first context */
 	size_t live_objects;
 	struct sim_extent *free; /* sorted by off, coalesced */
 	size_t nfree, capfree;
@@ -188,6 +189,7 @@ VTSIM_HIDDEN extern pthread_mutex_t sim_lock;
 
 /* sim_config.c: environment */
 VTSIM_HIDDEN size_t sim_env_capacity(void);
+VTSIM_HIDDEN size_t sim_env_context_reserve(void);
 VTSIM_HIDDEN int sim_env_devices(void);
 VTSIM_HIDDEN int sim_env_driver_version(void);
 VTSIM_HIDDEN int sim_env_nested(void);
