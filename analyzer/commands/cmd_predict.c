@@ -166,8 +166,10 @@ static int check_gates(const struct vt_predict *p, const struct predict_options 
 	if (o->fail_if_over)
 		gate_over(p, o, why);
 	if (o->require_batch) {
-		if (!cap->known)
+		if (!cap->known) {
+			add_line(why, "--require-batch: the device's memory is unknown");
 			return -1;
+		}
 		if (cap->largest < o->require_batch) {
 			snprintf(line, sizeof line,
 			         "batch %llu does not fit: the largest that does is %llu",
@@ -572,16 +574,17 @@ static int predict(struct vt_predict *p, const struct predict_options *o)
 	struct capacities cap;
 	struct lines why;
 	find_capacities(p, o, &cap);
-	if (check_gates(p, o, &cap, &why) < 0) {
-		fprintf(stderr, "vramtrace predict: --require-batch: the traces do not record the "
-		                "device's memory; give --capacity\n");
-		return 2;
-	}
+	int no_capacity = check_gates(p, o, &cap, &why) < 0;
 	int werr = o->json ? write_json(p, o, &cap, &why, stdout)
 	                   : (write_text(p, o, &cap, &why, stdout), 0);
 	if (werr || fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "vramtrace predict: cannot write the output\n");
 		return 1;
+	}
+	if (no_capacity) { /* the prediction is written; the gate cannot be judged */
+		fprintf(stderr, "vramtrace predict: --require-batch: the traces do not record the "
+		                "device's memory; give --capacity\n");
+		return 2;
 	}
 	return why.n ? GATE_FAILED : 0;
 }
