@@ -9,6 +9,7 @@
 	X(report, "what held each device at its peak, and why")                                    \
 	X(oom, "explain an out-of-memory event")                                                   \
 	X(diff, "compare two runs; --fail-over gates CI on growth")                                \
+	X(predict, "the peak at another batch size, and the largest batch that fits")              \
 	X(export, "HTML timeline, Perfetto trace, folded stacks or CSV")                           \
 	X(dump, "every record of the log")
 

@@ -41,7 +41,8 @@ def mark(text):
     """Record a marker with the current time in the trace; a no-op outside one.
 
     Text of the form "step N" marks the start of training step N: the report
-    then finds the steady state from the markers instead of guessing it.
+    then finds the steady state from the markers instead of guessing it;
+    "batch_size N" states the batch size for `vramtrace predict`.
     Returns True when the marker was handed to the shim, False when this
     process is not traced. Safe from any thread; never raises for a trace.
     """

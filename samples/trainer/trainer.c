@@ -46,6 +46,7 @@ struct options {
 	uint64_t dataset_bytes, batch_bytes, act_bytes, upload_chunk, pool_bytes;
 	uint64_t layer_bytes[MAX_LAYERS];
 	int layers, steps, prefetch, devices, opt_slots;
+	uint64_t batch; /* --batch: samples per step, 0 = not given */
 	enum lookup lookup;
 	int pool_mode;
 	enum dataset_mode dataset;
@@ -65,6 +66,8 @@ static void usage(FILE *to)
 	        "  --layer-bytes LIST    weight bytes per layer: 4M,2M,...; SIZExN (N equal\n"
 	        "                        layers); or one SIZE for all --layers\n"
 	        "  --act-bytes SIZE      activation bytes per layer and step (default 768K)\n"
+	        "  --batch N             N samples per step: --batch-bytes and --act-bytes are\n"
+	        "                        then per sample, and the job marks \"batch_size N\"\n"
 	        "  --prefetch N          batches alive at once, the one in use included\n"
 	        "                        (default 2; 1 = synchronous upload)\n"
 	        "  --devices N           data-parallel replicas, dataset replicated (default 1)\n"
@@ -176,6 +179,19 @@ static int pick(const char *opt, const char *v, const char *const *names, int n)
 	exit(2);
 }
 
+/* --batch N: what a step uploads and keeps as activations grows with the
+ * samples in it, the way a real job's does (the per-sample sizes given). */
+static void apply_batch(struct options *o)
+{
+	if (!o->batch)
+		return;
+	if (o->batch > (1u << 20) || o->batch_bytes > UINT64_MAX / o->batch ||
+	    o->act_bytes > UINT64_MAX / o->batch)
+		die_usage("--batch wants 1..1048576 samples of a size that fits");
+	o->batch_bytes *= o->batch;
+	o->act_bytes *= o->batch;
+}
+
 static void parse_options(struct options *o, int argc, char **argv)
 {
 	static const char *const lookups[] = {"direct", "dlsym", "getproc"};
@@ -206,6 +222,10 @@ static void parse_options(struct options *o, int argc, char **argv)
 		} else if (!strcmp(a, "--dataset-bytes")) o->dataset_bytes = parse_size(a, VALUE());
 		else if (!strcmp(a, "--batch-bytes")) o->batch_bytes = parse_size(a, VALUE());
 		else if (!strcmp(a, "--act-bytes")) o->act_bytes = parse_size(a, VALUE());
+		else if (!strcmp(a, "--batch")) {
+			if (!(o->batch = parse_u64(a, VALUE())))
+				die_usage("--batch wants 1..1048576 samples");
+		}
 		else if (!strcmp(a, "--steps")) o->steps = (int)parse_u64(a, VALUE());
 		else if (!strcmp(a, "--layers")) layers = (int)parse_u64(a, VALUE());
 		else if (!strcmp(a, "--layer-bytes")) layer_spec = VALUE();
@@ -235,6 +255,7 @@ static void parse_options(struct options *o, int argc, char **argv)
 	if (layers < 1 || layers > MAX_LAYERS)
 		die_usage("--layers wants 1..64");
 	apply_layers(o, layer_spec, layers);
+	apply_batch(o);
 	if (o->prefetch < 1)
 		o->prefetch = 1;
 	if (o->prefetch > 32)
@@ -603,6 +624,11 @@ int main(int argc, char **argv)
 			create_optimizer(j, d, &rep[d]);
 		for (int s = 0; s + 1 < o->prefetch && o->dataset != DS_SLICED; s++)
 			prefetch_batch(j, d, &rep[d], s);
+	}
+	if (j->mark && o->batch) {
+		char text[40];
+		snprintf(text, sizeof text, "batch_size %" PRIu64, o->batch);
+		j->mark(text);
 	}
 	for (int s = 0; s < o->steps; s++) {
 		if (j->mark) {
