@@ -64,7 +64,7 @@ roff() { sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"; }
 	done
 	printf '.SH ENVIRONMENT\n.TP\n.B VRAMTRACE_RELAY=0\n'
 	printf 'run: do not relay the job'"'"'s stderr (framework out-of-memory messages are then not seen).\n'
-	printf '.SH SEE ALSO\nThe pages of docs/ in the source: run.md, report.md, oom.md, diff.md,\n'
+	printf '.SH SEE ALSO\nThe pages of docs/ in the source: run.md, report.md, oom.md, diff.md, predict.md,\n'
 	printf 'export.md, dump.md.\n'
 } >"$out/vramtrace.1"
 

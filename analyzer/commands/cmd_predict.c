@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cmd_load.h"
 #include "commands.h"
 #include "json_out.h"
@@ -21,14 +22,9 @@
 #include "units.h"
 #include "vramtrace/size_text.h"
 
-#define PREDICT_USAGE                                                                              \
-	"usage: vramtrace predict DIR[=BATCH] DIR[=BATCH]... [--at BATCH]... [--capacity SIZE]\n"  \
-	"                         [--margin PERCENT] [--granularity SIZE] [--json]\n"              \
-	"                         [--fail-if-over SIZE] [--require-batch BATCH]\n"
 #define MAX_RUNS 64
 #define MAX_AT 32
 #define GATE_FAILED 3
-#define HELP_SHOWN (-1)
 
 struct predict_options {
 	const char *dirs[MAX_RUNS];
@@ -466,10 +462,29 @@ static int add_dir(struct predict_options *o, char *arg)
 	return 0;
 }
 
+static const struct vt_cli_option predict_options_table[] = {
+    {"--at", "BATCH", "predict the peak at this batch size (repeatable)"},
+    {"--capacity", "SIZE", "judge against this much device memory (default: the trace's)"},
+    {"--margin", "PCT", "keep this share of the capacity free (default 0)"},
+    {"--granularity", "SIZE", "allocations are rounded up to this (default 512)"},
+    {"--json", NULL, "the prediction as JSON"},
+    {"--fail-if-over", "SIZE", "exit 3 when the peak at --at is over SIZE"},
+    {"--require-batch", "BATCH", "exit 3 unless this batch size is predicted to fit"},
+    {NULL, NULL, NULL},
+};
+
+static const struct vt_cli_help predict_help = {
+    "predict", "DIR[=BATCH] DIR[=BATCH]...",
+    "Predict the peak at other batch sizes, and the largest batch that fits, from traces of "
+    "one job at two or more.",
+    predict_options_table,
+    "A bare DIR takes its batch size from a \"batch_size N\" marker in the trace.\n"
+    "exit: 0; 3 when a gate fails (an uncertain prediction included); 1 when a trace cannot\n"
+    "be read or has no batch size; 2 for a usage error.\n"};
+
 static int bad_value(const char *opt, const char *v, const char *want)
 {
-	fprintf(stderr, "vramtrace predict: %s wants %s, not '%s'\n", opt, want, v);
-	return 2;
+	return vt_cli_usage_error("predict", "%s wants %s, not '%s'", opt, want, v);
 }
 
 /* One option with its value at argv[*i]; 0, or an exit code. */
@@ -496,36 +511,36 @@ static int parse_valued(struct predict_options *o, const char *a, const char *v)
 		           ? 0
 		           : bad_value(a, v, "a percentage 0..99");
 	}
-	fprintf(stderr, "vramtrace predict: unknown option '%s'\n" PREDICT_USAGE, a);
-	return 2;
+	return 0; /* not reached: the parser takes only the table's options */
+}
+
+static int predict_option(void *ctx, const struct vt_cli_option *opt, const char *v)
+{
+	struct predict_options *o = ctx;
+	if (!strcmp(opt->name, "--json")) {
+		o->json = 1;
+		return 0;
+	}
+	return parse_valued(o, opt->name, v);
+}
+
+static int predict_operand(void *ctx, const char *arg)
+{
+	return add_dir(ctx, (char *)arg); /* argv's own string: DIR=N is cut at '=' */
 }
 
 static int parse_args(int argc, char **argv, struct predict_options *o)
 {
 	memset(o, 0, sizeof *o);
 	o->granularity = 512;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int rc = 0;
-		if (!strcmp(a, "--json"))
-			o->json = 1;
-		else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-			return printf(PREDICT_USAGE), HELP_SHOWN;
-		else if (a[0] == '-' && i + 1 < argc)
-			rc = parse_valued(o, a, argv[++i]);
-		else if (a[0] == '-')
-			return fprintf(stderr, "vramtrace predict: %s needs a value\n", a), 2;
-		else
-			rc = add_dir(o, argv[i]);
-		if (rc)
-			return rc;
-	}
+	const struct vt_cli_parser parser = {&predict_help, predict_option, predict_operand, 0};
+	int next, rc = vt_cli_parse(&parser, argc, argv, o, &next);
+	if (rc)
+		return rc;
 	if (o->nruns < 2)
-		return fprintf(stderr,
-		               "vramtrace predict: need two or more traces\n" PREDICT_USAGE),
-		       2;
+		return vt_cli_usage_error("predict", "need two or more traces");
 	if (o->fail_if_over && !o->nat)
-		return fprintf(stderr, "vramtrace predict: --fail-if-over needs --at BATCH\n"), 2;
+		return vt_cli_usage_error("predict", "--fail-if-over needs --at BATCH");
 	return 0;
 }
 
@@ -594,7 +609,7 @@ int cmd_predict(int argc, char **argv)
 	struct predict_options o;
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
-		return rc == HELP_SHOWN ? 0 : rc;
+		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
 	struct vt_predict *p = vt_xcalloc(1, sizeof *p);
 	vt_predict_init(p, o.granularity);
 	rc = predict(p, &o);

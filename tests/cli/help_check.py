@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 vt, src = sys.argv[1], sys.argv[2]
-COMMANDS = ["run", "report", "oom", "diff", "export", "dump"]
+COMMANDS = ["run", "report", "oom", "diff", "predict", "export", "dump"]
 failures = []
 
 
@@ -84,7 +84,7 @@ for cmd in COMMANDS:
             fail(f"{cmd}: --help names {name} but the parser refuses it: {probe.stderr!r}")
     check_usage_error(cmd, ["--no-such-option"], "--no-such-option")
     if cmd != "run":
-        missing = call(cmd, "/nonexistent/trace", *(["/nonexistent/b"] if cmd == "diff" else []))
+        missing = call(cmd, "/nonexistent/trace", *(["/nonexistent/b"] if cmd in ("diff", "predict") else []))
         want = 2 if cmd == "diff" else 1
         if missing.returncode != want or not missing.stderr.startswith(f"vramtrace {cmd}: "):
             fail(f"{cmd} /nonexistent/trace: exit {missing.returncode} (want {want}), "
