@@ -368,17 +368,20 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 	/* The arrays that come with a big one (its labels y beside x, a
 	 * validation pair) are the same mistake, however small: one finding
 	 * with all of them, so that its bytes are what moving the data off the
-	 * device frees. Only confident dataset verdicts, never alone. */
+	 * device frees. Only confident dataset verdicts uploaded through the
+	 * same call path (the conversion that made x made y), never alone: a
+	 * batch buffer of a step cut short is no companion. */
 	for (uint32_t k = 0; k < ds->n; k++) {
 		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
 		if (a->category != VT_CAT_DATASET || a->confidence < VT_CONFIDENT ||
 		    big_enough(m, ds, a->device, a->bytes))
 			continue;
+		const struct vt_alloc_copies *c = vt_model_copies(m, a);
 		struct vt_finding *f = dataset_on(out, first, a->proc, a->device);
-		if (!f)
+		if (!f || f->stack_id != (c->h2d_stack_id ? c->h2d_stack_id : a->stack_id))
 			continue;
 		add_device(f, a->device, a->bytes);
-		f->copies += vt_model_copies(m, a)->h2d_copies;
+		f->copies += c->h2d_copies;
 	}
 }
 

@@ -31,6 +31,14 @@ def identity(rows):
     return out
 
 
+def trainer_pid(pid, trainer):
+    """Is process pid running the trainer (not vramtrace's relay)?"""
+    try:
+        return os.path.basename(os.readlink("/proc/%s/exe" % pid)) == os.path.basename(trainer)
+    except OSError:
+        return False
+
+
 def killed_mid_run(vt, trainer, env, work):
     """SIGKILL the trainer mid-run: the report still works, says the process
     died, and what was live at the end carries its true category."""
@@ -43,6 +51,8 @@ def killed_mid_run(vt, trainer, env, work):
     for _ in range(200):  # the launcher's child, once it has started steps
         time.sleep(0.02)
         kids = open("/proc/%d/task/%d/children" % (run.pid, run.pid)).read().split()
+        # the launcher's children: the job, and its stderr relay
+        kids = [k for k in kids if trainer_pid(k, trainer)]
         if kids and os.path.exists(truth) and os.path.getsize(truth) > 4096:
             child = int(kids[0])
             break
