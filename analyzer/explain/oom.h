@@ -33,7 +33,7 @@ enum vt_oom_source { VT_OOM_NONE = 0, VT_OOM_DRIVER, VT_OOM_FRAMEWORK };
 
 struct vt_oom_site {
 	char name[VT_OOM_SITE_LEN];
-	int category;           /* of most of its live bytes */
+	int category; /* of most of its live bytes */
 	uint64_t bytes;
 	uint64_t by_cat[VT_CAT_COUNT];
 	uint32_t allocs;
@@ -48,14 +48,14 @@ struct vt_oom_alloc {
 
 /* How one process of the job ended, and what it held at its last event. */
 struct vt_oom_proc {
-	uint32_t proc;          /* index into model.procs */
-	int clean;              /* exited through exit()/return */
-	int execed;             /* replaced by execve (its next image has a log) */
-	int launcher;           /* `vramtrace run`'s own log, not the job */
-	int running;            /* not exited, and its process runs now */
+	uint32_t proc; /* index into model.procs */
+	int clean;     /* exited through exit()/return */
+	int execed;    /* replaced by execve (its next image has a log) */
+	int launcher;  /* `vramtrace run`'s own log, not the job */
+	int running;   /* not exited, and its process runs now */
 	uint64_t last_t_ns;
-	const char *last_mark;  /* text of its last step/user mark, NULL if none */
-	uint64_t live_bytes;    /* its allocations live at its last event */
+	const char *last_mark; /* text of its last step/user mark, NULL if none */
+	uint64_t live_bytes;   /* its allocations live at its last event */
 	uint32_t live_allocs;
 	uint64_t cats[VT_CAT_COUNT];
 };
@@ -63,8 +63,8 @@ struct vt_oom_proc {
 struct vt_oom_report {
 	struct vt_model *m;
 	struct vt_findings findings;
-	int source;                     /* enum vt_oom_source */
-	uint32_t index;                 /* 1-based, among events of that source */
+	int source;     /* enum vt_oom_source */
+	uint32_t index; /* 1-based, among events of that source */
 	uint32_t driver_count, framework_count;
 	/* the driver OOM */
 	const struct vt_failed_alloc *failed;
@@ -74,34 +74,34 @@ struct vt_oom_report {
 	int fw_parsed;
 	struct vt_oom_message fw;
 	/* where and when */
-	char site[VT_OOM_SITE_LEN];     /* the failed request's site ("" if none) */
+	char site[VT_OOM_SITE_LEN]; /* the failed request's site ("" if none) */
 	uint64_t t_ns;
-	int device;                     /* -1: unknown, all devices counted */
+	int device; /* -1: unknown, all devices counted */
 	struct vt_moment at;
-	uint64_t request_bytes;         /* 0 when unknown */
+	uint64_t request_bytes; /* 0 when unknown */
 	int have_meminfo;
 	uint64_t free_bytes, total_bytes;
-	int free_estimated;             /* from an earlier reading, moved by the tracked
-	                                   bytes allocated and freed since */
-	uint64_t tracked_at_meminfo;    /* tracked live bytes at that reading */
-	uint64_t tracked_bytes;         /* live, charged, on device, all processes */
+	int free_estimated;          /* from an earlier reading, moved by the tracked
+	                                bytes allocated and freed since */
+	uint64_t tracked_at_meminfo; /* tracked live bytes at that reading */
+	uint64_t tracked_bytes;      /* live, charged, on device, all processes */
 	uint32_t live_allocs;
 	int have_untracked;
 	uint64_t untracked_bytes;
 	int have_need;
-	uint64_t need_to_free;          /* request - free, when the request exceeded it */
+	uint64_t need_to_free; /* request - free, when the request exceeded it */
 	uint64_t cats[VT_CAT_COUNT];
-	struct vt_oom_site *sites;      /* live sites then, most bytes first */
+	struct vt_oom_site *sites; /* live sites then, most bytes first */
 	uint32_t nsites;
 	struct vt_oom_alloc largest[VT_OOM_TOP];
 	uint32_t nlargest;
-	uint32_t advice[64];            /* indexes into flags.v of contributing flags */
+	uint32_t advice[64]; /* indexes into flags.v of contributing flags */
 	uint32_t nadvice;
 	/* the processes */
 	struct vt_oom_proc *procs;
 	uint32_t nprocs;
-	int clean_exit;                 /* every job process exited cleanly */
-	int running;                    /* some job process still runs */
+	int clean_exit; /* every job process exited cleanly */
+	int running;    /* some job process still runs */
 };
 
 /* Classifies m (if not yet) and computes the report for the index-th event

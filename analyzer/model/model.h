@@ -173,7 +173,7 @@ struct vt_proc {
 	int clean_exit; /* exited through exit()/return */
 	int32_t exit_code;
 	int have_exit_rec;
-	int running;    /* neither exited nor exec'd, and its process runs now */
+	int running; /* neither exited nor exec'd, and its process runs now */
 	char *exe, *cmdline, *hostname;
 	/* allocations of this process: [alloc_begin, alloc_end) of vt_model.allocs */
 	uint32_t alloc_begin, alloc_end;

@@ -78,12 +78,12 @@ static void warn_inconsistencies(const struct vt_model *m, const char *dir)
 		uint64_t n;
 		const char *what;
 	} items[] = {
-		{t->frees_unmatched, "frees of memory never allocated (double frees or lost records)"},
-		{t->implicit_frees, "allocations over live memory (its free was lost)"},
-		{t->copies_to_nowhere, "host-to-device copies into memory never allocated"},
-		{t->time_backwards, "events earlier than the one before them on their thread"},
-		{t->unknown_stacks, "events naming a stack never recorded"},
-		{t->implausible, "events of impossible size (ignored)"},
+	    {t->frees_unmatched, "frees of memory never allocated (double frees or lost records)"},
+	    {t->implicit_frees, "allocations over live memory (its free was lost)"},
+	    {t->copies_to_nowhere, "host-to-device copies into memory never allocated"},
+	    {t->time_backwards, "events earlier than the one before them on their thread"},
+	    {t->unknown_stacks, "events naming a stack never recorded"},
+	    {t->implausible, "events of impossible size (ignored)"},
 	};
 	char line[512];
 	size_t len = 0;

@@ -12,19 +12,19 @@
 
 struct vt_site_stat {
 	char name[256];
-	int category;                    /* the category of most of its bytes */
-	uint64_t bytes_at_peak;          /* live at its device's peak, summed */
-	uint64_t allocs;                 /* allocations made there, whole trace */
+	int category;           /* the category of most of its bytes */
+	uint64_t bytes_at_peak; /* live at its device's peak, summed */
+	uint64_t allocs;        /* allocations made there, whole trace */
 	uint64_t bytes_by_cat[VT_CAT_COUNT];
 };
 
 struct vt_report_options {
 	int json;
-	int top;                         /* sites shown (default 10) */
-	int with_allocs;                 /* --allocs: every allocation in JSON */
-	const char *at;                  /* --at peak|end|SECONDS, NULL = peak */
-	const char *title;               /* trace directory, for the text header */
-	int verbose;                     /* --verbose: the recording cost after each process */
+	int top;           /* sites shown (default 10) */
+	int with_allocs;   /* --allocs: every allocation in JSON */
+	const char *at;    /* --at peak|end|SECONDS, NULL = peak */
+	const char *title; /* trace directory, for the text header */
+	int verbose;       /* --verbose: the recording cost after each process */
 };
 
 struct vt_report_stack_site; /* report_build.c: (process, stack) -> site */
@@ -33,22 +33,22 @@ struct vt_report {
 	struct vt_model *m;
 	struct vt_report_options opt;
 	struct vt_findings findings;
-	struct vt_oom_finding oom;                    /* the first OOM, said first */
-	struct vt_accounting accounting;              /* used memory per device, by holder */
-	uint64_t cats_at_peak[VT_CAT_COUNT];          /* each device at its peak */
+	struct vt_oom_finding oom;           /* the first OOM, said first */
+	struct vt_accounting accounting;     /* used memory per device, by holder */
+	uint64_t cats_at_peak[VT_CAT_COUNT]; /* each device at its peak */
 	/* of those, bytes the classifier was unsure of (confidence under
 	 * VT_CONFIDENT), by [category][its most likely alternative]
 	 * (VT_CAT_COUNT: none) */
 	uint64_t unsure_at_peak[VT_CAT_COUNT][VT_CAT_COUNT + 1];
 	uint64_t dev_cats[VT_MAX_DEVICES][VT_CAT_COUNT];
-	struct vt_moment at;                          /* --at moment */
+	struct vt_moment at; /* --at moment */
 	char at_label[64];
 	uint64_t at_cats[VT_CAT_COUNT];
 	uint64_t at_dev_bytes[VT_MAX_DEVICES];
-	struct vt_site_stat *sites;                   /* sorted, biggest first */
+	struct vt_site_stat *sites; /* sorted, biggest first */
 	uint32_t nsites;
-	struct vt_report_stack_site *stack_sites;     /* site of each allocating stack */
-	uint32_t main_proc;                           /* the process steps are read from */
+	struct vt_report_stack_site *stack_sites; /* site of each allocating stack */
+	uint32_t main_proc;                       /* the process steps are read from */
 };
 
 /* Classify m (if not yet), compute everything. Returns 0, or -1 with a
@@ -56,7 +56,6 @@ struct vt_report {
 int vt_report_build(struct vt_report *r, struct vt_model *m, const struct vt_report_options *opt,
                     char *err, size_t errlen);
 void vt_report_free(struct vt_report *r);
-
 
 /* The index in r->sites of the site that (process, stack) allocates at:
  * the site table's own grouping, so an export's site column agrees with

@@ -2,8 +2,8 @@
  * (https://no-color.org: any non-empty value), and a progress bar on
  * stderr, drawn only when stderr is a TTY, for reading a large trace.
  *
- *   const char *on = vt_term_color(stdout, VT_COLOR_BOLD), *off = vt_term_color(stdout, VT_COLOR_RESET);
- *   printf("%speak%s\n", on, off);          // plain text when piped
+ *   const char *on = vt_term_color(stdout, VT_COLOR_BOLD), *off = vt_term_color(stdout,
+ * VT_COLOR_RESET); printf("%speak%s\n", on, off);          // plain text when piped
  *
  *   struct vt_progress p; vt_progress_begin(&p, "reading");
  *   vt_progress_update(&p, done, total);    // cheap: redraws at most 10 times a second
@@ -42,7 +42,7 @@ const char *vt_term_color(FILE *f, enum vt_color c);
 const char *vt_term_rgb(FILE *f, uint32_t rgb, char *buf, size_t len);
 
 struct vt_progress {
-	int enabled;            /* stderr is a TTY */
+	int enabled; /* stderr is a TTY */
 	const char *label;
 	uint64_t last_draw_ns;
 	int drawn;
