@@ -3,15 +3,14 @@
 #include "run_collect.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_alive.h"
 #include "vramtrace/format.h"
 
 #define WAIT_FOR_WRITERS_MS 2000 /* how long a live writer may take to finish */
@@ -28,10 +27,8 @@ static int still_written(const char *path)
 	close(fd);
 	if (n != (ssize_t)sizeof h || memcmp(h.magic, VT_MAGIC, VT_MAGIC_LEN))
 		return 0;
-	uint64_t state = __atomic_load_n(&h.state, __ATOMIC_ACQUIRE);
-	if (VT_STATE_OF(state) != VT_STATE_RUNNING || h.pid <= 0)
-		return 0;
-	return kill(h.pid, 0) == 0 || errno == EPERM;
+	h.state = __atomic_load_n(&h.state, __ATOMIC_ACQUIRE);
+	return vt_log_process_running(&h, NULL); /* its pid not reused since */
 }
 
 /* How many files of dir are logs still being written. */
