@@ -86,7 +86,8 @@ static void test_rounding_per_allocation(void **state)
 	/* a constant category keeps the rounding measured */
 	vt_predict_free(&p);
 	vt_predict_init(&p, 512);
-	struct vt_predict_run *a = add(&p, 1), *b = add(&p, 2);
+	add(&p, 1);
+	struct vt_predict_run *b = add(&p, 2), *a = &p.runs[0]; /* add() moves the runs */
 	put(a, VT_CAT_WEIGHTS, 1000, 1);
 	put(b, VT_CAT_WEIGHTS, 1000, 1);
 	a->dev[0].slack[VT_CAT_WEIGHTS] = b->dev[0].slack[VT_CAT_WEIGHTS] = 24;
@@ -103,7 +104,8 @@ static void test_pool_chunks(void **state)
 	struct vt_predict p;
 	vt_predict_init(&p, 512);
 	/* segments of 20 MiB: 2 at batch 8, 3 at batch 16 */
-	struct vt_predict_run *a = add(&p, 8), *b = add(&p, 16);
+	add(&p, 8);
+	struct vt_predict_run *b = add(&p, 16), *a = &p.runs[0]; /* add() moves the runs */
 	put(a, VT_CAT_POOL, 40 * MIB, 2);
 	put(b, VT_CAT_POOL, 60 * MIB, 3);
 	char err[256];
