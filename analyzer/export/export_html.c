@@ -11,6 +11,7 @@
 #include <uthash.h>
 
 #include "export_stack.h"
+#include "classify.h"
 #include "findings.h"
 #include "json_out.h"
 #include "oom_finding.h"
@@ -127,22 +128,60 @@ static void u64_array(struct vt_json *j, const char *key, const uint64_t *v, siz
 	vt_json_end_array(j);
 }
 
+/* What the table shows of a site beyond the report's row: its allocations
+ * and bytes at peak by category, and how sure the classifier was of them
+ * (bytes-weighted over the site's allocations live at peak, over all of
+ * them when none was), with the alternative holding the most such bytes. */
+struct site_tally {
+	uint64_t cat_allocs[VT_CAT_COUNT], cat_peak[VT_CAT_COUNT];
+	uint64_t alt_bytes[VT_CAT_COUNT];
+	double conf_peak, bytes_peak, conf_all, bytes_all;
+};
+
+static void tally_alloc(struct site_tally *t, const struct vt_alloc *a, int at_peak)
+{
+	int c = a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN;
+	t->cat_allocs[c]++;
+	t->conf_all += (double)a->bytes * a->confidence;
+	t->bytes_all += (double)a->bytes;
+	if (at_peak) {
+		t->cat_peak[c] += a->bytes;
+		t->conf_peak += (double)a->bytes * a->confidence;
+		t->bytes_peak += (double)a->bytes;
+	}
+	struct vt_alternative alt;
+	if (a->confidence < VT_CONFIDENT && vt_alloc_alternatives(a, &alt, 1))
+		t->alt_bytes[alt.category] += a->bytes;
+}
+
+static void write_site_confidence(struct vt_json *j, const struct site_tally *t)
+{
+	double conf = t->bytes_peak > 0  ? t->conf_peak / t->bytes_peak
+	              : t->bytes_all > 0 ? t->conf_all / t->bytes_all
+	                                 : 100.0;
+	vt_json_kv_i64(j, "confidence", (int64_t)(conf + 0.5));
+	int best = -1;
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		if (t->alt_bytes[c] && (best < 0 || t->alt_bytes[c] > t->alt_bytes[best]))
+			best = c;
+	vt_json_key(j, "alternative");
+	if (best >= 0)
+		vt_json_string(j, vt_category_name(best));
+	else
+		vt_json_null(j);
+}
+
 static void write_sites(const struct vt_export *x, struct vt_json *j)
 {
 	uint32_t ns = x->r.nsites;
-	uint64_t(*cat_allocs)[VT_CAT_COUNT] = calloc(ns ? ns : 1, sizeof *cat_allocs);
-	uint64_t(*cat_peak)[VT_CAT_COUNT] = calloc(ns ? ns : 1, sizeof *cat_peak);
-	if (!cat_allocs || !cat_peak)
+	struct site_tally *tally = calloc(ns ? ns : 1, sizeof *tally);
+	if (!tally)
 		vt_nomem();
 	for (uint32_t i = 0; i < x->m->nallocs; i++) {
 		const struct vt_alloc *a = &x->m->allocs[i];
 		uint32_t s = x->alloc_site[i];
-		if (s == VT_NO_INDEX)
-			continue;
-		int c = a->category < VT_CAT_COUNT ? a->category : VT_CAT_UNKNOWN;
-		cat_allocs[s][c]++;
-		if (vt_report_live_at_peak(&x->r, a))
-			cat_peak[s][c] += a->bytes;
+		if (s != VT_NO_INDEX)
+			tally_alloc(&tally[s], a, vt_report_live_at_peak(&x->r, a));
 	}
 	size_t nstacks, pos = 0;
 	struct site_stack **stacks = collect_stacks(x, &nstacks);
@@ -153,10 +192,11 @@ static void write_sites(const struct vt_export *x, struct vt_json *j)
 		vt_json_begin_object(j);
 		vt_json_kv_string(j, "name", st->name);
 		vt_json_kv_string(j, "category", vt_category_name(st->category));
+		write_site_confidence(j, &tally[s]);
 		vt_json_kv_u64(j, "bytes_at_peak", st->bytes_at_peak);
 		vt_json_kv_u64(j, "allocs", st->allocs);
-		u64_array(j, "cat_allocs", cat_allocs[s], VT_CAT_COUNT);
-		u64_array(j, "cat_peak", cat_peak[s], VT_CAT_COUNT);
+		u64_array(j, "cat_allocs", tally[s].cat_allocs, VT_CAT_COUNT);
+		u64_array(j, "cat_peak", tally[s].cat_peak, VT_CAT_COUNT);
 		write_stacks(x, j, stacks, nstacks, &pos, s);
 		vt_json_kv_bool(j, "stacks_left_out", s >= SITES_WITH_STACKS);
 		vt_json_end_object(j);
@@ -166,8 +206,7 @@ static void write_sites(const struct vt_export *x, struct vt_json *j)
 	for (size_t k = 0; k < nstacks; k++)
 		free(stacks[k]);
 	free(stacks);
-	free(cat_allocs);
-	free(cat_peak);
+	free(tally);
 }
 
 static void write_flags(const struct vt_export *x, struct vt_json *j)
@@ -372,6 +411,8 @@ static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 	write_processes(x, &j);
 	write_oom(x, dir, &j);
 	write_flags(x, &j);
+	vt_json_kv_i64(&j, "confident", VT_CONFIDENT);
+	vt_report_low_confidence_json(&j, &x->r);
 	int rc = write_devices(x, &j);
 	write_sites(x, &j);
 	vt_json_end_object(&j);

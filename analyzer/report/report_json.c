@@ -3,6 +3,7 @@
 #include "report_json.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -153,6 +154,42 @@ static void steps(struct vt_json *j, const struct vt_report *r)
 	vt_json_kv_string(j, "source", vt_step_source_name(p ? p->step_source : VT_STEPS_NONE));
 	vt_json_kv_u64(j, "period_ns", p ? p->step_period_ns : 0);
 	vt_json_end_object(j);
+}
+
+struct unsure_entry {
+	int category, alternative;
+	uint64_t bytes;
+};
+
+static int unsure_by_bytes(const void *pa, const void *pb)
+{
+	const struct unsure_entry *a = pa, *b = pb;
+	return a->bytes < b->bytes ? 1 : a->bytes > b->bytes ? -1 : 0;
+}
+
+void vt_report_low_confidence_json(struct vt_json *j, const struct vt_report *r)
+{
+	struct unsure_entry v[VT_CAT_COUNT * (VT_CAT_COUNT + 1)];
+	size_t n = 0;
+	for (int c = 0; c < VT_CAT_COUNT; c++)
+		for (int o = 0; o <= VT_CAT_COUNT; o++)
+			if (r->unsure_at_peak[c][o])
+				v[n++] = (struct unsure_entry){c, o, r->unsure_at_peak[c][o]};
+	qsort(v, n, sizeof v[0], unsure_by_bytes);
+	vt_json_key(j, "low_confidence_at_peak");
+	vt_json_begin_array(j);
+	for (size_t i = 0; i < n; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_string(j, "category", vt_category_name(v[i].category));
+		vt_json_key(j, "alternative"); /* null: no other category fits better */
+		if (v[i].alternative < VT_CAT_COUNT)
+			vt_json_string(j, vt_category_name(v[i].alternative));
+		else
+			vt_json_null(j);
+		vt_json_kv_u64(j, "bytes", v[i].bytes);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
 }
 
 void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *o)
@@ -415,6 +452,7 @@ int vt_report_write_json(const struct vt_report *r, FILE *out)
 	processes(&j, r->m);
 	devices(&j, r);
 	categories(&j, "categories_at_peak", r->cats_at_peak);
+	vt_report_low_confidence_json(&j, r);
 	steps(&j, r);
 	flags(&j, r);
 	sites(&j, r);

@@ -14,5 +14,8 @@ void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p);
 void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a);
 /* "live_by_category" and "top_sites" of the out-of-memory finding. */
 void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *o);
+/* "low_confidence_at_peak": the bytes at peak whose category is a guess,
+ * by (category, its most likely alternative), largest first. */
+void vt_report_low_confidence_json(struct vt_json *j, const struct vt_report *r);
 
 #endif

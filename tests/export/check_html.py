@@ -143,6 +143,13 @@ def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=N
               f"{name}: the out-of-memory finding is not the first box: {got.get('first_flag')}")
     check(got.get("oom_box") == (1 if rep["flags"] and rep["flags"][0]["kind"] == "out_of_memory" else 0),
           f"{name}: an out-of-memory box without the finding, or the reverse")
+    # bytes whose category is a guess are said as such: the note at the top
+    # when report --json lists any, and "category?" rows in the site table
+    unsure = rep.get("low_confidence_at_peak", [])
+    check(got.get("unsure_note") == (1 if unsure else 0),
+          f"{name}: low-confidence note {got.get('unsure_note')}, report lists {len(unsure)}")
+    if unsure:
+        check(got.get("unsure_sites", 0) >= 1, f"{name}: no site row marked as a guess")
     for d, lab in zip(rep["devices"], got.get("labels", [])):
         if d["total_bytes"] and d["peak_bytes"] * 10 >= d["total_bytes"] * 9:
             check(lab["peak"] and lab["capacity"], f"{name}: GPU {d['ordinal']} lacks a label: {lab}")
@@ -155,7 +162,8 @@ def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=N
               f"{name}: the page says the peak was at {got.get('peak_time_text')}, the text {want}")
     print(f"ok   {name}: {size} bytes, {got['charts']} chart(s), tooltips at the peaks match "
           f"report --json, band '{band.get('category')}' lists {band.get('sites')} site(s) "
-          f"({band.get('frames')} frames), {got['ooms']} OOM marker(s)")
+          f"({band.get('frames')} frames), {got['ooms']} OOM marker(s), "
+          f"{len(unsure)} low-confidence group(s), {got.get('unsure_sites')} site row(s) marked")
 
 
 def main():
