@@ -82,6 +82,10 @@ struct ctx {
 	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
 	struct vt_frame_evidence *fe;  /* what the stacks' names say (frame_rules.def) */
 	int dev;                       /* classify_device: the device */
+	int streams_batches;           /* classify_device: the job feeds it batches from the host */
+	uint64_t weights_loaded_t;     /* classify_device: when the last weight filled from the
+	                                  host was, 0 if none */
+	int trains; /* classify_device: gradients or optimizer slots seen on it */
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
 	 * millions of times, and the hash table's probe (hash the key, walk
 	 * the bucket, compare) was a quarter of classify_proc's samples */
@@ -118,6 +122,8 @@ enum reason {
 	R_WEIGHTS_BY_NAME,
 	R_OPTIMIZER_BY_NAME,
 	R_PREFETCH_BY_NAME,
+	R_DATASET_SLICED,
+	R_FROZEN_WEIGHTS,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -194,6 +200,15 @@ static const struct reason_row {
     [R_PREFETCH_BY_NAME] = {"filled from the host by a framework's input pipeline (stack "
                             "names): a batch buffer kept and refilled",
                             {VT_CAT_DATASET, NO_ALT}},
+    [R_DATASET_SLICED] = {"filled from the host in one upload, long-lived, and read by "
+                          "device-to-device copies step after step: batches sliced out of "
+                          "data on the device",
+                          {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_FROZEN_WEIGHTS] = {"filled from the host in one upload, long-lived, no gradient, while "
+                          "the job streams its batches from the host, made while its model "
+                          "was loaded or where nothing trains: frozen or inference weights, "
+                          "or data it also keeps on the device",
+                          {VT_CAT_DATASET, NO_ALT}},
 };
 
 const char *vt_alloc_reason(const struct vt_alloc *a)
@@ -713,6 +728,92 @@ static int by_name(struct ctx *c, struct vt_alloc *a, struct facts *f, uint32_t 
 	}
 }
 
+/* Whether the job feeds device dev its batches from the host: a buffer made
+ * every step and filled from the host, one refilled step after step (a
+ * ring), or an allocator's region taking them: VT_STREAMED_BATCH_BYTES says
+ * why it matters. */
+int vt_region_takes_batches(const struct vt_model *m, uint32_t i)
+{
+	if (!(m->allocs[i].flags & VT_AF_PARTIAL_COPIES))
+		return 0;
+	uint32_t n;
+	const struct vt_copy_range *r = vt_model_ranges(m, i, &n);
+	for (uint32_t k = 0; k < n; k++)
+		if (r[k].copies >= 3 && r[k].total_bytes >= 3ull * VT_STREAMED_BATCH_BYTES)
+			return 1;
+	return 0;
+}
+
+static int streams_batches(const struct ctx *c, int dev)
+{
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (f->device != dev || !f->charged || a->bytes < VT_STREAMED_BATCH_BYTES)
+			continue;
+		if (a->category == VT_CAT_POOL ? vt_region_takes_batches(c->m, i)
+		                               : f->host_filled && (f->recurring || refilled(c, a)))
+			return 1;
+	}
+	return 0;
+}
+
+/* When the device's weights were filled from the host (a checkpoint, a
+ * model file) the last time, 0 if never: trained weights the twin rules
+ * found, or tensors of a site that loaded several. */
+static uint64_t weights_loaded_t(const struct ctx *c, int dev)
+{
+	uint64_t last = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (f->device != dev || !f->charged || !f->host_filled)
+			continue;
+		const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+		int weight =
+		    f->decided ? a->category == VT_CAT_WEIGHTS
+		               : !f->recurring &&
+		                     vt_upload_site_is_loader(c->sites, cp->h2d_stack_id, a->bytes);
+		if (weight && cp->t_first_h2d != VT_T_NEVER && cp->t_first_h2d > last)
+			last = cp->t_first_h2d;
+	}
+	return last;
+}
+
+/* Whether anything trains on the device: the twin rules found weights with
+ * gradients, or optimizer slots. */
+static int trains(struct size_count *sizes)
+{
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	{
+		if (s->weights || s->gradient_size || s->kept)
+			return 1;
+	}
+	return 0;
+}
+
+/* A long-lived tensor filled from the host in one upload, no gradient twin,
+ * and nothing in the stacks' names: data or frozen weights, which the
+ * events tell apart only by how the job uses them. Batches copied out of it
+ * on the device say data. In a job that streams its batches from the
+ * host, an upload made while the model was loaded from the host (before its
+ * last weight upload: frozen layers beside trained ones, a fine-tune's
+ * checkpoint) or on a device where nothing trains (an inference server)
+ * makes weights the better guess, data the alternative: not confident.
+ * Otherwise data: TensorFlow's numpy path uploads the whole dataset when
+ * training starts, after the model, and streams its batches too. */
+static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct facts *f)
+{
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	if (cp->d2d_out_copies >= 2 && c->p->nsteps >= 2)
+		set_cat(a, f, VT_CAT_DATASET, 90, R_DATASET_SLICED);
+	else if (c->streams_batches && (!c->trains || cp->t_first_h2d < c->weights_loaded_t))
+		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FROZEN_WEIGHTS);
+	else
+		set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
+}
+
 /* What the twin rules left: optimizer slots (a weight's size, made after
  * it), datasets (host-filled, no twin), weights without a visible twin. */
 static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
@@ -735,7 +836,7 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))
 			set_cat(a, f, VT_CAT_WEIGHTS, 60, R_LOADED_WEIGHTS);
 		else if (f->host_filled)
-			set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
+			data_or_frozen_weights(c, a, f);
 		else if (a->t_alloc < first_step)
 			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
 		else
@@ -848,7 +949,10 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 		weights_by_twin(c, sizes, ll_buf, n);
 	}
 	c->dev = dev;
+	c->streams_batches = streams_batches(c, dev);
 	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
+	c->weights_loaded_t = weights_loaded_t(c, dev);
+	c->trains = trains(sizes);
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;

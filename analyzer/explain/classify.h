@@ -63,4 +63,15 @@ uint32_t vt_alloc_alternatives(const struct vt_alloc *a, struct vt_alternative *
  * "dataset or weights?"), and findings built on it are not raised. */
 #define VT_CONFIDENT 70
 
+/* Bytes a job feeds a device per step from the host when it streams its
+ * input, at least: a batch (token ids of a small batch are tens of KiB),
+ * not the scalars a trainer sends with a step (a learning rate, a loss
+ * scale, a step counter). A job that streams its batches does not, as a
+ * rule, also slice them out of data it keeps on the device. */
+#define VT_STREAMED_BATCH_BYTES (16u * 1024u)
+
+/* Whether pool region i takes the job's batches from the host: a part of it
+ * refilled again and again (3 copies or more, 3 batches' bytes in all). */
+int vt_region_takes_batches(const struct vt_model *m, uint32_t i);
+
 #endif

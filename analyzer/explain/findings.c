@@ -361,8 +361,10 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		    !big_enough(m, ds, a->device, a->bytes))
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
+		/* the data's bytes: an allocator's region holding it may be larger */
+		uint64_t bytes = c->h2d_bytes && c->h2d_bytes < a->bytes ? c->h2d_bytes : a->bytes;
 		note_dataset(m, out, first, a->proc,
-		             c->h2d_stack_id ? c->h2d_stack_id : a->stack_id, a->device, a->bytes,
+		             c->h2d_stack_id ? c->h2d_stack_id : a->stack_id, a->device, bytes,
 		             c->h2d_copies, c->t_first_h2d, a->confidence);
 	}
 	/* The arrays that come with a big one (its labels y beside x, a

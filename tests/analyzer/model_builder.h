@@ -51,10 +51,21 @@ static inline void b_event(struct builder *b, uint32_t type, uint64_t t, uint64_
 }
 
 /* VT_API ids used by the tests (include/vramtrace/api.def) */
-enum { API_ALLOC = 2, API_FREE = 11, API_FREE_ASYNC = 12, API_ALLOC_ASYNC = 6, API_CREATE = 14,
-       API_RELEASE = 15, API_MAP = 16, API_UNMAP = 17, API_HTOD = 31, API_DTOD = 43 };
+enum {
+	API_ALLOC = 2,
+	API_FREE = 11,
+	API_FREE_ASYNC = 12,
+	API_ALLOC_ASYNC = 6,
+	API_CREATE = 14,
+	API_RELEASE = 15,
+	API_MAP = 16,
+	API_UNMAP = 17,
+	API_HTOD = 31,
+	API_DTOD = 43
+};
 
-static inline void b_alloc(struct builder *b, uint64_t t, uint64_t addr, uint64_t bytes, uint8_t dev)
+static inline void b_alloc(struct builder *b, uint64_t t, uint64_t addr, uint64_t bytes,
+                           uint8_t dev)
 {
 	b_event(b, VT_REC_ALLOC, t, addr, bytes, 0, VT_ALLOC_DEVICE, dev, API_ALLOC);
 }
@@ -67,6 +78,12 @@ static inline void b_free(struct builder *b, uint64_t t, uint64_t addr, uint8_t 
 static inline void b_htod(struct builder *b, uint64_t t, uint64_t dst, uint64_t bytes, uint8_t dev)
 {
 	b_event(b, VT_REC_COPY, t, dst, bytes, 0x7f0000001000ull, VT_COPY_HTOD, dev, API_HTOD);
+}
+
+static inline void b_dtod(struct builder *b, uint64_t t, uint64_t dst, uint64_t src, uint64_t bytes,
+                          uint8_t dev)
+{
+	b_event(b, VT_REC_COPY, t, dst, bytes, src, VT_COPY_DTOD, dev, API_DTOD);
 }
 
 static inline void b_mark(struct builder *b, uint64_t t, const char *text)

@@ -28,6 +28,8 @@ struct job {
 	uint64_t step_gap;      /* ns before each step but the first (default 1000) */
 	int frozen;             /* 8 MiB tensors uploaded by one site, no gradient (LoRA base) */
 	int ring;               /* 4 MiB buffers made once, one refilled every step */
+	int dataset_first;      /* the 64 MiB upload comes before the weights' */
+	int sliced;             /* each step copies its batch out of the 64 MiB upload */
 	uint64_t wbytes[8];
 };
 
@@ -39,13 +41,18 @@ static struct vt_model *run_job(const struct job *j)
 	b_begin(&b, m, 7, 0, 0);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	uint64_t t = 1000;
+	if (j->dataset && j->dataset_first) {
+		b.stack = 2;
+		b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
+		b_htod(&b, t++, 0x900000000ull, 64 * MIB, 0);
+	}
 	for (int l = 0; l < j->layers; l++) {
 		b.stack = 1;
 		b_alloc(&b, t++, W_ADDR(l), j->wbytes[l], 0);
 		if (j->host_weights)
 			b_htod(&b, t++, W_ADDR(l), j->wbytes[l], 0);
 	}
-	if (j->dataset) {
+	if (j->dataset && !j->dataset_first) {
 		b.stack = 2;
 		b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
 		b_htod(&b, t++, 0x900000000ull, 64 * MIB, 0);
@@ -95,6 +102,9 @@ static struct vt_model *run_job(const struct job *j)
 		for (int l = 0; l < j->layers; l++)
 			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
 			        j->act ? j->act : 768 << 10, 0);
+		if (j->sliced)
+			b_dtod(&b, t++, 0x300000000ull, 0x900000000ull + (uint64_t)s * 512 * 1024,
+			       512 * 1024, 0);
 		if (j->stop_mid_step && s + 1 == j->steps)
 			break; /* killed: activations and batches stay live */
 		uint64_t wsum = 0;
@@ -361,7 +371,10 @@ static int whole_dataset_flags(const struct vt_model *m)
 static void test_frozen_weights_are_not_a_dataset(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 6, .markers = 1, .frozen = 6,
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .frozen = 6,
 	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
 	for (int k = 0; k < j.frozen; k++) {
@@ -386,7 +399,10 @@ static void test_frozen_weights_are_not_a_dataset(void **state)
 static void test_lone_upload_is_a_dataset_with_an_alternative(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 6, .markers = 1, .dataset = 1,
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .dataset = 1,
 	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
 	int cat = category_of(m, 0x900000000ull);
@@ -402,12 +418,88 @@ static void test_lone_upload_is_a_dataset_with_an_alternative(void **state)
 	vt_model_free(m);
 }
 
+static const struct vt_alloc *alloc_at(const struct vt_model *m, uint64_t addr)
+{
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].addr == addr)
+			return &m->allocs[i];
+	return NULL;
+}
+
+/* A fine-tune: the job streams its batches and loads its model from the
+ * host; a lone tensor uploaded with the model (before its last weight) and
+ * never given a gradient reads as frozen weights, data the alternative, not
+ * confidently, and raises no whole-dataset finding. */
+static void test_upload_with_the_model_is_frozen_weights(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .dataset = 1,
+	                .dataset_first = 1,
+	                .host_weights = 1,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	const struct vt_alloc *a = alloc_at(m, 0x900000000ull);
+	assert_non_null(a);
+	assert_int_equal(a->category, VT_CAT_WEIGHTS);
+	assert_true(a->confidence < VT_CONFIDENT);
+	struct vt_alternative alt[2];
+	assert_int_equal(vt_alloc_alternatives(a, alt, 2), 1);
+	assert_int_equal(alt[0].category, VT_CAT_DATASET);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
+/* The same upload made after the model (when training starts, as
+ * TensorFlow's numpy path does) stays a dataset, flagged. */
+static void test_upload_after_the_model_is_a_dataset(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .dataset = 1,
+	                .host_weights = 1,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(category_of(m, 0x900000000ull), VT_CAT_DATASET);
+	assert_int_equal(whole_dataset_flags(m), 1);
+	vt_model_free(m);
+}
+
+/* Batches copied out of it on the device, step after step: data, with
+ * confidence, even where the upload came with the model. */
+static void test_sliced_upload_is_a_confident_dataset(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .dataset = 1,
+	                .dataset_first = 1,
+	                .host_weights = 1,
+	                .sliced = 1,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	const struct vt_alloc *a = alloc_at(m, 0x900000000ull);
+	assert_non_null(a);
+	assert_int_equal(a->category, VT_CAT_DATASET);
+	assert_int_equal(a->confidence, 90);
+	assert_int_equal(whole_dataset_flags(m), 1);
+	vt_model_free(m);
+}
+
 /* A ring of batch buffers made once and refilled in place every step is
  * prefetch, not a dataset. */
 static void test_refilled_ring_is_prefetch(void **state)
 {
 	(void)state;
-	struct job j = {.layers = 3, .steps = 9, .markers = 1, .ring = 3,
+	struct job j = {.layers = 3,
+	                .steps = 9,
+	                .markers = 1,
+	                .ring = 3,
 	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
 	for (int k = 0; k < j.ring; k++)
@@ -520,6 +612,9 @@ int main(void)
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
 	    cmocka_unit_test(test_lone_upload_is_a_dataset_with_an_alternative),
+	    cmocka_unit_test(test_upload_with_the_model_is_frozen_weights),
+	    cmocka_unit_test(test_upload_after_the_model_is_a_dataset),
+	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
