@@ -859,6 +859,17 @@ static int activation_of_weight_size(struct size_count *s, int step)
 	return s->grads_per_step && s->grads_per_step < made && idx < made - s->grads_per_step;
 }
 
+/* A tensor of a size that recurs, filled from the host under a framework's
+ * model loading (a CONTEXT rule of frame_rules.def: `Module._apply`,
+ * `load_state_dict`): a parameter uploaded once that happens to share its
+ * size with the activations or batches of every step, not a batch. */
+static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
+{
+	struct vt_frame_hint h =
+	    vt_frame_hint(c->fe, c->proc, vt_model_copies(c->m, a)->h2d_stack_id);
+	return h.category == VT_CAT_WEIGHTS && h.strength == VT_FRAME_CONTEXT;
+}
+
 static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
@@ -870,7 +881,9 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		if (!*slot)
 			*slot = size_find(sizes, fact_bytes(c, f));
 		struct size_count *s = *slot;
-		if (f->host_filled && f->transient)
+		if (f->host_filled && weights_by_name(c, a))
+			set_cat(a, f, VT_CAT_WEIGHTS, 85, R_WEIGHTS_BY_NAME);
+		else if (f->host_filled && f->transient)
 			set_cat(a, f, VT_CAT_PREFETCH, 70, R_TRANSIENT_BATCH);
 		else if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);

@@ -467,6 +467,58 @@ static void sort_if_needed(struct edge *e, uint32_t n)
 		}
 }
 
+/* What one batch is: the prefetch buffers a step makes (x and y, inputs
+ * and masks), as most steps make them, and their bytes. One array each
+ * when the process has no steps or its steps disagree. */
+struct batch_shape {
+	uint32_t arrays;
+	uint64_t bytes;
+};
+
+static struct batch_shape batch_shape(const struct vt_model *m, const struct scan *ds,
+                                      uint32_t proc, uint8_t dev)
+{
+	const struct vt_proc *p = &m->procs[proc];
+	struct batch_shape one = {1, 0};
+	if (p->nsteps < 3)
+		return one;
+	uint32_t *count = calloc(p->nsteps, sizeof *count);
+	uint64_t *bytes = calloc(p->nsteps, sizeof *bytes);
+	if (!count || !bytes)
+		vt_nomem();
+	for (uint32_t k = 0; k < ds->n; k++) {
+		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
+		if (a->category != VT_CAT_PREFETCH || a->proc != proc || a->device != dev)
+			continue;
+		int s = vt_step_of(p, a->t_alloc);
+		if (s >= 0) {
+			count[s]++;
+			bytes[s] += a->bytes;
+		}
+	}
+	/* the count most steps that made any share: the batch's arrays */
+	uint32_t hist[9] = {0}, steps = 0;
+	for (uint32_t s = 0; s < p->nsteps; s++)
+		if (count[s]) {
+			steps++;
+			hist[count[s] < 8 ? count[s] : 8]++;
+		}
+	uint32_t mode = 1;
+	for (uint32_t c = 1; c < 8; c++)
+		if (hist[c] > hist[mode])
+			mode = c;
+	struct batch_shape shape = one;
+	if (mode > 1 && hist[mode] * 2 > steps) {
+		shape.arrays = mode;
+		for (uint32_t s = 0; s < p->nsteps; s++)
+			if (count[s] == mode && bytes[s] > shape.bytes)
+				shape.bytes = bytes[s];
+	}
+	free(count);
+	free(bytes);
+	return shape;
+}
+
 /* The prefetch buffers of one process on one device, from the scan. */
 static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_t proc, uint8_t dev,
                         struct vt_findings *out)
@@ -515,6 +567,11 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 		}
 	}
 	free(e);
+	struct batch_shape shape = batch_shape(m, ds, proc, dev);
+	if (shape.arrays > 1) { /* x and y of one batch are one batch */
+		best = (best + (int)shape.arrays - 1) / (int)shape.arrays;
+		batch = shape.bytes;
+	}
 	struct vt_finding *f = new_flag(out, VT_FINDING_PREFETCH_DEPTH, proc);
 	add_device(f, dev, batch * (uint64_t)best);
 	f->depth = (uint32_t)best;

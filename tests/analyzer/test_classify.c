@@ -18,6 +18,7 @@
 
 #define MIB (1024ull * 1024ull)
 #define W_ADDR(l) (0x100000000ull + (uint64_t)(l)*0x10000000ull)
+#define LABEL_ADDR(batch) ((batch) + 0x400000000ull) /* y beside batch x */
 
 struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
@@ -30,6 +31,7 @@ struct job {
 	int ring;               /* 4 MiB buffers made once, one refilled every step */
 	int dataset_first;      /* the 64 MiB upload comes before the weights' */
 	int sliced;             /* each step copies its batch out of the 64 MiB upload */
+	int labels;             /* each batch comes with a 256 KiB label array (x and y) */
 	uint64_t wbytes[8];
 };
 
@@ -76,6 +78,10 @@ static struct vt_model *run_job(const struct job *j)
 	b.stack = 4;
 	b_alloc(&b, t++, batch[0], 2 * MIB, 0);
 	b_htod(&b, t++, batch[0], 2 * MIB, 0);
+	if (j->labels) {
+		b_alloc(&b, t++, LABEL_ADDR(batch[0]), 256 << 10, 0);
+		b_htod(&b, t++, LABEL_ADDR(batch[0]), 256 << 10, 0);
+	}
 	for (int s = 0; s < j->steps; s++) {
 		t += s > 0 && j->step_gap ? j->step_gap : 1000;
 		if (j->markers) {
@@ -97,6 +103,10 @@ static struct vt_model *run_job(const struct job *j)
 			batch[s + 1] = 0x200000000ull + (uint64_t)((s + 1) % 2) * 0x1000000ull;
 			b_alloc(&b, t++, batch[s + 1], 2 * MIB, 0);
 			b_htod(&b, t++, batch[s + 1], 2 * MIB, 0);
+			if (j->labels) {
+				b_alloc(&b, t++, LABEL_ADDR(batch[s + 1]), 256 << 10, 0);
+				b_htod(&b, t++, LABEL_ADDR(batch[s + 1]), 256 << 10, 0);
+			}
 		}
 		b.stack = 5;
 		for (int l = 0; l < j->layers; l++)
@@ -129,6 +139,8 @@ static struct vt_model *run_job(const struct job *j)
 		for (int l = 0; !j->flat && l < j->layers; l++)
 			b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
 		b_free(&b, t++, batch[s], 0);
+		if (j->labels)
+			b_free(&b, t++, LABEL_ADDR(batch[s]), 0);
 		b.stack = 8;
 		if (j->leak)
 			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x1000000ull, j->leak, 0);
@@ -363,6 +375,36 @@ static int whole_dataset_flags(const struct vt_model *m)
 		n += f.v[i].kind == VT_FINDING_WHOLE_DATASET;
 	vt_findings_free(&f);
 	return n;
+}
+
+/* The prefetch finding of device 0 (depth 0: none). */
+static struct vt_finding prefetch_flag(const struct vt_model *m)
+{
+	struct vt_findings f;
+	struct vt_finding got = {0};
+	vt_findings_find(m, &f);
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.v[i].kind == VT_FINDING_PREFETCH_DEPTH)
+			got = f.v[i];
+	vt_findings_free(&f);
+	return got;
+}
+
+/* x and y uploaded together each step are one batch: prefetch 2 holds 2
+ * batches of x + y, not 4 arrays of the larger one's size. */
+static void test_prefetch_counts_batches_not_arrays(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 8,
+	                .markers = 1,
+	                .labels = 1,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	struct vt_finding f = prefetch_flag(m);
+	assert_int_equal(f.depth, 2);
+	assert_int_equal(f.batch_bytes, 2 * MIB + (256 << 10));
+	vt_model_free(m);
 }
 
 /* Frozen weights (a LoRA base, an inference model) are uploaded tensor by
@@ -615,6 +657,7 @@ int main(void)
 	    cmocka_unit_test(test_upload_with_the_model_is_frozen_weights),
 	    cmocka_unit_test(test_upload_after_the_model_is_a_dataset),
 	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
+	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
