@@ -46,3 +46,15 @@ if(TARGET vtsim_cuda)
   add_dependencies(bench_symbolize vramtrace vtsim_cuda)
   vt_add_bench(bench_symbolize)
 endif()
+
+# What `vramtrace top` following a job costs the job (bench_top: a job of
+# millions of events a second on the null driver, alone and watched).
+if(TARGET vtsim_cuda)
+  add_executable(bench_top ${VT_BENCH_DIR}/bench_top.c)
+  target_compile_definitions(bench_top PRIVATE
+    VT_BENCH_SHIM="$<TARGET_FILE:vramtrace>"
+    VT_BENCH_NULLDRIVER_DIR="${CMAKE_CURRENT_BINARY_DIR}/null_driver")
+  target_link_libraries(bench_top PRIVATE vtanalysis ${CMAKE_DL_LIBS})
+  add_dependencies(bench_top vramtrace bench_null_driver)
+  vt_add_bench(bench_top)
+endif()

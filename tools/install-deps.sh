@@ -12,7 +12,7 @@
 #   --check  install nothing: exit 1 with the command when something is missing
 set -uo pipefail
 
-BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config
+BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config libncurses-dev
 	libunwind-dev uthash-dev libdw-dev libelf-dev
 	libcmocka-dev python3) # the tests' (BUILD_TESTING, on by default)
 # chromium: the HTML export's browser test; clang + libclang-rt-14-dev: the

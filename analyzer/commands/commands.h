@@ -7,6 +7,7 @@
 #define VT_COMMAND_LIST(X)                                                                         \
 	X(run, "record a job's GPU memory into a trace directory")                                 \
 	X(report, "what held each device at its peak, and why")                                    \
+	X(top, "watch a running job's GPU memory live")                                            \
 	X(oom, "explain an out-of-memory event")                                                   \
 	X(diff, "compare two runs; --fail-over gates CI on growth")                                \
 	X(predict, "the peak at another batch size, and the largest batch that fits")              \

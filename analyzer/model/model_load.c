@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "log_reader.h"
@@ -13,6 +14,7 @@
 #include "model.h"
 #include "model_history.h"
 #include "model_stream.h"
+#include "nomem.h"
 
 #include "sites.h"
 
@@ -36,7 +38,7 @@ static int feed_one(const struct vt_record_view *rec, void *vctx)
 {
 	struct feed_ctx *c = vctx;
 	vt_model_feed_thread(c->m, c->proc, rec->tid, rec->type, rec->data, rec->size);
-	if (load_progress && (++c->records & 0x3fff) == 0)
+	if ((++c->records & 0x3fff) == 0 && load_progress)
 		load_progress(c->done_before + rec->offset, c->total, load_progress_ctx);
 	if (c->sites && (rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE))
 		vt_stack_store_add(c->sites->store, c->proc, rec, NULL, 0);
@@ -152,4 +154,130 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 struct vt_model *vt_model_load_trace_streaming(const char *dir, char *err, size_t errlen)
 {
 	return load_into(vt_model_new_streaming(), dir, err, errlen);
+}
+
+/* ---- following a trace while its job runs -------------------------------- */
+
+struct vt_trace_follow {
+	struct vt_trace trace;
+	struct vt_model *m;
+	struct feed_ctx feed;
+	uint32_t *procs; /* the model's process of each log */
+	uint8_t *state;  /* enum vt_follow_state of each log */
+	size_t nknown, cap;
+	uint64_t start_ns;
+};
+
+struct vt_trace_follow *vt_trace_follow_open(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a trace directory", dir);
+		return NULL;
+	}
+	struct vt_trace_follow *f = calloc(1, sizeof *f);
+	if (!f || !(f->trace.dir = strdup(dir)) || !(f->m = vt_model_new_streaming())) {
+		vt_trace_follow_close(f);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	f->feed.m = f->m;
+	f->feed.sites = open_sites(dir);
+	f->m->sites = f->feed.sites;
+	f->m->sites_close = close_sites;
+	return f;
+}
+
+void vt_trace_follow_close(struct vt_trace_follow *f)
+{
+	if (!f)
+		return;
+	vt_model_free(f->m);
+	vt_trace_close(&f->trace);
+	free(f->procs);
+	free(f->state);
+	free(f);
+}
+
+/* Logs that appeared: a process each in the model. */
+static void follow_new_logs(struct vt_trace_follow *f)
+{
+	vt_trace_open_new(&f->trace);
+	if (f->trace.nlogs > f->cap) {
+		f->cap = f->trace.nlogs * 2;
+		f->procs = realloc(f->procs, f->cap * sizeof *f->procs);
+		f->state = realloc(f->state, f->cap * sizeof *f->state);
+		if (!f->procs || !f->state)
+			vt_nomem();
+	}
+	for (size_t i = f->nknown; i < f->trace.nlogs; i++) {
+		const struct vt_file_header *h = vt_log_header(f->trace.logs[i]);
+		if (!f->start_ns || h->clock_base_ns < f->start_ns)
+			f->start_ns = h->clock_base_ns;
+		f->procs[i] = vt_model_begin_process(f->m, h, f->start_ns);
+		f->state[i] = VT_FOLLOW_RUNNING;
+	}
+	f->nknown = f->trace.nlogs;
+}
+
+/* What the header says of log i's process now (its process is gone: it
+ * wrote its exit, was replaced by exec, or died without either). */
+static enum vt_follow_state log_state(const struct vt_trace_follow *f, size_t i)
+{
+	const struct vt_file_header *h = vt_log_header(f->trace.logs[i]);
+	switch (VT_STATE_OF(h->state)) {
+	case VT_STATE_EXITED:
+		return VT_FOLLOW_EXITED;
+	case VT_STATE_EXECED:
+		return VT_FOLLOW_EXECED;
+	default:
+		return vt_log_process_running(h, f->trace.dir) ? VT_FOLLOW_RUNNING
+		                                               : VT_FOLLOW_KILLED;
+	}
+}
+
+uint64_t vt_trace_follow_poll(struct vt_trace_follow *f)
+{
+	follow_new_logs(f);
+	uint64_t before = f->feed.records;
+	for (size_t i = 0; i < f->nknown; i++) {
+		if (f->state[i] != VT_FOLLOW_RUNNING)
+			continue;
+		/* the state before the records: a process seen gone has written
+		 * everything it will, so this pass reads its last records */
+		enum vt_follow_state st = log_state(f, i);
+		struct vt_log *log = f->trace.logs[i];
+		f->feed.proc = f->procs[i];
+		vt_log_follow(log, feed_one, &f->feed);
+		struct vt_proc *p = &f->m->procs[f->procs[i]];
+		p->state_word = vt_log_header(log)->state;
+		p->running = st == VT_FOLLOW_RUNNING;
+		if (st != VT_FOLLOW_RUNNING) {
+			p->clean_exit = st == VT_FOLLOW_EXITED;
+			p->exit_code = p->clean_exit ? VT_EXIT_CODE_OF(p->state_word) : 0;
+			vt_model_end_process(f->m, f->procs[i]);
+			f->state[i] = (uint8_t)st;
+		}
+	}
+	return f->feed.records - before;
+}
+
+struct vt_model *vt_trace_follow_model(const struct vt_trace_follow *f)
+{
+	return f->m;
+}
+
+size_t vt_trace_follow_logs(const struct vt_trace_follow *f)
+{
+	return f->nknown;
+}
+
+uint32_t vt_trace_follow_proc(const struct vt_trace_follow *f, size_t i)
+{
+	return f->procs[i];
+}
+
+enum vt_follow_state vt_trace_follow_state(const struct vt_trace_follow *f, size_t i)
+{
+	return (enum vt_follow_state)f->state[i];
 }

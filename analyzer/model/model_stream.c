@@ -126,7 +126,6 @@ static inline struct stream_proc *proc_state(struct vt_stream *s, uint32_t proc)
 	return s->last && s->last_proc == proc ? s->last : proc_state_slow(s, proc);
 }
 
-
 uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc)
 {
 	const struct vt_stream *s = m->stream;
@@ -453,4 +452,23 @@ uint64_t vt_stream_retired(const struct vt_model *m)
 uint32_t vt_stream_procs_on_device(const struct vt_model *m, int dev)
 {
 	return m->stream && dev >= 0 && dev < VT_MAX_DEVICES ? m->stream->procs_on_device[dev] : 0;
+}
+
+void vt_stream_live_now(const struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t *live,
+                        uint64_t *peak)
+{
+	const struct vt_stream *s = m->stream;
+	const struct stream_proc *sp = s && proc < s->nprocs ? s->procs[proc] : NULL;
+	*live = sp ? sp->dev[dev].live : 0;
+	*peak = sp ? sp->dev[dev].peak : 0;
+}
+
+uint64_t vt_stream_snapshot_now(struct vt_model *m, uint32_t proc, uint8_t dev,
+                                struct vt_stream_peak *out)
+{
+	*out = (struct vt_stream_peak){.proc = proc, .device = dev};
+	if (!m->stream)
+		return 0;
+	out->bytes = fill_snapshot(m, proc, dev, out);
+	return out->bytes;
 }

@@ -95,6 +95,15 @@ uint64_t vt_stream_steps(const struct vt_model *m, uint32_t proc);
  * Worked out in vt_model_finish. */
 void vt_stream_combined_peak(const struct vt_model *m, int dev, uint64_t *at_least,
                              uint64_t *at_most);
+/* While the model is still fed (a trace followed live): process proc's
+ * live bytes on dev now and its peak there so far. */
+void vt_stream_live_now(const struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t *live,
+                        uint64_t *peak);
+/* What process proc holds on dev now, as a snapshot into *out (its sites
+ * are the caller's to free). Returns the live bytes. A walk over the
+ * records held, so once per refresh, not per event. */
+uint64_t vt_stream_snapshot_now(struct vt_model *m, uint32_t proc, uint8_t dev,
+                                struct vt_stream_peak *out);
 /* How many processes charged device dev. */
 uint32_t vt_stream_procs_on_device(const struct vt_model *m, int dev);
 

@@ -36,15 +36,21 @@ struct vt_chunk_ref {
 	uint64_t thread_seq;
 	uint64_t first_seq, first_t_ns; /* bases of its packed events */
 	uint32_t tid;
+	uint32_t next;        /* the thread's next chunk, VT_NO_CHUNK: none (yet) */
 	uint8_t clean;        /* every record passed its check at open: none is re-checked */
 	uint8_t read_through; /* a pass has left it: its damage was warned about */
 };
 
-/* One thread's chain of chunks: chunks[first .. first + count). */
+#define VT_NO_CHUNK UINT32_MAX
+
+/* One thread's chain of chunks, linked by vt_chunk_ref.next: a chain's
+ * indices only grow (sorted at open, appended while following). */
 struct vt_stream {
 	uint32_t first;
-	uint32_t count;
+	uint32_t last;
 };
+
+struct cursor;
 
 struct vt_log {
 	char *path;
@@ -56,8 +62,18 @@ struct vt_log {
 	struct vt_stream *streams;
 	uint32_t nstreams;
 	unsigned warnings;
-	uint64_t types_seen; /* bit t: the index met a record of type t (t < 64) */
+	uint64_t types_seen;        /* bit t: the index met a record of type t (t < 64) */
 	vt_packed_decode_fn decode; /* the packed decoder's form for this CPU */
+	uint32_t cap_chunks;
+	/* following a live log (vt_log_follow): each stream's cursor, kept
+	 * between calls; the first chunk slot not known to be indexed, and
+	 * the slots after it that are (sorted) */
+	int following;
+	struct cursor *follow;
+	uint32_t nfollow;
+	uint64_t first_gap;
+	uint64_t *ahead;
+	uint32_t nahead, cap_ahead;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -166,11 +182,10 @@ static void release_span(const struct vt_log *log, uint64_t lo, uint64_t hi)
 
 /* Walk a chunk's records once: warn about damage, return where valid data
  * ends. A zero word ends the data (never written); a cut file ends it too. */
-static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t file_end, uint8_t *clean)
+static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t pos, uint64_t file_end,
+                           uint8_t *clean)
 {
-	*clean = 1;
 	uint64_t nominal_end = off + log->hdr.chunk_size;
-	uint64_t pos = off + sizeof(struct vt_chunk_header);
 	uint64_t types = 0; /* a local: the compiler keeps it in a register */
 	while (pos + 4 <= file_end && pos + 4 <= nominal_end) {
 		uint32_t word = load_word(log->map + pos);
@@ -231,22 +246,24 @@ static int build_streams(struct vt_log *log)
 	for (uint32_t i = 0; i < log->nchunks; i++) {
 		const struct vt_chunk_ref *c = &log->chunks[i];
 		int same = i > 0 && c->tid == c[-1].tid && c->thread_seq > c[-1].thread_seq;
-		if (!same)
-			log->streams[log->nstreams++] = (struct vt_stream){i, 0};
-		log->streams[log->nstreams - 1].count++;
+		if (same)
+			log->chunks[i - 1].next = i;
+		else
+			log->streams[log->nstreams++] = (struct vt_stream){i, i};
+		log->streams[log->nstreams - 1].last = i;
 	}
 	return 0;
 }
 
-static struct vt_chunk_ref *add_chunk(struct vt_log *log, uint32_t *cap)
+static struct vt_chunk_ref *add_chunk(struct vt_log *log)
 {
-	if (log->nchunks == *cap) {
-		uint32_t grown = *cap ? 2 * *cap : 64;
+	if (log->nchunks == log->cap_chunks) {
+		uint32_t grown = log->cap_chunks ? 2 * log->cap_chunks : 64;
 		struct vt_chunk_ref *v = realloc(log->chunks, (size_t)grown * sizeof *v);
 		if (!v)
 			return NULL;
 		log->chunks = v;
-		*cap = grown;
+		log->cap_chunks = grown;
 	}
 	return &log->chunks[log->nchunks++];
 }
@@ -258,7 +275,7 @@ static struct vt_chunk_ref *add_chunk(struct vt_log *log, uint32_t *cap)
 static int index_chunks(struct vt_log *log, int fd)
 {
 	uint64_t cs = log->hdr.chunk_size, start = log->hdr.header_size;
-	uint32_t cap = 0;
+	log->first_gap = UINT64_MAX;
 	/* The writer reserves whole chunks (posix_fallocate), so a log, live or
 	 * finished, always ends on a chunk boundary: anything else was cut short
 	 * (a partial copy, a truncation). Say so once; what precedes is intact. */
@@ -270,16 +287,24 @@ static int index_chunks(struct vt_log *log, int fd)
 		            (unsigned long long)log->size, (unsigned long long)(log->size - tail));
 	for (uint64_t off = start; off + sizeof(struct vt_chunk_header) <= log->size; off += cs) {
 		off_t data = lseek(fd, (off_t)off, SEEK_DATA);
-		if (data < 0 && errno == ENXIO)
+		if (data < 0 && errno == ENXIO) {
+			if (log->first_gap == UINT64_MAX)
+				log->first_gap = off;
 			break; /* only holes from here on */
+		}
 		if (data > (off_t)off) {
+			if (log->first_gap == UINT64_MAX)
+				log->first_gap = off;
 			off = start + ((uint64_t)data - start) / cs * cs;
 			if (off + sizeof(struct vt_chunk_header) > log->size)
 				break; /* cut inside a chunk header */
 		}
 		uint32_t magic = load_word(log->map + off);
-		if (magic == 0)
+		if (magic == 0) {
+			if (log->first_gap == UINT64_MAX)
+				log->first_gap = off;
 			continue; /* claimed but never written, or never claimed */
+		}
 		if (magic != VT_CHUNK_MAGIC) {
 			warn_damage(
 			    log,
@@ -290,7 +315,7 @@ static int index_chunks(struct vt_log *log, int fd)
 		if (log->nchunks == UINT32_MAX)
 			break;
 		const struct vt_chunk_header *ch = (const void *)(log->map + off);
-		struct vt_chunk_ref *c = add_chunk(log, &cap);
+		struct vt_chunk_ref *c = add_chunk(log);
 		if (!c)
 			return -1;
 		uint64_t file_end = off + cs < log->size ? off + cs : log->size;
@@ -301,11 +326,16 @@ static int index_chunks(struct vt_log *log, int fd)
 		    .first_seq = ch->first_seq,
 		    .first_t_ns = ch->first_t_ns,
 		};
-		c->data_end = scan_chunk(log, off, file_end, &c->clean);
+		c->clean = 1;
+		c->next = VT_NO_CHUNK;
+		c->data_end =
+		    scan_chunk(log, off, off + sizeof(struct vt_chunk_header), file_end, &c->clean);
 		/* the index is made before any record is delivered: without this
 		 * the whole file would be resident at once (RSS = the log size) */
 		release_span(log, off, c->data_end);
 	}
+	if (log->first_gap == UINT64_MAX)
+		log->first_gap = log->size > start ? start + (log->size - start) / cs * cs : start;
 	return build_streams(log);
 }
 
@@ -389,6 +419,8 @@ void vt_log_close(struct vt_log *log)
 		munmap((void *)log->map, log->size);
 	free(log->chunks);
 	free(log->streams);
+	free(log->follow);
+	free(log->ahead);
 	free(log->path);
 	free(log);
 }
@@ -425,7 +457,7 @@ uint32_t vt_log_stored_size(const struct vt_log *log, const struct vt_record_vie
 /* Where a stream stands: the next record to deliver (ci, pos), and the next
  * record that carries a seq (kci, kpos, key) — the heap orders by key. */
 struct cursor {
-	uint32_t ci, cend;
+	uint32_t ci; /* its chain goes on at chunks[ci].next */
 	uint64_t pos;
 	uint32_t kci;
 	uint64_t kpos;
@@ -448,10 +480,9 @@ static inline int skipped_at_open(const struct vt_chunk_ref *c, const uint8_t *p
 }
 
 /* Move (ci, pos) onto the next record worth delivering; NULL at stream end. */
-static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32_t cend,
-                                  uint64_t *pos)
+static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint64_t *pos)
 {
-	while (*ci < cend) {
+	for (;;) {
 		const struct vt_chunk_ref *c = &log->chunks[*ci];
 		while (*pos < c->data_end) {
 			const uint8_t *p = log->map + *pos;
@@ -461,10 +492,11 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint32
 				return p;
 			*pos += size;
 		}
-		if (++*ci < cend)
-			*pos = records_start(log, *ci);
+		if (c->next == VT_NO_CHUNK)
+			return NULL;
+		*ci = c->next;
+		*pos = records_start(log, *ci);
 	}
-	return NULL;
 }
 
 /* The one place that knows the packed event: its vt_event, relative to the
@@ -502,7 +534,7 @@ static void find_key(struct vt_log *log, struct cursor *c)
 	uint32_t ci = c->ci;
 	uint64_t pos = c->pos;
 	const uint8_t *p;
-	while ((p = stream_peek(log, &ci, c->cend, &pos)) != NULL) {
+	while ((p = stream_peek(log, &ci, &pos)) != NULL) {
 		uint32_t type = VT_HDR_TYPE(load_word(p));
 		int keyed = type == VT_REC_PACKED ? expand_packed(log, ci, p, &c->kev) == 0
 		                                  : vt_record_has_seq(type);
@@ -517,7 +549,7 @@ static void find_key(struct vt_log *log, struct cursor *c)
 		}
 		pos += VT_HDR_SIZE(load_word(p));
 	}
-	c->kci = c->cend;
+	c->kci = VT_NO_CHUNK;
 	c->kpos = 0;
 	c->key = UINT64_MAX;
 }
@@ -619,16 +651,22 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
  * end (the last stream needs no keys). */
 static int drain(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn fn, void *ctx)
 {
-	while (c->ci < c->cend) {
+	for (;;) {
 		int stopped = 0;
 		int rc = drain_chunk(log, c, to_key, fn, ctx, &stopped);
 		if (rc || stopped)
 			return rc;
+		uint32_t next = log->chunks[c->ci].next;
+		/* a followed log's last chunk may still grow: the cursor stays at
+		 * its end, where the next vt_log_follow goes on */
+		if (next == VT_NO_CHUNK && log->following)
+			return 0;
 		release_chunks(log, c->ci, c->ci + 1); /* the cursor only moves forward */
-		if (++c->ci < c->cend)
-			c->pos = records_start(log, c->ci);
+		if (next == VT_NO_CHUNK)
+			return 0;
+		c->ci = next;
+		c->pos = records_start(log, c->ci);
 	}
-	return 0;
 }
 
 static inline int cur_less(const struct cursor *cur, uint32_t a, uint32_t b)
@@ -653,15 +691,20 @@ static void sift_down(uint32_t *heap, uint32_t n, const struct cursor *cur, uint
 	}
 }
 
+/* Streams [from, to) start reading at their beginning. */
+static void start_cursors(const struct vt_log *log, struct cursor *cur, uint32_t from, uint32_t to)
+{
+	for (uint32_t s = from; s < to; s++)
+		cur[s] = (struct cursor){.ci = log->streams[s].first,
+		                         .pos = records_start(log, log->streams[s].first)};
+}
+
+/* Deliver every stream's records from its cursor on, merged by seq. */
 static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap, vt_record_fn fn,
                          void *ctx)
 {
 	uint32_t n = 0;
 	for (uint32_t s = 0; s < log->nstreams; s++) {
-		const struct vt_stream *st = &log->streams[s];
-		cur[s] = (struct cursor){.ci = st->first,
-		                         .cend = st->first + st->count,
-		                         .pos = records_start(log, st->first)};
 		find_key(log, &cur[s]);
 		heap[n++] = s;
 	}
@@ -691,9 +734,180 @@ int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx)
 	struct cursor *cur = malloc(log->nstreams * sizeof *cur);
 	uint32_t *heap = malloc(log->nstreams * sizeof *heap);
 	int rc = -1;
-	if (cur && heap)
+	if (cur && heap) {
+		start_cursors(log, cur, 0, log->nstreams);
 		rc = merge_streams(log, cur, heap, fn, ctx);
+	}
 	free(cur);
+	free(heap);
+	return rc;
+}
+
+/* ---- following a live log ------------------------------------------------ */
+
+/* Map the file again when it grew (the writer adds chunks as threads claim
+ * them); the old mapping goes. Offsets stay valid. 0, or -1 with the log
+ * as it was. */
+static int remap_grown(struct vt_log *log)
+{
+	int fd = open(log->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	int rc = fstat(fd, &st) == 0 ? 0 : -1;
+	if (rc == 0 && (uint64_t)st.st_size > log->size) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			rc = -1;
+		} else {
+			munmap((void *)log->map, log->size);
+			log->map = p;
+			log->size = (uint64_t)st.st_size;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+/* Read further into a chain's last chunk, where its thread writes now. */
+static void extend_chunk(struct vt_log *log, uint32_t ci)
+{
+	struct vt_chunk_ref *c = &log->chunks[ci];
+	uint64_t cs = log->hdr.chunk_size;
+	uint64_t file_end = c->off + cs < log->size ? c->off + cs : log->size;
+	uint8_t clean = 1;
+	c->data_end = scan_chunk(log, c->off, c->data_end, file_end, &clean);
+	c->clean &= clean;
+}
+
+static int slot_ahead(const struct vt_log *log, uint64_t off)
+{
+	for (uint32_t i = 0; i < log->nahead; i++)
+		if (log->ahead[i] == off)
+			return 1;
+	return 0;
+}
+
+/* A chunk found while following joins its thread's chain (after the
+ * chain's last chunk has been read to its end: its thread is done with
+ * it) or starts a new one. */
+static int link_chunk(struct vt_log *log, uint32_t ci)
+{
+	const struct vt_chunk_ref *c = &log->chunks[ci];
+	for (uint32_t s = 0; s < log->nstreams; s++) {
+		struct vt_chunk_ref *last = &log->chunks[log->streams[s].last];
+		if (last->tid == c->tid && last->thread_seq < c->thread_seq) {
+			extend_chunk(log, log->streams[s].last);
+			last->next = ci;
+			log->streams[s].last = ci;
+			return 0;
+		}
+	}
+	struct vt_stream *v = realloc(log->streams, (log->nstreams + 1) * sizeof *v);
+	if (!v)
+		return -1;
+	log->streams = v;
+	log->streams[log->nstreams++] = (struct vt_stream){ci, ci};
+	return 0;
+}
+
+/* Index the chunk at off, found while following. */
+static int add_followed_chunk(struct vt_log *log, uint64_t off)
+{
+	const struct vt_chunk_header *ch = (const void *)(log->map + off);
+	struct vt_chunk_ref *c = add_chunk(log);
+	if (!c)
+		return -1;
+	*c = (struct vt_chunk_ref){.off = off,
+	                           .tid = ch->tid,
+	                           .next = VT_NO_CHUNK,
+	                           .thread_seq = ch->thread_seq,
+	                           .first_seq = ch->first_seq,
+	                           .first_t_ns = ch->first_t_ns,
+	                           .clean = 1,
+	                           .data_end = off + sizeof(struct vt_chunk_header)};
+	extend_chunk(log, log->nchunks - 1);
+	return link_chunk(log, log->nchunks - 1);
+}
+
+/* Look at the slots from the first one not known to be indexed: a slot
+ * claimed but not yet stamped reads zero now and is looked at again next
+ * time (first_gap stays there); those indexed after it are remembered in
+ * ahead, so none is indexed twice. */
+static int discover_chunks(struct vt_log *log)
+{
+	uint64_t cs = log->hdr.chunk_size, gap = UINT64_MAX, off = log->first_gap;
+	for (; off + sizeof(struct vt_chunk_header) <= log->size; off += cs) {
+		if (slot_ahead(log, off))
+			continue;
+		uint32_t magic = load_word(log->map + off);
+		if (magic == 0) {
+			if (gap == UINT64_MAX)
+				gap = off;
+			continue;
+		}
+		if (magic != VT_CHUNK_MAGIC)
+			warn_damage(
+			    log,
+			    "damaged chunk at offset %llu (bad chunk magic 0x%08x); skipping it",
+			    (unsigned long long)off, magic);
+		else if (add_followed_chunk(log, off) < 0)
+			return -1;
+		if (gap != UINT64_MAX) {
+			if (log->nahead == log->cap_ahead) {
+				uint32_t grown = log->cap_ahead ? 2 * log->cap_ahead : 16;
+				uint64_t *v = realloc(log->ahead, grown * sizeof *v);
+				if (!v)
+					return -1;
+				log->ahead = v;
+				log->cap_ahead = grown;
+			}
+			log->ahead[log->nahead++] = off;
+		}
+	}
+	log->first_gap = gap != UINT64_MAX ? gap : off;
+	uint32_t kept = 0; /* the ones below the new gap are behind it now */
+	for (uint32_t i = 0; i < log->nahead; i++)
+		if (log->ahead[i] > log->first_gap)
+			log->ahead[kept++] = log->ahead[i];
+	log->nahead = kept;
+	return 0;
+}
+
+/* Cursors for streams that appeared since the last call. */
+static int grow_cursors(struct vt_log *log)
+{
+	if (log->nfollow == log->nstreams)
+		return 0;
+	struct cursor *v = realloc(log->follow, log->nstreams * sizeof *v);
+	if (!v)
+		return -1;
+	log->follow = v;
+	start_cursors(log, v, log->nfollow, log->nstreams);
+	log->nfollow = log->nstreams;
+	return 0;
+}
+
+int vt_log_follow(struct vt_log *log, vt_record_fn fn, void *ctx)
+{
+	if (!log->following) {
+		log->following = 1;
+		if (grow_cursors(log) < 0)
+			return -1;
+	} else if (remap_grown(log) < 0) {
+		return -1;
+	}
+	snapshot_header(log);
+	for (uint32_t s = 0; s < log->nstreams; s++)
+		extend_chunk(log, log->streams[s].last);
+	if (discover_chunks(log) < 0 || grow_cursors(log) < 0)
+		return -1;
+	if (log->nstreams == 0)
+		return 0;
+	uint32_t *heap = malloc(log->nstreams * sizeof *heap);
+	if (!heap)
+		return -1;
+	int rc = merge_streams(log, log->follow, heap, fn, ctx);
 	free(heap);
 	return rc;
 }

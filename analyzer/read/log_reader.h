@@ -51,6 +51,19 @@ int vt_log_may_hold(const struct vt_log *log, uint32_t type);
 typedef int (*vt_record_fn)(const struct vt_record_view *rec, void *ctx);
 int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx);
 
+/* Follow a log its process is still writing: each call delivers the
+ * records written since the last one (the first: all so far), in seq order
+ * among those, then returns. It reads the shared mapping only (never a
+ * lock, never a write); it maps the file again when it grew, reads on in
+ * every thread's current chunk and stops at a record whose header word is
+ * still 0 (not yet written: the next call resumes there). The state it keeps
+ * is a cursor per thread and the chunk index. Records a thread has taken a
+ * seq for but not yet committed can arrive after a later seq of another
+ * thread: the order is exact for what was written when the call read it.
+ * Do not mix with vt_log_for_each on the same log. Returns fn's non-zero
+ * answer, -1 when out of memory or the file vanished, else 0. */
+int vt_log_follow(struct vt_log *log, vt_record_fn fn, void *ctx);
+
 /* Bytes a delivered record takes in the log's file (rec->size, except for a
  * compact record delivered expanded). */
 uint32_t vt_log_stored_size(const struct vt_log *log, const struct vt_record_view *rec);

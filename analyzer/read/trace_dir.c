@@ -355,3 +355,40 @@ uint64_t vt_trace_start_ns(const struct vt_trace *t)
 	}
 	return t->nlogs ? start : 0;
 }
+
+static int trace_has(const struct vt_trace *t, const char *path)
+{
+	for (size_t i = 0; i < t->nlogs; i++)
+		if (!strcmp(vt_log_path(t->logs[i]), path))
+			return 1;
+	return 0;
+}
+
+size_t vt_trace_open_new(struct vt_trace *t)
+{
+	struct stat st;
+	char err[256];
+	size_t n = 0, added = 0;
+	if (stat(t->dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	struct named_log *names = list_logs(t->dir, &n, err, sizeof err);
+	if (!names)
+		return 0;
+	size_t fresh = 0; /* the names not open yet, moved to the front */
+	for (size_t i = 0; i < n; i++) {
+		if (trace_has(t, names[i].path))
+			continue;
+		struct named_log keep = names[fresh];
+		names[fresh++] = names[i];
+		names[i] = keep;
+	}
+	struct vt_log **v = fresh ? realloc(t->logs, (t->nlogs + fresh) * sizeof *v) : NULL;
+	if (v) {
+		t->logs = v;
+		size_t before = t->nlogs;
+		open_named(t, names, fresh, st.st_uid);
+		added = t->nlogs - before;
+	}
+	free_names(names, n);
+	return added;
+}

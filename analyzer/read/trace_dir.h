@@ -16,6 +16,12 @@ struct vt_trace {
 };
 int vt_trace_open(const char *dir, struct vt_trace *out, char *err, size_t errlen);
 void vt_trace_close(struct vt_trace *t);
+/* Open the logs that appeared in t's directory since it was opened (or
+ * last asked), appended to t->logs: a trace whose job still runs gains one
+ * per new process. A trace opened with no log yet is {dir, NULL, 0}.
+ * Returns how many were added. */
+size_t vt_trace_open_new(struct vt_trace *t);
+
 /* vt_log_for_each over every log in order; stops at the first non-zero
  * return of fn and returns it. For passes that need nothing per log. */
 int vt_trace_for_each(const struct vt_trace *t, vt_record_fn fn, void *ctx);

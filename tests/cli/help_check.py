@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 vt, src = sys.argv[1], sys.argv[2]
-COMMANDS = ["run", "report", "oom", "diff", "predict", "export", "dump"]
+COMMANDS = ["run", "report", "top", "oom", "diff", "predict", "export", "dump"]
 failures = []
 
 
