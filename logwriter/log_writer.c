@@ -882,8 +882,10 @@ int vt_log_write_note(const char *text)
 static void seal_own_chunk(uint32_t reason)
 {
 	struct vt_thread_log *t = &t_log;
-	if (!enter_thread_log(t))
+	if (t->busy) /* a signal handler interrupted the writer: left unsealed, nothing dropped */
 		return;
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	seal_chunk(t, reason);
 	leave_thread_log(t);
 }

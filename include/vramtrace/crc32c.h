@@ -29,6 +29,61 @@ __attribute__((target("sse4.2"))) static inline uint32_t vt_crc32c_hw(uint32_t c
 	return crc;
 }
 
+/* CRC32C arithmetic modulo the polynomial (reflected): a * b, and x^(8n),
+ * for joining the CRCs of consecutive blocks (as zlib's crc32_combine). */
+static inline uint32_t vt_crc32c_mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t product = 0;
+	for (uint32_t m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			product ^= b;
+		b = b & 1 ? (b >> 1) ^ 0x82f63b78u : b >> 1;
+	}
+	return product;
+}
+
+static inline uint32_t vt_crc32c_x8n(size_t n)
+{
+	uint32_t power = 1u << 31, square = 1u << 23; /* x^0; x^8 */
+	for (; n; n >>= 1) {
+		if (n & 1)
+			power = vt_crc32c_mulmod(square, power);
+		square = vt_crc32c_mulmod(square, square);
+	}
+	return power;
+}
+
+/* The finished CRC of A||B from those of A and of B (len_b bytes). */
+static inline uint32_t vt_crc32c_join(uint32_t crc_a, uint32_t crc_b, size_t len_b)
+{
+	return vt_crc32c_mulmod(vt_crc32c_x8n(len_b), crc_a) ^ crc_b;
+}
+
+/* Three blocks at once: the crc32 instruction takes 3 cycles and one can
+ * start every cycle, so three independent chains run three times as fast
+ * as one (a 256 KiB chunk: ~35 instead of ~100 us). */
+__attribute__((target("sse4.2"))) static inline uint32_t vt_crc32c_hw3(const uint8_t *p, size_t n)
+{
+	size_t third = n / 24 * 8;
+	if (third < 4096)
+		return ~vt_crc32c_hw(~0u, p, n);
+	uint64_t c0 = ~0u, c1 = ~0u, c2 = ~0u;
+	const uint8_t *b0 = p, *b1 = p + third, *b2 = p + 2 * third;
+	for (size_t i = 0; i < third; i += 8) {
+		uint64_t w0, w1, w2;
+		memcpy(&w0, b0 + i, 8);
+		memcpy(&w1, b1 + i, 8);
+		memcpy(&w2, b2 + i, 8);
+		c0 = __builtin_ia32_crc32di(c0, w0);
+		c1 = __builtin_ia32_crc32di(c1, w1);
+		c2 = __builtin_ia32_crc32di(c2, w2);
+	}
+	uint32_t crc = vt_crc32c_join(~(uint32_t)c0, ~(uint32_t)c1, third);
+	crc = vt_crc32c_join(crc, ~(uint32_t)c2, third);
+	size_t rest = n - 3 * third;
+	return rest ? vt_crc32c_join(crc, ~vt_crc32c_hw(~0u, p + 3 * third, rest), rest) : crc;
+}
+
 /* 1: the CPU has SSE4.2. Asked once (a race asks twice, same answer). */
 static inline int vt_crc32c_have_hw(void)
 {
@@ -66,7 +121,7 @@ static inline uint32_t vt_crc32c(const void *p, size_t n)
 {
 #if defined(__x86_64__)
 	if (vt_crc32c_have_hw())
-		return ~vt_crc32c_hw(~0u, p, n);
+		return vt_crc32c_hw3(p, n);
 #endif
 	return ~vt_crc32c_sw(~0u, p, n);
 }
