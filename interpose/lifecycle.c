@@ -53,6 +53,7 @@ static void on_thread_exit(void *unused)
 {
 	(void)unused;
 	flush_thread_counts();
+	vt_log_thread_exit();
 }
 
 /* The calling thread made its first recorded call (self_cost.h): its counts

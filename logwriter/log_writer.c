@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vramtrace/crc32c.h"
 #include "vramtrace/env_flag.h"
 #include "event_clock.h"
 #include "log_file.h"
@@ -62,13 +64,14 @@ struct vt_config_copy {
 };
 
 struct vt_open_log {
-	int fd; /* atomic: may be replaced by log_fd_dup */
+	int fd;    /* atomic: may be replaced by log_fd_dup */
 	dev_t dev; /* the file fd was opened on */
 	ino_t ino;
 	uint8_t *base; /* the whole reserved mapping */
 	uint64_t map_size;
 	struct vt_file_header *hdr; /* == base */
 	uint32_t chunk_size;
+	uint32_t record_limit; /* chunk_size less the seal's room */
 	uint64_t max_chunks;
 	int pid;
 	uint64_t clock_base;
@@ -301,6 +304,7 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 		h->flags = VT_FLAG_FREE_STACKS;
 	if (vt_clock_uses_tsc()) /* decided by the vt_clock_ns above */
 		h->flags |= VT_FLAG_TSC_CLOCK;
+	h->flags |= VT_FLAG_SEALS;
 	vt_log_file_describe(h);
 	/* magic last: a reader never trusts a half-written header */
 	uint64_t magic;
@@ -461,6 +465,7 @@ static int open_log(void)
 	g_log.map_size = map_size;
 	g_log.hdr = (struct vt_file_header *)(void *)base;
 	g_log.chunk_size = g_cfg.chunk_size;
+	g_log.record_limit = g_cfg.chunk_size - VT_SEAL_SIZE;
 	g_log.max_chunks = max_chunks;
 	g_log.pid = pid;
 	g_log.finished = 0;
@@ -632,10 +637,10 @@ static int claim_chunk(struct vt_thread_log *t)
 	if (idx >= g_log.max_chunks) {
 		mark_truncated(g_cfg.max_size && map_size_is_cap()
 		                   ? "size cap (VRAMTRACE_MAX_SIZE) reached"
-		                   : (g_log.hdr->flags & VT_FLAG_RESERVE_LIMITED)
-		                         ? "address space reserve exhausted (RLIMIT_AS / ulimit -v "
-		                           "allows the log 1/16 of it)"
-		                         : "address space reserve exhausted");
+		               : (g_log.hdr->flags & VT_FLAG_RESERVE_LIMITED)
+		                   ? "address space reserve exhausted (RLIMIT_AS / ulimit -v "
+		                     "allows the log 1/16 of it)"
+		                   : "address space reserve exhausted");
 		return -1;
 	}
 	uint64_t off = VT_HEADER_SIZE + idx * g_log.chunk_size;
@@ -670,6 +675,47 @@ static int claim_chunk(struct vt_thread_log *t)
 	return 0;
 }
 
+/* Records in [chunk header, used) of t's chunk, or -1 when one of them is
+ * not committed yet: a signal handler interrupted its writer between
+ * reserve and commit (the seal would vouch for bytes still changing). */
+static int64_t committed_records(const struct vt_thread_log *t)
+{
+	int64_t n = 0;
+	for (uint32_t pos = sizeof(struct vt_chunk_header); pos < t->used; n++) {
+		uint32_t word =
+		    __atomic_load_n((uint32_t *)(void *)(t->chunk + pos), __ATOMIC_RELAXED);
+		if (word == 0)
+			return -1;
+		pos += VT_HDR_SIZE(word);
+	}
+	return n;
+}
+
+/* Seal t's chunk (format.h, struct vt_chunk_seal) and let go of it: the
+ * thread's next record claims a new chunk. Once per chunk (256 KiB of
+ * records by default), so the CRC costs nothing per record. A chunk with
+ * a record still being written stays unsealed: its records are read as
+ * those of a thread that died. */
+static void seal_chunk(struct vt_thread_log *t, uint32_t reason)
+{
+	if (!t->chunk || t->gen != current_gen())
+		return;
+	int64_t records = committed_records(t);
+	struct vt_chunk_seal *seal =
+	    (struct vt_chunk_seal *)(void *)(t->chunk + g_log.record_limit);
+	if (records >= 0) {
+		seal->magic = VT_SEAL_MAGIC;
+		seal->records = (uint32_t)records;
+		seal->bytes = t->used;
+		seal->crc = vt_crc32c(t->chunk, t->used);
+		seal->reason = reason;
+		seal->seal_crc = vt_crc32c(&seal->magic, offsetof(struct vt_chunk_seal, seal_crc) -
+		                                             offsetof(struct vt_chunk_seal, magic));
+		vt_log_commit(seal, VT_REC_SEAL, VT_SEAL_SIZE);
+	}
+	t->chunk = NULL;
+}
+
 /* Where the calling thread's next `size` bytes go (a new chunk claimed if
  * this one is full), or NULL when nothing can be written. The room is not
  * taken: the caller adds what it used to t->used. */
@@ -689,10 +735,10 @@ static uint8_t *room_slow(struct vt_thread_log *t, uint32_t size)
 		t->thread_seq = 0;
 		t->gen = gen;
 	}
-	if (t->chunk && t->used + size <= g_log.chunk_size)
+	if (t->chunk && t->used + size <= g_log.record_limit)
 		goto bump;
-	t->chunk = NULL;
-	if (size > g_log.chunk_size - sizeof(struct vt_chunk_header) || claim_chunk(t) < 0) {
+	seal_chunk(t, VT_SEAL_FULL);
+	if (size > g_log.record_limit - sizeof(struct vt_chunk_header) || claim_chunk(t) < 0) {
 		count_drop();
 		return NULL;
 	}
@@ -704,7 +750,7 @@ static inline uint8_t *room_for(struct vt_thread_log *t, uint32_t size)
 {
 	uint32_t gen = current_gen();
 	if (__builtin_expect(
-	        gen != 0 && t->gen == gen && t->chunk && t->used + size <= g_log.chunk_size, 1))
+	        gen != 0 && t->gen == gen && t->chunk && t->used + size <= g_log.record_limit, 1))
 		return t->chunk + t->used;
 	return room_slow(t, size);
 }
@@ -832,6 +878,23 @@ int vt_log_write_note(const char *text)
 	return 0;
 }
 
+/* Seal the calling thread's chunk, if it has one in this process's log. */
+static void seal_own_chunk(uint32_t reason)
+{
+	struct vt_thread_log *t = &t_log;
+	if (t->busy) /* a signal handler interrupted the writer: left unsealed, nothing dropped */
+		return;
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	seal_chunk(t, reason);
+	leave_thread_log(t);
+}
+
+void vt_log_thread_exit(void)
+{
+	seal_own_chunk(VT_SEAL_THREAD_EXIT);
+}
+
 void vt_log_finish(int exit_code)
 {
 	if (!owner_here() || __atomic_exchange_n(&g_log.finished, 1, __ATOMIC_ACQ_REL))
@@ -843,15 +906,17 @@ void vt_log_finish(int exit_code)
 		rec->t_ns = vt_log_now_ns();
 		vt_log_commit(rec, VT_REC_EXIT, sizeof *rec);
 	}
+	seal_own_chunk(VT_SEAL_PROCESS_EXIT);
 	__atomic_store_n(&g_log.hdr->state, VT_STATE_WORD(VT_STATE_EXITED, exit_code),
 	                 __ATOMIC_RELEASE);
 }
 
 void vt_log_before_exec(void)
 {
-	if (owner_here())
-		__atomic_store_n(&g_log.hdr->state, VT_STATE_WORD(VT_STATE_EXECED, 0),
-		                 __ATOMIC_RELEASE);
+	if (!owner_here())
+		return;
+	seal_own_chunk(VT_SEAL_PROCESS_EXIT);
+	__atomic_store_n(&g_log.hdr->state, VT_STATE_WORD(VT_STATE_EXECED, 0), __ATOMIC_RELEASE);
 }
 
 void vt_log_exec_failed(void)

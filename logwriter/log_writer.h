@@ -76,12 +76,15 @@ int vt_log_write_event(uint32_t type, const struct vt_event *ev);
 int vt_log_write_mark(uint16_t kind, const char *text, uint64_t value);
 int vt_log_write_note(const char *text);
 
-/* At exit: write VT_REC_EXIT and set the state word (only in the process
- * that created the log). */
+/* At exit: write VT_REC_EXIT, seal the calling thread's chunk and set the
+ * state word (only in the process that created the log). */
 void vt_log_finish(int exit_code);
 
-/* Before execve: mark the state VT_STATE_EXECED (undone by
- * vt_log_exec_failed() if execve returns). */
+/* A thread that recorded is exiting: seal its chunk (format.h). */
+void vt_log_thread_exit(void);
+
+/* Before execve: seal the calling thread's chunk and mark the state
+ * VT_STATE_EXECED (undone by vt_log_exec_failed() if execve returns). */
 void vt_log_before_exec(void);
 void vt_log_exec_failed(void);
 

@@ -345,6 +345,7 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 	e_u64(e, "dropped", h->events_dropped);
 	e_u64(e, "chunks", h->chunks_claimed);
 	e_u64(e, "chunk_size", h->chunk_size);
+	e_bool(e, "seals", (h->flags & VT_FLAG_SEALS) != 0);
 	e_u64(e, "stack_depth", h->stack_depth);
 	e_u64(e, "max_size", h->max_size);
 	e_u64(e, "start", h->clock_base_ns - trace_start);
@@ -364,6 +365,67 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 	e_u64(e, "stack_memo_verified", h->stack_memo_verified);
 	e_u64(e, "stack_memo_mismatches", h->stack_memo_mismatches);
 	print_cmdline(e, h);
+	e_end(e);
+}
+
+/* ---- chunks: their seals and verdicts ---------------------------------------- */
+
+static const char *const verdict_names[] = {
+    [VT_CHUNK_UNSEALED] = "unsealed",
+    [VT_CHUNK_SEALED_OK] = "sealed",
+    [VT_CHUNK_DAMAGED] = "damaged",
+    [VT_CHUNK_CUT] = "cut",
+};
+
+static const char *const seal_reason_names[] = {
+    [VT_SEAL_FULL] = "full",
+    [VT_SEAL_THREAD_EXIT] = "thread_exit",
+    [VT_SEAL_PROCESS_EXIT] = "process_exit",
+};
+
+static const char *seal_reason_name(uint32_t reason)
+{
+	return reason < sizeof seal_reason_names / sizeof *seal_reason_names
+	           ? seal_reason_names[reason]
+	           : NULL;
+}
+
+static void print_chunk(struct emit *e, const struct vt_file_header *h,
+                        const struct vt_chunk_info *c)
+{
+	e_begin(e, "chunk");
+	e_i64(e, "pid", h->pid);
+	e_u64(e, "tid", c->tid);
+	e_u64(e, "index", c->index);
+	e_u64(e, "offset", c->offset);
+	e_name(e, "verdict", verdict_names[c->verdict], c->verdict);
+	e_u64(e, "records", c->records);
+	e_u64(e, "events", c->events);
+	if (c->have_seal) {
+		e_u64(e, "seal_records", c->seal.records);
+		e_u64(e, "seal_bytes", c->seal.bytes);
+		e_hex(e, "seal_crc", c->seal.crc);
+		e_name(e, "seal_reason", seal_reason_name(c->seal.reason), c->seal.reason);
+	}
+	e_end(e);
+}
+
+/* Every chunk that holds data, then the chunks the header counts that the
+ * file does not hold (one line for all of them). */
+static void print_chunks(struct emit *e, const struct vt_log *log)
+{
+	const struct vt_file_header *h = vt_log_header(log);
+	struct vt_chunk_info c;
+	for (uint32_t i = 0; vt_log_chunk_info(log, i, &c) == 0; i++)
+		print_chunk(e, h, &c);
+	const struct vt_log_integrity *in = vt_log_integrity(log);
+	if (!in->chunks_missing)
+		return;
+	e_begin(e, "chunk");
+	e_i64(e, "pid", h->pid);
+	e_u64(e, "index", in->chunks_in_file);
+	e_name(e, "verdict", "missing", 0);
+	e_u64(e, "count", in->chunks_missing);
 	e_end(e);
 }
 
@@ -433,6 +495,7 @@ int cmd_dump(int argc, char **argv)
 		                     .sites = &sites,
 		                     .log_index = (uint32_t)i};
 		print_header(&e, log, start);
+		print_chunks(&e, log);
 		vt_log_for_each(trace.logs[i], print_record, &c);
 	}
 	vt_sites_close(&sites);

@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log_reader.h" /* struct vt_log_integrity */
 #include "recording_cost.h"
 #include "vramtrace/format.h"
 
@@ -170,7 +171,8 @@ struct vt_proc {
 	uint64_t header_flags;    /* header.flags */
 	uint64_t clock_offset_ns; /* header.clock_base_ns - trace start */
 	uint64_t events_dropped;
-	int clean_exit; /* exited through exit()/return */
+	struct vt_log_integrity integrity; /* its chunks against their seals and the header */
+	int clean_exit;                    /* exited through exit()/return */
 	int32_t exit_code;
 	int have_exit_rec;
 	int running; /* neither exited nor exec'd, and its process runs now */

@@ -135,6 +135,7 @@ static struct vt_model *load_into(struct vt_model *m, const char *dir, char *err
 		    vt_log_process_running(vt_log_header(trace.logs[i]), dir);
 		vt_log_for_each(trace.logs[i], feed_one, &c);
 		m->warnings += vt_log_warnings(trace.logs[i]);
+		m->procs[c.proc].integrity = *vt_log_integrity(trace.logs[i]);
 		struct stat st;
 		if (load_progress && stat(vt_log_path(trace.logs[i]), &st) == 0)
 			c.done_before += (uint64_t)st.st_size;

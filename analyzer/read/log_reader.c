@@ -24,6 +24,7 @@
 
 #include "log_record_check.h"
 #include "packed_decode.h"
+#include "vramtrace/crc32c.h"
 #include "vramtrace/event_packed.h"
 
 #define VT_MIN_CHUNK 4096u
@@ -36,9 +37,13 @@ struct vt_chunk_ref {
 	uint64_t thread_seq;
 	uint64_t first_seq, first_t_ns; /* bases of its packed events */
 	uint32_t tid;
-	uint32_t next;        /* the thread's next chunk, VT_NO_CHUNK: none (yet) */
-	uint8_t clean;        /* every record passed its check at open: none is re-checked */
-	uint8_t read_through; /* a pass has left it: its damage was warned about */
+	uint32_t next;            /* the thread's next chunk, VT_NO_CHUNK: none (yet) */
+	uint8_t clean;            /* every record passed its check at open: none is re-checked */
+	uint8_t read_through;     /* a pass has left it: its damage was warned about */
+	uint8_t verdict;          /* enum vt_chunk_verdict */
+	uint8_t have_seal;        /* seal is the chunk's, its own check passed */
+	uint32_t records, events; /* read so far */
+	struct vt_chunk_seal seal;
 };
 
 #define VT_NO_CHUNK UINT32_MAX
@@ -62,6 +67,7 @@ struct vt_log {
 	struct vt_stream *streams;
 	uint32_t nstreams;
 	unsigned warnings;
+	struct vt_log_integrity integrity;
 	uint64_t types_seen;        /* bit t: the index met a record of type t (t < 64) */
 	vt_packed_decode_fn decode; /* the packed decoder's form for this CPU */
 	uint32_t cap_chunks;
@@ -180,12 +186,20 @@ static void release_span(const struct vt_log *log, uint64_t lo, uint64_t hi)
 		madvise((void *)(log->map + lo), hi - lo, MADV_DONTNEED);
 }
 
-/* Walk a chunk's records once: warn about damage, return where valid data
- * ends. A zero word ends the data (never written); a cut file ends it too. */
-static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t pos, uint64_t file_end,
-                           uint8_t *clean)
+static inline int is_event_type(uint32_t type)
 {
-	uint64_t nominal_end = off + log->hdr.chunk_size;
+	return type >= VT_REC_ALLOC && type <= VT_REC_PACKED;
+}
+
+/* Walk a chunk's records from pos up to nominal_end once: warn about
+ * damage, count them into c, return where valid data ends. A zero word ends
+ * the data (never written, or not yet: a followed chunk is walked again
+ * from there); a cut file ends it too. */
+static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t pos,
+                           uint64_t nominal_end, uint64_t file_end)
+{
+	uint8_t clean = 1;
+	uint32_t records = 0, events = 0;
 	uint64_t types = 0; /* a local: the compiler keeps it in a register */
 	while (pos + 4 <= file_end && pos + 4 <= nominal_end) {
 		uint32_t word = load_word(log->map + pos);
@@ -208,12 +222,16 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t pos, uint6
 		    !(problem = vt_packed_header_problem(log->map + pos, size))) {
 			types |= 1ull << VT_REC_PACKED | 1ull << log->map[pos + 4];
 			pos += size;
+			records++;
+			events++;
 			continue;
 		}
 		if (!problem && !plain_event(type, size))
 			problem = vt_record_problem(log->map + pos, type, size);
 		if (problem)
-			*clean = 0;
+			clean = 0;
+		records++;
+		events += !problem && is_event_type(type);
 		if (problem && *problem) /* "": an unknown kind, skipped quietly */
 			warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 			            vt_record_check_name(type), (unsigned long long)pos, problem);
@@ -222,7 +240,93 @@ static uint64_t scan_chunk(struct vt_log *log, uint64_t off, uint64_t pos, uint6
 		pos += size;
 	}
 	log->types_seen |= types;
+	c->clean &= clean;
+	c->records += records;
+	c->events += events;
 	return pos;
+}
+
+/* ---- seals ---------------------------------------------------------------- */
+
+/* The seal in the chunk's tail, if it is one whose own check passes. */
+static int read_seal(const struct vt_log *log, const uint8_t *chunk, struct vt_chunk_seal *seal)
+{
+	memcpy(seal, chunk + log->hdr.chunk_size - VT_SEAL_SIZE, sizeof *seal);
+	uint32_t own = vt_crc32c(&seal->magic, offsetof(struct vt_chunk_seal, seal_crc) -
+	                                           offsetof(struct vt_chunk_seal, magic));
+	return seal->hdr == VT_HDR(VT_REC_SEAL, VT_SEAL_SIZE) && seal->magic == VT_SEAL_MAGIC &&
+	       seal->seal_crc == own && seal->bytes >= sizeof(struct vt_chunk_header) &&
+	       seal->bytes <= log->hdr.chunk_size - VT_SEAL_SIZE && seal->bytes % 8 == 0;
+}
+
+static int tail_is_zero(const struct vt_log *log, const uint8_t *chunk)
+{
+	static const uint8_t zero[VT_SEAL_SIZE];
+	return memcmp(chunk + log->hdr.chunk_size - VT_SEAL_SIZE, zero, VT_SEAL_SIZE) == 0;
+}
+
+/* Where a chunk's records may reach, and what its seal says before they
+ * are read: a sealed chunk's records end where its seal says (its CRC
+ * holds) or it is damaged; in a log whose writer seals, no record reaches
+ * the tail. */
+static uint64_t judge_seal(const struct vt_log *log, struct vt_chunk_ref *c, uint64_t file_end)
+{
+	uint64_t cs = log->hdr.chunk_size;
+	const uint8_t *chunk = log->map + c->off;
+	if (!log->integrity.seals)
+		return c->off + cs;
+	if (file_end < c->off + cs) {
+		c->verdict = VT_CHUNK_CUT;
+		return c->off + cs - VT_SEAL_SIZE;
+	}
+	c->have_seal = (uint8_t)read_seal(log, chunk, &c->seal);
+	if (c->have_seal && vt_crc32c(chunk, c->seal.bytes) == c->seal.crc) {
+		c->verdict = VT_CHUNK_SEALED_OK;
+		return c->off + c->seal.bytes;
+	}
+	c->verdict =
+	    c->have_seal || !tail_is_zero(log, chunk) ? VT_CHUNK_DAMAGED : VT_CHUNK_UNSEALED;
+	return c->off + cs - VT_SEAL_SIZE;
+}
+
+/* After the records were read: a sealed chunk whose records do not end
+ * where the seal says, or are not as many, is damaged too. Damage is
+ * warned about once, with what it costs; the records read are kept (see
+ * docs/design/log-format.md: one flipped bit costs one record, dropping
+ * the chunk would cost thousands). */
+static void count_verdict(struct vt_log *log, struct vt_chunk_ref *c)
+{
+	struct vt_log_integrity *in = &log->integrity;
+	if (c->verdict == VT_CHUNK_SEALED_OK &&
+	    (c->data_end != c->off + c->seal.bytes || c->records != c->seal.records))
+		c->verdict = VT_CHUNK_DAMAGED;
+	switch (c->verdict) {
+	case VT_CHUNK_SEALED_OK:
+		in->sealed_ok++;
+		return;
+	case VT_CHUNK_UNSEALED:
+		in->unsealed++;
+		return;
+	case VT_CHUNK_CUT:
+		in->cut++;
+		return;
+	default:
+		break;
+	}
+	in->damaged++;
+	in->damaged_events += c->events;
+	uint64_t lost =
+	    c->have_seal && c->seal.records > c->records ? c->seal.records - c->records : 0;
+	in->damaged_lost += lost;
+	char held[64] = "";
+	if (c->have_seal)
+		snprintf(held, sizeof held, " of the %u its seal counts", c->seal.records);
+	warn_damage(log,
+	            "chunk %llu at offset %llu (thread %u) fails its seal check%s; %u records%s "
+	            "read and kept (%u events), which may be wrong",
+	            (unsigned long long)((c->off - log->hdr.header_size) / log->hdr.chunk_size),
+	            (unsigned long long)c->off, c->tid, c->have_seal ? "" : " (seal damaged)",
+	            c->records, held, c->events);
 }
 
 static int chunk_order(const void *a, const void *b)
@@ -268,6 +372,41 @@ static struct vt_chunk_ref *add_chunk(struct vt_log *log)
 	return &log->chunks[log->nchunks++];
 }
 
+/* A chunk skipped whole (its header is damaged): what its seal, if it is
+ * readable, says was lost. */
+static void count_skipped_chunk(struct vt_log *log, uint64_t off)
+{
+	struct vt_chunk_seal seal;
+	log->integrity.damaged++;
+	if (log->integrity.seals && off + log->hdr.chunk_size <= log->size &&
+	    read_seal(log, log->map + off, &seal))
+		log->integrity.damaged_lost += seal.records;
+}
+
+/* The header's count of chunks handed out against the chunks the file
+ * holds: fewer in the file is a log cut short (a copy, a full disk
+ * elsewhere). Not for a log marked truncated: its last claims failed by
+ * design. The file's size now, not at open: a live log grows. */
+static void count_missing_chunks(struct vt_log *log, int fd)
+{
+	struct vt_log_integrity *in = &log->integrity;
+	uint64_t cs = log->hdr.chunk_size, start = log->hdr.header_size, size = log->size;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > size)
+		size = (uint64_t)st.st_size;
+	in->seals = (log->hdr.flags & VT_FLAG_SEALS) != 0;
+	in->chunks_claimed = log->hdr.chunks_claimed;
+	in->chunks_in_file = size > start ? (size - start + cs - 1) / cs : 0;
+	if (in->chunks_claimed <= in->chunks_in_file || (log->hdr.flags & VT_FLAG_TRUNCATED))
+		return;
+	in->chunks_missing = in->chunks_claimed - in->chunks_in_file;
+	warn_damage(log,
+	            "cut short: the header counts %llu chunks, the file holds %llu (%llu missing, "
+	            "their records lost)",
+	            (unsigned long long)in->chunks_claimed, (unsigned long long)in->chunks_in_file,
+	            (unsigned long long)in->chunks_missing);
+}
+
 /* Index the chunks that hold data. Holes (a sparse file, or claimed chunks
  * the file system keeps unwritten) read as zero, i.e. unused: SEEK_DATA
  * skips them, so a huge sparse file costs neither time nor memory. The index
@@ -276,6 +415,7 @@ static int index_chunks(struct vt_log *log, int fd)
 {
 	uint64_t cs = log->hdr.chunk_size, start = log->hdr.header_size;
 	log->first_gap = UINT64_MAX;
+	count_missing_chunks(log, fd);
 	/* The writer reserves whole chunks (posix_fallocate), so a log, live or
 	 * finished, always ends on a chunk boundary: anything else was cut short
 	 * (a partial copy, a truncation). Say so once; what precedes is intact. */
@@ -310,6 +450,7 @@ static int index_chunks(struct vt_log *log, int fd)
 			    log,
 			    "damaged chunk at offset %llu (bad chunk magic 0x%08x); skipping it",
 			    (unsigned long long)off, magic);
+			count_skipped_chunk(log, off);
 			continue;
 		}
 		if (log->nchunks == UINT32_MAX)
@@ -328,8 +469,10 @@ static int index_chunks(struct vt_log *log, int fd)
 		};
 		c->clean = 1;
 		c->next = VT_NO_CHUNK;
+		uint64_t records_end = judge_seal(log, c, file_end);
 		c->data_end =
-		    scan_chunk(log, off, off + sizeof(struct vt_chunk_header), file_end, &c->clean);
+		    scan_chunk(log, c, off + sizeof(struct vt_chunk_header), records_end, file_end);
+		count_verdict(log, c);
 		/* the index is made before any record is delivered: without this
 		 * the whole file would be resident at once (RSS = the log size) */
 		release_span(log, off, c->data_end);
@@ -438,6 +581,34 @@ const char *vt_log_path(const struct vt_log *log)
 unsigned vt_log_warnings(const struct vt_log *log)
 {
 	return log->warnings;
+}
+
+const struct vt_log_integrity *vt_log_integrity(const struct vt_log *log)
+{
+	return &log->integrity;
+}
+
+uint32_t vt_log_chunk_count(const struct vt_log *log)
+{
+	return log->nchunks;
+}
+
+int vt_log_chunk_info(const struct vt_log *log, uint32_t i, struct vt_chunk_info *out)
+{
+	if (i >= log->nchunks)
+		return -1;
+	const struct vt_chunk_ref *c = &log->chunks[i];
+	*out = (struct vt_chunk_info){
+	    .index = (c->off - log->hdr.header_size) / log->hdr.chunk_size,
+	    .offset = c->off,
+	    .tid = c->tid,
+	    .verdict = c->verdict,
+	    .records = c->records,
+	    .events = c->events,
+	    .have_seal = c->have_seal,
+	    .seal = c->seal,
+	};
+	return 0;
 }
 
 int vt_log_may_hold(const struct vt_log *log, uint32_t type)
@@ -775,9 +946,10 @@ static void extend_chunk(struct vt_log *log, uint32_t ci)
 	struct vt_chunk_ref *c = &log->chunks[ci];
 	uint64_t cs = log->hdr.chunk_size;
 	uint64_t file_end = c->off + cs < log->size ? c->off + cs : log->size;
-	uint8_t clean = 1;
-	c->data_end = scan_chunk(log, c->off, c->data_end, file_end, &clean);
-	c->clean &= clean;
+	/* a sealing writer keeps records out of the seal's place; the seal
+	 * itself is judged when the trace is opened whole, not while followed */
+	uint64_t nominal_end = c->off + cs - (log->integrity.seals ? VT_SEAL_SIZE : 0);
+	c->data_end = scan_chunk(log, c, c->data_end, nominal_end, file_end);
 }
 
 static int slot_ahead(const struct vt_log *log, uint64_t off)

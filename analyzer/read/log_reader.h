@@ -43,6 +43,43 @@ unsigned vt_log_warnings(const struct vt_log *log);
  * wants only that type can skip the log; 1 when it may (types >= 64 always). */
 int vt_log_may_hold(const struct vt_log *log, uint32_t type);
 
+/* What a chunk's seal (format.h, struct vt_chunk_seal) says of it. */
+enum vt_chunk_verdict {
+	VT_CHUNK_UNSEALED = 0, /* no seal: its thread or process died, or an older writer */
+	VT_CHUNK_SEALED_OK,    /* the seal's count, length and CRC32C match */
+	VT_CHUNK_DAMAGED,      /* sealed, but the check fails (or the seal itself is damaged) */
+	VT_CHUNK_CUT,          /* the file ends inside it: its seal is gone */
+};
+
+struct vt_chunk_info {
+	uint64_t index;  /* chunk number: (offset - header size) / chunk size */
+	uint64_t offset; /* file offset of its header */
+	uint32_t tid;
+	uint32_t verdict; /* enum vt_chunk_verdict */
+	uint32_t records; /* records read in it */
+	uint32_t events;  /* of them, events (all kept, even when damaged) */
+	int have_seal;    /* seal holds the seal as read (its own check passed) */
+	struct vt_chunk_seal seal;
+};
+
+/* The log as a whole, against what its header claims. */
+struct vt_log_integrity {
+	int seals;               /* the writer seals chunks (VT_FLAG_SEALS) */
+	uint64_t chunks_claimed; /* the header's count of chunks handed out */
+	uint64_t chunks_in_file; /* chunks whose start the file holds */
+	uint64_t chunks_missing; /* claimed beyond the file's end: cut short */
+	uint32_t sealed_ok, unsealed, damaged, cut;
+	uint64_t damaged_events; /* events read in damaged chunks (kept) */
+	uint64_t damaged_lost;   /* records their seals count that could not be read */
+};
+
+const struct vt_log_integrity *vt_log_integrity(const struct vt_log *log);
+
+/* The chunks that hold data, by thread, then in file order; -1 for i past
+ * the last. */
+uint32_t vt_log_chunk_count(const struct vt_log *log);
+int vt_log_chunk_info(const struct vt_log *log, uint32_t i, struct vt_chunk_info *out);
+
 /* Visit every valid record. Events are delivered in global seq order (the
  * per-thread chunk streams are merged); a metadata record is delivered before
  * the next event of its own thread, so a stack or module always precedes the

@@ -118,6 +118,10 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_kv_string(j, "framework", vt_framework_name(vt_framework_of(p)));
 		vt_json_kv_u64(j, "steps", p->nsteps);
 		vt_json_kv_bool(j, "truncated", (p->header_flags & VT_FLAG_TRUNCATED) != 0);
+		vt_json_kv_u64(j, "chunks_missing", p->running ? 0 : p->integrity.chunks_missing);
+		vt_json_kv_u64(j, "chunks_damaged", p->integrity.damaged);
+		vt_json_kv_u64(j, "damaged_events", p->integrity.damaged_events);
+		vt_json_kv_u64(j, "damaged_records_lost", p->integrity.damaged_lost);
 		vt_report_recording_cost_json(j, p);
 		vt_json_end_object(j);
 	}

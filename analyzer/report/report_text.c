@@ -103,6 +103,23 @@ void vt_report_recording_cost_text(const struct vt_proc *p, FILE *out)
 		fprintf(out, "            stacks: %s\n", text);
 }
 
+void vt_report_integrity_text(const struct vt_proc *p, FILE *out)
+{
+	const struct vt_log_integrity *in = &p->integrity;
+	if (in->chunks_missing && !p->running)
+		fprintf(out,
+		        "            trace incomplete: log cut short, %" PRIu64 " of %" PRIu64
+		        " chunks missing (their records lost)\n",
+		        in->chunks_missing, in->chunks_claimed);
+	if (in->damaged)
+		fprintf(out,
+		        "            trace incomplete: %u chunk%s of the log fail%s the seal "
+		        "check: %" PRIu64 " events kept that may be wrong, %" PRIu64
+		        " records lost\n",
+		        in->damaged, in->damaged == 1 ? "" : "s", in->damaged == 1 ? "s" : "",
+		        in->damaged_events, in->damaged_lost);
+}
+
 static void processes(const struct vt_report *r, FILE *out)
 {
 	heading(out, "\n", "Processes");
@@ -120,6 +137,7 @@ static void processes(const struct vt_report *r, FILE *out)
 		if (p->header_flags & VT_FLAG_TRUNCATED)
 			fprintf(out, "            log truncated: %" PRIu64 " records dropped\n",
 			        p->events_dropped);
+		vt_report_integrity_text(p, out);
 		if (r->opt.verbose)
 			vt_report_recording_cost_text(p, out);
 	}

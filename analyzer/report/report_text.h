@@ -15,4 +15,8 @@ int vt_report_proc_status(const struct vt_proc *p, char *buf, size_t len);
  * measure, recording_cost.h), nothing when its log has none. */
 void vt_report_recording_cost_text(const struct vt_proc *p, FILE *out);
 
+/* The log's integrity, when it is short of complete: chunks missing (cut
+ * short) or failing their seal check (format.h). */
+void vt_report_integrity_text(const struct vt_proc *p, FILE *out);
+
 #endif

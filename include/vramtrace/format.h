@@ -91,6 +91,8 @@ enum vt_header_flag {
 	                                 (ulimit -v): the log reserved 1/16 of the
 	                                 limit (reserve_size), not 64 GiB; a log
 	                                 that fills it is marked truncated */
+	VT_FLAG_SEALS = 1u << 5,      /* the writer keeps each chunk's last
+	                                 VT_SEAL_SIZE bytes for its seal (below) */
 };
 
 /* state word: low 32 bits enum vt_state, high 32 bits exit code (int32). */
@@ -205,6 +207,9 @@ enum vt_rec {
 	VT_REC_LOOKUP = 23,    /* struct vt_lookup_rec */
 	VT_REC_PYSTR = 24,     /* struct vt_pystr_rec: interned Python string */
 	VT_REC_NOTE = 25,      /* struct vt_note_rec: a warning the shim had */
+	VT_REC_SEAL = 26,      /* struct vt_chunk_seal: only in a chunk's last
+	                          VT_SEAL_SIZE bytes (a reader that does not
+	                          know it skips it as an unknown kind) */
 };
 
 /* How a copy moved bytes (vt_event.kind for VT_REC_COPY). */
@@ -427,6 +432,35 @@ struct vt_note_rec {
 	uint64_t seq;
 	char text[];
 };
+
+/* A chunk's seal: its last VT_SEAL_SIZE bytes (in logs with VT_FLAG_SEALS,
+ * where no record goes there), written when its thread leaves it (full),
+ * exits, or the process exits or execs. It proves the chunk's records are
+ * the ones written: `bytes` (chunk header included, a multiple of 8) end
+ * where the records end, `records` of them, `crc` the CRC32C
+ * (vramtrace/crc32c.h) of those bytes. Header word last, as for a record: a
+ * chunk whose tail is zero is unsealed (its thread or process died), never
+ * damaged. Nothing is written into a chunk after its seal. */
+#define VT_SEAL_MAGIC 0x4c535456u /* "VTSL" */
+#define VT_SEAL_SIZE 32u
+
+enum vt_seal_reason {
+	VT_SEAL_FULL = 1,         /* the thread moved on to a new chunk */
+	VT_SEAL_THREAD_EXIT = 2,
+	VT_SEAL_PROCESS_EXIT = 3, /* exit(), or an exec replacing the image */
+};
+
+struct vt_chunk_seal {
+	uint32_t hdr;      /* VT_HDR(VT_REC_SEAL, VT_SEAL_SIZE), release-stored last */
+	uint32_t magic;    /* VT_SEAL_MAGIC */
+	uint32_t records;  /* records in [32, bytes) */
+	uint32_t bytes;    /* chunk bytes covered, from the chunk header on */
+	uint32_t crc;      /* CRC32C of those bytes */
+	uint32_t reason;   /* vt_seal_reason */
+	uint32_t seal_crc; /* CRC32C of magic .. reason: damage to the seal */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct vt_chunk_seal) == VT_SEAL_SIZE, "seal is 32 bytes");
 
 /* helpers for header words */
 #define VT_HDR(type, size) ((uint32_t)(size) | ((uint32_t)(type) << 16))

@@ -30,8 +30,8 @@ static void *writer(void *arg)
 	for (uint64_t k = 0; k < g_per_thread; k++) {
 		if (lt_write_counter_event(1, idx, k) == 0) {
 			if (failed) {
-				fprintf(stderr, "thread %u: write %llu succeeded after a failure\n", idx,
-				        (unsigned long long)k);
+				fprintf(stderr, "thread %u: write %llu succeeded after a failure\n",
+				        idx, (unsigned long long)k);
 				exit(3);
 			}
 			g_acked[idx] = k + 1;
@@ -39,6 +39,7 @@ static void *writer(void *arg)
 			failed = 1;
 		}
 	}
+	vt_log_thread_exit(); /* as the shim does when a thread that recorded exits */
 	return NULL;
 }
 
@@ -114,14 +115,14 @@ static int do_verify(const char *dir, const char *acks_path)
 		for (uint64_t k = 0; k < per_thread; k++) {
 			uint32_t want = k < acked[t];
 			if (tally.seen[t * per_thread + k] != want)
-				return fail(want ? "an acknowledged record is missing"
-				                 : "a record the writer reported as dropped is present");
+				return fail(
+				    want ? "an acknowledged record is missing"
+				         : "a record the writer reported as dropped is present");
 		}
 		total += acked[t];
 	}
 	printf("log %s: truncated, %llu records intact, %llu dropped, %llu chunks claimed\n",
-	       vt_log_path(log), (unsigned long long)total,
-	       (unsigned long long)h->events_dropped,
+	       vt_log_path(log), (unsigned long long)total, (unsigned long long)h->events_dropped,
 	       (unsigned long long)h->chunks_claimed);
 	lt_tally_free(&tally);
 	lt_recs_free(&recs);

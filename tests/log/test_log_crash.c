@@ -106,6 +106,15 @@ static void kill_after(uint64_t kill_at)
 	assert_int_equal(tally.bad, 0);
 	assert_int_equal(tally.foreign, 0);
 	assert_int_equal(vt_log_warnings(log), 0);
+	/* complete with unsealed chunks, never damaged: the killed threads'
+	 * last chunks have no seal, the chunks they had filled have theirs */
+	const struct vt_log_integrity *in = vt_log_integrity(log);
+	assert_int_equal(in->damaged, 0);
+	assert_int_equal(in->chunks_missing, 0);
+	assert_true(in->unsealed >= 1);
+	if (kill_at >= THREADS * PER_THREAD / 3) /* each thread had filled chunks */
+		assert_true(in->sealed_ok >= THREADS);
+	assert_int_equal(in->sealed_ok + in->unsealed, vt_log_chunk_count(log));
 	uint64_t found = 0;
 	for (unsigned t = 0; t < THREADS; t++) {
 		uint64_t k = 0;
@@ -151,9 +160,9 @@ static void test_sigkill_late(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sigkill_early),
-		cmocka_unit_test(test_sigkill_middle),
-		cmocka_unit_test(test_sigkill_late),
+	    cmocka_unit_test(test_sigkill_early),
+	    cmocka_unit_test(test_sigkill_middle),
+	    cmocka_unit_test(test_sigkill_late),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include "log_test_util.h"
 #include "log_writer.h"
+#include "vramtrace/crc32c.h"
 #include "trace_dir.h"
 
 #define NRECORDS 700u
@@ -337,11 +338,20 @@ static void test_cut_at_every_byte_of_the_tail(void **state)
 			assert_int_equal(got.v[i].offset, g_full.v[i].offset);
 			assert_memory_equal(got.v[i].bytes, g_full.v[i].bytes, g_full.v[i].size);
 		}
-		/* a cut off a chunk boundary is said once (a live log always ends on
-		 * one); the records before it are all there, nothing is invented */
+		/* a cut off a chunk boundary is said once (a live log always ends
+		 * on one), and the chunks the header counts past it once more; the
+		 * records before it are all there, nothing is invented */
 		const struct vt_file_header *h = vt_log_header(log);
+		const struct vt_log_integrity *in = vt_log_integrity(log);
+		uint64_t into_chunk = (cut - h->header_size) % h->chunk_size;
+		uint64_t held = (cut - h->header_size + h->chunk_size - 1) / h->chunk_size;
+		assert_int_equal(in->chunks_missing, h->chunks_claimed - held);
+		assert_true(in->chunks_missing > 0 || into_chunk);
 		assert_int_equal(vt_log_warnings(log),
-		                 (cut - h->header_size) % h->chunk_size ? 1 : 0);
+		                 (into_chunk ? 1 : 0) + (in->chunks_missing ? 1 : 0));
+		/* the cut chunk, unless the cut is inside its header */
+		assert_int_equal(in->cut, into_chunk >= sizeof(struct vt_chunk_header));
+		assert_int_equal(in->damaged, 0);
 		lt_recs_free(&got);
 		vt_log_close(log);
 	}
@@ -379,9 +389,11 @@ static void poke(const char *path, uint64_t off, const void *bytes, size_t n)
 	close(fd);
 }
 
-/* Read path with warnings captured; check one warning naming `needle`, and
- * that exactly the records of g_full not in [lost_from, lost_to) came back. */
-static void expect_damage(const char *path, const char *needle, size_t lost_from, size_t lost_to)
+/* Read path with warnings captured; check one warning naming `needle` (and,
+ * when `sealed`, one more: the chunk fails its seal check), and that exactly
+ * the records of g_full not in [lost_from, lost_to) came back. */
+static void expect_damage_sealed(const char *path, const char *needle, size_t lost_from,
+                                 size_t lost_to, int sealed)
 {
 	char err[256];
 	lt_capture_begin();
@@ -391,8 +403,11 @@ static void expect_damage(const char *path, const char *needle, size_t lost_from
 		lt_collect(log, &got);
 	char *warn = lt_capture_end();
 	assert_non_null(log);
-	assert_int_equal(vt_log_warnings(log), 1);
-	assert_int_equal(lt_count_lines(warn), 1);
+	assert_int_equal(vt_log_warnings(log), 1 + !!sealed);
+	assert_int_equal(lt_count_lines(warn), 1 + !!sealed);
+	assert_int_equal(vt_log_integrity(log)->damaged, 1);
+	if (sealed)
+		assert_non_null(strstr(warn, "fails its seal check"));
 	assert_non_null(strstr(warn, needle));
 	assert_non_null(strstr(warn, path));
 	assert_int_equal(got.n, g_full.n - (lost_to - lost_from));
@@ -406,6 +421,33 @@ static void expect_damage(const char *path, const char *needle, size_t lost_from
 	free(warn);
 	lt_recs_free(&got);
 	vt_log_close(log);
+}
+
+/* Damage inside a sealed chunk: said twice, by the record check and by the
+ * seal. */
+static void expect_damage(const char *path, const char *needle, size_t lost_from, size_t lost_to)
+{
+	expect_damage_sealed(path, needle, lost_from, lost_to, 1);
+}
+
+/* Seal the chunk at off again over what it holds now, as a writer that
+ * wrote those bytes would have. */
+static void reseal(const char *path, uint64_t off)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t *chunk = malloc(CHUNK);
+	assert_non_null(chunk);
+	assert_int_equal(pread(fd, chunk, CHUNK, (off_t)off), CHUNK);
+	struct vt_chunk_seal *seal = (void *)(chunk + CHUNK - VT_SEAL_SIZE);
+	assert_int_equal(seal->magic, VT_SEAL_MAGIC);
+	seal->crc = vt_crc32c(chunk, seal->bytes);
+	seal->seal_crc = vt_crc32c(&seal->magic, offsetof(struct vt_chunk_seal, seal_crc) -
+	                                             offsetof(struct vt_chunk_seal, magic));
+	assert_int_equal(pwrite(fd, seal, sizeof *seal, (off_t)(off + CHUNK - VT_SEAL_SIZE)),
+	                 sizeof *seal);
+	free(chunk);
+	close(fd);
 }
 
 static void test_damaged_record_skips_to_next_chunk(void **state)
@@ -441,7 +483,7 @@ static void test_garbage_chunk_is_skipped(void **state)
 	poke(copy, off, garbage, sizeof garbage);
 	char needle[96];
 	snprintf(needle, sizeof needle, "damaged chunk at offset %llu", (unsigned long long)off);
-	expect_damage(copy, needle, first, next);
+	expect_damage_sealed(copy, needle, first, next, 0); /* a bad chunk magic: skipped whole */
 	unlink(copy);
 	free(copy);
 }
@@ -472,6 +514,7 @@ static void test_unknown_kind_skipped_quietly(void **state)
 	char *copy = copy_log("newkind");
 	uint32_t word = VT_HDR(77, g_full.v[victim].size);
 	poke(copy, g_full.v[victim].offset, &word, sizeof word);
+	reseal(copy, VT_HEADER_SIZE + CHUNK); /* the newer writer sealed what it wrote */
 	char err[256];
 	lt_capture_begin();
 	struct vt_log *log = vt_log_open_file(copy, err, sizeof err);

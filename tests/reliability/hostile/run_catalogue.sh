@@ -32,8 +32,8 @@ run() {
 
 # Records in the output: every line but the per-log header lines.
 count_records() {
-	if [[ -n $json ]]; then grep -vc '^{"record":"log",' "$work/out"
-	else grep -vc '^log ' "$work/out"; fi
+	if [[ -n $json ]]; then grep -vcE '^\{"record":"(log|chunk)",' "$work/out"
+	else grep -vcE '^(log|chunk) ' "$work/out"; fi
 }
 
 # dump --json: one JSON object a line; report --json: one document
