@@ -30,7 +30,8 @@ static atomic_int finished;
 
 /* A thread's counts not yet in the log header (the shim's own time since
  * its last timed call, its last stack counts) go in when it exits
- * (thread_exit_key); the exiting process's thread, in finish(). */
+ * (thread_exit_key), and its chunk is sealed (format.h); the exiting
+ * process's thread, in finish(). */
 static pthread_key_t thread_exit_key;
 static int thread_exit_key_ok;
 
