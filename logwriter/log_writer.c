@@ -659,6 +659,7 @@ static int claim_chunk(struct vt_thread_log *t)
 		mark_truncated(desc ? desc : "cannot extend the log");
 		return -1;
 	}
+	__atomic_fetch_add(&h->chunks_ready, 1, __ATOMIC_RELAXED);
 	struct vt_chunk_header *ch = (struct vt_chunk_header *)(void *)(g_log.base + off);
 #ifdef MADV_POPULATE_WRITE
 	/* one call maps the whole chunk instead of a page fault every 64

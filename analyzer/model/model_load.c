@@ -73,16 +73,29 @@ static struct vt_sites *open_sites(const char *dir)
 /* One line naming what does not add up in the trace (double frees, lost
  * records, damage, a hostile log), so a report built on the rest is read
  * with that in mind. Nothing when all is consistent. */
+/* A log whose writer dropped records (a size cap, a full disk) said so
+ * already: the frees, allocations and copies it lost are expected then. */
+static int records_dropped(const struct vt_model *m)
+{
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].events_dropped || (m->procs[i].header_flags & VT_FLAG_TRUNCATED))
+			return 1;
+	return 0;
+}
+
 static void warn_inconsistencies(const struct vt_model *m, const char *dir)
 {
 	const struct vt_totals *t = &m->totals;
+	int dropped = records_dropped(m);
 	const struct {
 		uint64_t n;
 		const char *what;
 	} items[] = {
-	    {t->frees_unmatched, "frees of memory never allocated (double frees or lost records)"},
-	    {t->implicit_frees, "allocations over live memory (its free was lost)"},
-	    {t->copies_to_nowhere, "host-to-device copies into memory never allocated"},
+	    {dropped ? 0 : t->frees_unmatched,
+	     "frees of memory never allocated (double frees or lost records)"},
+	    {dropped ? 0 : t->implicit_frees, "allocations over live memory (its free was lost)"},
+	    {dropped ? 0 : t->copies_to_nowhere,
+	     "host-to-device copies into memory never allocated"},
 	    {t->time_backwards, "events earlier than the one before them on their thread"},
 	    {t->unknown_stacks, "events naming a stack never recorded"},
 	    {t->implausible, "events of impossible size (ignored)"},

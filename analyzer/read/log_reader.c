@@ -259,10 +259,12 @@ static int read_seal(const struct vt_log *log, const uint8_t *chunk, struct vt_c
 	       seal->bytes <= log->hdr.chunk_size - VT_SEAL_SIZE && seal->bytes % 8 == 0;
 }
 
-static int tail_is_zero(const struct vt_log *log, const uint8_t *chunk)
+/* No seal was committed: its header word, stored last (with release, as
+ * every record's), is still zero. The other words may hold part of a seal
+ * whose writer was killed while it wrote them: unsealed, not damaged. */
+static int seal_not_committed(const struct vt_log *log, const uint8_t *chunk)
 {
-	static const uint8_t zero[VT_SEAL_SIZE];
-	return memcmp(chunk + log->hdr.chunk_size - VT_SEAL_SIZE, zero, VT_SEAL_SIZE) == 0;
+	return load_word(chunk + log->hdr.chunk_size - VT_SEAL_SIZE) == 0;
 }
 
 /* Where a chunk's records may reach, and what its seal says before they
@@ -285,7 +287,7 @@ static uint64_t judge_seal(const struct vt_log *log, struct vt_chunk_ref *c, uin
 		return c->off + c->seal.bytes;
 	}
 	c->verdict =
-	    c->have_seal || !tail_is_zero(log, chunk) ? VT_CHUNK_DAMAGED : VT_CHUNK_UNSEALED;
+	    c->have_seal || !seal_not_committed(log, chunk) ? VT_CHUNK_DAMAGED : VT_CHUNK_UNSEALED;
 	return c->off + cs - VT_SEAL_SIZE;
 }
 
@@ -395,7 +397,9 @@ static void count_missing_chunks(struct vt_log *log, int fd)
 	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > size)
 		size = (uint64_t)st.st_size;
 	in->seals = (log->hdr.flags & VT_FLAG_SEALS) != 0;
-	in->chunks_claimed = log->hdr.chunks_claimed;
+	/* a sealing writer also counts the chunks it gave file space: one
+	 * claimed by a thread killed before that was never written */
+	in->chunks_claimed = in->seals ? log->hdr.chunks_ready : log->hdr.chunks_claimed;
 	in->chunks_in_file = size > start ? (size - start + cs - 1) / cs : 0;
 	if (in->chunks_claimed <= in->chunks_in_file || (log->hdr.flags & VT_FLAG_TRUNCATED))
 		return;

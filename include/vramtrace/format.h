@@ -158,6 +158,11 @@ struct vt_file_header {
 	 * can grow to (64 GiB, less under --max-size or RLIMIT_AS, or when the
 	 * kernel refused more). Zero in logs from before (padding). */
 	uint64_t reserve_size;
+	/* Chunks whose file space the writer allocated (after posix_fallocate
+	 * succeeded): a process killed between claiming a chunk and that leaves
+	 * chunks_claimed one ahead with nothing lost. What a reader compares the
+	 * file's chunks with when the writer seals (VT_FLAG_SEALS). */
+	uint64_t chunks_ready;
 };
 _Static_assert(sizeof(struct vt_file_header) <= VT_HEADER_SIZE, "header fits");
 
