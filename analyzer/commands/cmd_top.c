@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -152,6 +153,9 @@ int cmd_top(int argc, char **argv)
 	if (!a.once && !a.json && !vt_top_screen_available())
 		return vt_cli_usage_error(
 		    "top", "built without ncurses: only --once and --json are available");
+	if (!a.once && !a.json && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+		return vt_cli_usage_error("top",
+		                          "the full screen needs a terminal; use --once or --json");
 	char err[512];
 	struct vt_trace_follow *f = vt_trace_follow_open(a.dir, err, sizeof err);
 	if (!f) {
