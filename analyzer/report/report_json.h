@@ -14,5 +14,7 @@ void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p);
 void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a);
 /* "live_by_category" and "top_sites" of the out-of-memory finding. */
 void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *o);
+/* A growth_per_step flag's own keys (bytes_per_step, steps, ... fill_t_ns). */
+void vt_report_growth_json(struct vt_json *j, const struct vt_growth *g);
 
 #endif
