@@ -145,6 +145,8 @@ static void text_live(const struct vt_oom_report *r, FILE *out)
 
 static void text_advice(const struct vt_oom_report *r, FILE *out)
 {
+	if (r->likely_cause[0])
+		fprintf(out, "\nLikely cause: %s\n", r->likely_cause);
 	fprintf(out, "\nAdvice (from the findings that held memory then)\n");
 	for (uint32_t i = 0; i < r->nadvice; i++) {
 		const struct vt_finding *f = &r->findings.v[r->advice[i]];
@@ -325,6 +327,11 @@ static void json_sites(struct vt_json *j, const struct vt_oom_report *r)
 
 static void json_advice(struct vt_json *j, const struct vt_oom_report *r)
 {
+	vt_json_key(j, "likely_cause");
+	if (r->likely_cause[0])
+		vt_json_string(j, r->likely_cause);
+	else
+		vt_json_null(j);
 	vt_json_key(j, "advice");
 	vt_json_begin_array(j);
 	for (uint32_t i = 0; i < r->nadvice; i++)

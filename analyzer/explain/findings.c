@@ -17,10 +17,8 @@
 #define MIB (1024ull * 1024ull)
 
 static const char *const kind_names[VT_FINDING_KIND_COUNT] = {
-    "whole_dataset_upload",
-    "prefetch_depth",
-    "replicated_across_devices",
-    "opaque_pool",
+    "whole_dataset_upload", "prefetch_depth",  "replicated_across_devices",
+    "opaque_pool",          "growth_per_step",
 };
 
 const char *vt_finding_kind_name(int kind)
@@ -296,6 +294,55 @@ static void pool_advice(struct vt_finding *f)
 	         "An allocator holds %s in an opaque region; only copies into it show what it "
 	         "contains. Rerun with `vramtrace run --per-tensor`%s to see each tensor.",
 	         size, how);
+}
+
+/* Likely causes of memory kept every step, for the framework: the evidence
+ * (rate, steps, site) is in the finding's own line. */
+static void growth_advice(struct vt_finding *f)
+{
+	char rate[32];
+	vt_format_bytes(f->growth.bytes_per_step, rate, sizeof rate);
+	const char *causes =
+	    f->framework == VT_FW_PYTORCH
+	        ? "a tensor kept every step in a Python list or dict without .detach() or "
+	          ".item() (losses.append(loss) also keeps each step's autograd graph), a "
+	          "cache or memo that never evicts, or a hook or closure that captures a "
+	          "tensor. Keep Python numbers (.item()), or .detach().cpu() what you keep, "
+	          "and bound caches"
+	    : f->framework == VT_FW_TENSORFLOW
+	        ? "a tensor kept every step in a Python list (outputs or losses not turned "
+	          "into numpy), tf.Variables or constants created inside the step, a "
+	          "tf.function retraced for new shapes, or a cache that never evicts. Keep "
+	          ".numpy() values, create variables once, and fix input shapes"
+	    : f->framework == VT_FW_JAX
+	        ? "a jax.Array kept every step in a Python list (losses or metrics not "
+	          "fetched with jax.device_get or float()), a jit cache growing with new "
+	          "shapes or static arguments, or a closure that captures device arrays. "
+	          "Fetch what you keep to the host, and fix shapes"
+	        : "a buffer allocated every step and never freed (a free missed on one "
+	          "path), a cache without eviction, or a result kept per step. Free it, "
+	          "reuse one buffer, or bound the cache";
+	snprintf(f->advice, sizeof f->advice,
+	         "%u of %u steps after the warm-up each left about %s live from this site. "
+	         "Likely causes: %s.",
+	         f->growth.steps_kept, f->growth.steps_counted, rate, causes);
+}
+
+static void growth_flags(const struct vt_model *m, struct vt_findings *out)
+{
+	struct vt_growths g;
+	vt_growth_find(m, VT_T_NEVER, &g);
+	for (uint32_t i = 0; i < g.n; i++) {
+		struct vt_finding *f = new_flag(out, VT_FINDING_GROWTH, g.v[i].proc);
+		add_device(f, g.v[i].device, g.v[i].kept_bytes);
+		f->stack_id = g.v[i].stack_id;
+		f->t_ns = g.v[i].t_first_ns;
+		f->confidence = g.v[i].confidence;
+		f->framework = vt_framework_of(&m->procs[g.v[i].proc]);
+		f->growth = g.v[i];
+		growth_advice(f);
+	}
+	vt_growths_free(&g);
 }
 
 /* ---- whole-dataset uploads ------------------------------------------------ */
@@ -659,6 +706,7 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]))
 			pool_flag(m, ds.idx[k], out);
 	free(ds.idx);
+	growth_flags(m, out);
 }
 
 void vt_findings_free(struct vt_findings *f)

@@ -6,12 +6,15 @@
  *   prefetch_depth             how many batch buffers are alive at once
  *   replicated_across_devices  the same dataset held on several devices
  *   opaque_pool                an allocator region whose tensors are hidden
+ *   growth_per_step            a site whose allocations of step after step
+ *                              stay live (growth.h)
  * Each with the devices, bytes per device, copies, site, time, confidence
  * and advice that is true for the framework that made the trace
  * (recognised from its loaded modules). */
 #ifndef VT_FINDINGS_H
 #define VT_FINDINGS_H
 
+#include "growth.h"
 #include "model.h"
 
 enum vt_finding_kind {
@@ -19,11 +22,12 @@ enum vt_finding_kind {
 	VT_FINDING_PREFETCH_DEPTH,
 	VT_FINDING_REPLICATED,
 	VT_FINDING_OPAQUE_POOL,
+	VT_FINDING_GROWTH,
 	VT_FINDING_KIND_COUNT
 };
 
 enum vt_framework {
-	VT_FW_NONE = 0,      /* a plain CUDA program, or not recognised */
+	VT_FW_NONE = 0, /* a plain CUDA program, or not recognised */
 	VT_FW_TENSORFLOW,
 	VT_FW_JAX,
 	VT_FW_PYTORCH,
@@ -31,18 +35,19 @@ enum vt_framework {
 };
 
 struct vt_finding {
-	int kind;                           /* enum vt_finding_kind */
-	uint32_t proc;                      /* process of the site */
-	uint32_t stack_id;                  /* site's stack in that process */
+	int kind;          /* enum vt_finding_kind */
+	uint32_t proc;     /* process of the site */
+	uint32_t stack_id; /* site's stack in that process */
 	uint32_t ndev;
-	uint8_t devices[VT_MAX_DEVICES];    /* ordinals, ascending */
-	uint64_t bytes[VT_MAX_DEVICES];     /* bytes on devices[i] */
-	uint64_t copies;                    /* host-to-device copies involved */
-	uint64_t t_ns;                      /* first upload / when it was reached */
-	uint32_t depth;                     /* prefetch_depth: batches alive at once */
-	uint64_t batch_bytes;               /* prefetch_depth: one batch */
-	int confidence;                     /* 0..100 */
-	int framework;                      /* enum vt_framework */
+	uint8_t devices[VT_MAX_DEVICES]; /* ordinals, ascending */
+	uint64_t bytes[VT_MAX_DEVICES];  /* bytes on devices[i] */
+	uint64_t copies;                 /* host-to-device copies involved */
+	uint64_t t_ns;                   /* first upload / when it was reached */
+	uint32_t depth;                  /* prefetch_depth: batches alive at once */
+	uint64_t batch_bytes;            /* prefetch_depth: one batch */
+	struct vt_growth growth;         /* growth_per_step: the rate and when it fills */
+	int confidence;                  /* 0..100 */
+	int framework;                   /* enum vt_framework */
 	char advice[1024];
 };
 

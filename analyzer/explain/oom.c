@@ -310,6 +310,26 @@ static void pick_advice(struct vt_oom_report *r)
 	}
 }
 
+/* Memory that grew every step on the failed device: the likely cause. The
+ * most bytes kept when several sites grew. */
+static void find_likely_cause(struct vt_oom_report *r)
+{
+	const struct vt_finding *best = NULL;
+	for (uint32_t i = 0; i < r->nadvice; i++) {
+		const struct vt_finding *f = &r->findings.v[r->advice[i]];
+		if (f->kind == VT_FINDING_GROWTH &&
+		    (!best || f->growth.kept_bytes > best->growth.kept_bytes))
+			best = f;
+	}
+	if (!best)
+		return;
+	char site[VT_OOM_SITE_LEN], rate[512];
+	vt_name_site(r->m, best->proc, best->stack_id, site, sizeof site);
+	vt_growth_text(&best->growth, rate, sizeof rate);
+	snprintf(r->likely_cause, sizeof r->likely_cause, "growth_per_step: %s keeps %s", site,
+	         rate);
+}
+
 /* ---- the processes ------------------------------------------------------------ */
 
 struct proc_scan {
@@ -410,8 +430,10 @@ int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, ch
 	find_meminfo(r);
 	scan_live(r);
 	derive_gaps(r);
-	if (r->source != VT_OOM_NONE)
+	if (r->source != VT_OOM_NONE) {
 		pick_advice(r);
+		find_likely_cause(r);
+	}
 	describe_procs(r);
 	return 0;
 }

@@ -97,6 +97,9 @@ struct vt_oom_report {
 	uint32_t nlargest;
 	uint32_t advice[64]; /* indexes into flags.v of contributing flags */
 	uint32_t nadvice;
+	/* a growth_per_step flag on that device: "growth_per_step: SITE keeps
+	 * 1.00 MiB a step since step 4 ..." ("" when none) */
+	char likely_cause[1024];
 	/* the processes */
 	struct vt_oom_proc *procs;
 	uint32_t nprocs;

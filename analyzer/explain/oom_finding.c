@@ -36,6 +36,7 @@ static void copy_state(const struct vt_oom_report *r, struct vt_oom_finding *f)
 	f->free_bytes = r->free_bytes;
 	f->total_bytes = r->total_bytes;
 	f->live_bytes = r->tracked_bytes;
+	snprintf(f->likely_cause, sizeof f->likely_cause, "%s", r->likely_cause);
 	memcpy(f->cats, r->cats, sizeof f->cats);
 	for (uint32_t i = 0; i < r->nsites && f->nholders < VT_OOM_FINDING_SITES; i++) {
 		struct vt_oom_holder *h = &f->holders[f->nholders++];

@@ -41,7 +41,8 @@ struct vt_oom_finding {
 	uint64_t cats[VT_CAT_COUNT];
 	struct vt_oom_holder holders[VT_OOM_FINDING_SITES]; /* most bytes first */
 	uint32_t nholders;
-	char message[512]; /* the framework's line, "" for a driver OOM */
+	char message[512];       /* the framework's line, "" for a driver OOM */
+	char likely_cause[1024]; /* growth on that device (oom.h), "" when none */
 };
 
 /* Classifies m (if not yet), finds the first OOM event and fills out

@@ -209,6 +209,23 @@ static void write_sites(const struct vt_export *x, struct vt_json *j)
 	free(tally);
 }
 
+static void frame_json(const char *text, void *ctx)
+{
+	vt_json_string(ctx, text);
+}
+
+/* A growth_per_step flag's rate and fill in words, and its site's stack. */
+static void growth_keys(const struct vt_export *x, const struct vt_finding *f, struct vt_json *j)
+{
+	char text[512];
+	vt_growth_text(&f->growth, text, sizeof text);
+	vt_json_kv_string(j, "summary", text);
+	vt_json_key(j, "stack");
+	vt_json_begin_array(j);
+	vt_export_stack_frames(x->m, f->proc, f->stack_id, VT_FRAME_LOCATION, frame_json, j);
+	vt_json_end_array(j);
+}
+
 static void write_flags(const struct vt_export *x, struct vt_json *j)
 {
 	vt_json_key(j, "flags");
@@ -230,6 +247,8 @@ static void write_flags(const struct vt_export *x, struct vt_json *j)
 		vt_json_kv_u64(j, "t_ns", f->t_ns);
 		vt_json_kv_i64(j, "confidence", f->confidence);
 		vt_json_kv_string(j, "advice", f->advice);
+		if (f->kind == VT_FINDING_GROWTH)
+			growth_keys(x, f, j);
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);
@@ -270,6 +289,7 @@ static void write_oom(const struct vt_export *x, const char *dir, struct vt_json
 	vt_json_kv_u64(j, "live_bytes", o->live_bytes);
 	vt_report_oom_holders_json(j, o);
 	vt_json_kv_string(j, "message", o->message);
+	vt_json_kv_string(j, "likely_cause", o->likely_cause);
 	vt_json_kv_string(j, "command", cmd);
 	vt_json_end_object(j);
 }

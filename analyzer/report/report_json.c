@@ -215,6 +215,33 @@ void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *
 	vt_json_end_array(j);
 }
 
+void vt_report_growth_json(struct vt_json *j, const struct vt_growth *g)
+{
+	vt_json_kv_u64(j, "bytes_per_step", g->bytes_per_step);
+	vt_json_kv_u64(j, "steps", g->steps_kept);
+	vt_json_kv_u64(j, "steps_counted", g->steps_counted);
+	vt_json_kv_u64(j, "first_step", (uint64_t)g->first_step + 1);
+	vt_json_kv_u64(j, "kept_allocs", g->kept_allocs);
+	vt_json_kv_u64(j, "at_ns", g->at_ns);
+	vt_json_kv_bool(j, "out_of_memory", g->out_of_memory);
+	vt_json_kv_u64(j, "live_bytes", g->live_bytes);
+	vt_json_key(j, "capacity_bytes");
+	if (g->capacity_bytes)
+		vt_json_u64(j, g->capacity_bytes);
+	else
+		vt_json_null(j);
+	vt_json_key(j, "steps_to_fill");
+	if (g->steps_to_fill != UINT64_MAX)
+		vt_json_u64(j, g->steps_to_fill);
+	else
+		vt_json_null(j);
+	vt_json_key(j, "fill_t_ns");
+	if (g->t_fill_ns != VT_T_NEVER)
+		vt_json_u64(j, g->t_fill_ns);
+	else
+		vt_json_null(j);
+}
+
 /* The out-of-memory finding, first of the flags: the keys every flag has
  * (devices, bytes = the request, site, t_ns, advice...) and its own. */
 static void oom_flag(struct vt_json *j, const struct vt_report *r)
@@ -261,6 +288,11 @@ static void oom_flag(struct vt_json *j, const struct vt_report *r)
 	vt_json_kv_u64(j, "events", o->events);
 	if (o->message[0])
 		vt_json_kv_string(j, "message", o->message);
+	vt_json_key(j, "likely_cause");
+	if (o->likely_cause[0])
+		vt_json_string(j, o->likely_cause);
+	else
+		vt_json_null(j);
 	vt_json_kv_string(j, "command", cmd);
 	vt_json_end_object(j);
 }
@@ -298,6 +330,8 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 			vt_json_kv_u64(j, "depth", f->depth);
 			vt_json_kv_u64(j, "batch_bytes", f->batch_bytes);
 		}
+		if (f->kind == VT_FINDING_GROWTH)
+			vt_report_growth_json(j, &f->growth);
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);

@@ -17,5 +17,7 @@ void vt_report_oom_holders_json(struct vt_json *j, const struct vt_oom_finding *
 /* "low_confidence_at_peak": the bytes at peak whose category is a guess,
  * by (category, its most likely alternative), largest first. */
 void vt_report_low_confidence_json(struct vt_json *j, const struct vt_report *r);
+/* A growth_per_step flag's own keys (bytes_per_step, steps, ... fill_t_ns). */
+void vt_report_growth_json(struct vt_json *j, const struct vt_growth *g);
 
 #endif

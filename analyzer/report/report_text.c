@@ -321,6 +321,12 @@ static void flag_line(const struct vt_report *r, const struct vt_finding *f, FIL
 		gpus(out, f);
 		fprintf(out, " (%s in all), uploaded from %s", all, site);
 		break;
+	case VT_FINDING_GROWTH: {
+		char rate[512];
+		vt_growth_text(&f->growth, rate, sizeof rate);
+		fprintf(out, "GPU %u keeps what %s allocates: %s", f->growth.device, site, rate);
+		break;
+	}
 	default:
 		fprintf(out, "%s allocator region on ", b);
 		gpus(out, f);
@@ -383,9 +389,12 @@ static void oom_block(const struct vt_report *r, FILE *out)
 		        vt_category_name(o->holders[i].category),
 		        vt_term_safe(o->holders[i].site, safe, sizeof safe));
 	}
+	fprintf(out, "%s\n", o->nholders ? "" : " none");
+	if (o->likely_cause[0])
+		fprintf(out, "    likely cause: %s\n",
+		        vt_term_safe(o->likely_cause, safe, sizeof safe));
 	vt_oom_finding_command(r->opt.title ? r->opt.title : "DIR", cmd, sizeof cmd);
-	fprintf(out, "%s\n    the full post-mortem: %s\n", o->nholders ? "" : " none",
-	        vt_term_safe(cmd, safe, sizeof safe));
+	fprintf(out, "    the full post-mortem: %s\n", vt_term_safe(cmd, safe, sizeof safe));
 }
 
 int vt_report_write_text(const struct vt_report *r, FILE *out)

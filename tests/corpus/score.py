@@ -17,8 +17,9 @@ compared with it:
             report says unknown.
   findings  whole_dataset_upload and prefetch_depth, per device: true
             positive, false positive, missed, or right no-finding; steps found
-            vs true; per-step leaks (the report has no leak finding today, so
-            a leak is looked for in any flag kind containing "leak"); failed
+            vs true; per-step leaks (`leak DEV BYTES_PER_STEP`) against the
+            growth_per_step findings: found when one finding on that device
+            says bytes_per_step within 5 %; failed
             allocations (`failed_alloc` lines) against totals.failed_allocs.
   a job that dies on purpose writes `exit_code N`: that exit status is its
   success.
@@ -28,6 +29,8 @@ Sets (jobs.txt's second column): no = tuning, yes = hold1, hold2 = hold2;
 Report-only (default): exit 0 when every job ran and left a trace, 1 when a
 job failed or the scorer broke. --require: also exit 1 unless every job is
 >= 90% accurate, the mean is >= 97% and no whole_dataset_upload is false.
+--growth: exit 1 unless every leak job has exactly one growth_per_step
+finding with the right bytes per step and no other job has any.
 """
 import argparse
 import concurrent.futures
@@ -268,14 +271,7 @@ def run_job(job, args, work):
     true_steps = max(t["steps"].values()) if t["steps"] else 0
     st = rep.get("steps", {})
     res["steps"] = (st.get("count", 0), st.get("source", "?"), true_steps)
-    leaks = [f for f in flags if "leak" in f["kind"]]
-    if t["leaks"]:
-        res["leak"] = "found" if leaks else "missed (%s)" % ", ".join(
-            "dev%d %d B/step" % l for l in t["leaks"])
-    elif leaks:
-        res["leak"] = "FALSE POSITIVE"
-    else:
-        res["leak"] = None
+    res["leak"], res["leak_ok"] = score_growth(t, flags)
     res["failed"] = (rep.get("totals", {}).get("failed_allocs", 0), len(t["failed"]))
     res["mode"] = rep["processes"][0]["mode"] if rep.get("processes") else "?"
     if args.keep:
@@ -296,6 +292,23 @@ def guarded(job, args, work):
                 "error": "%s: %s" % (type(e).__name__, e)}
 
 
+def score_growth(t, flags):
+    """(text, right): each true leak matched by one growth_per_step finding on
+    its device whose bytes_per_step is within 5 %; any other is false."""
+    grown = [f for f in flags if f["kind"] == "growth_per_step"]
+    if not t["leaks"]:
+        return ("%d FALSE POSITIVE" % len(grown) if grown else None), not grown
+    words, ok = [], len(grown) == len(t["leaks"])
+    for dev, per_step in t["leaks"]:
+        hit = [f for f in grown if dev in f["devices"]
+               and abs(f["bytes_per_step"] - per_step) <= 0.05 * per_step]
+        ok = ok and len(hit) == 1
+        words.append("dev%d %d B/step %s" % (dev, per_step, "found" if hit else "missed"))
+    if len(grown) > len(t["leaks"]):
+        words.append("%d more growth findings" % (len(grown) - len(t["leaks"])))
+    return "; ".join(words), ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vramtrace", required=True)
@@ -310,6 +323,9 @@ def main():
     ap.add_argument("--floor", metavar="MIN,MEAN,FALSE",
                     help="fail unless every job >= MIN %%, the mean >= MEAN %% and at most FALSE "
                          "false whole_dataset_upload findings (the regression floor ctest uses)")
+    ap.add_argument("--growth", action="store_true",
+                    help="fail unless each leak job has its one growth_per_step finding (bytes "
+                         "per step within 5%%) and no other job has any")
     ap.add_argument("--keep", help="copy truths and reports here")
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=120)
@@ -372,6 +388,11 @@ def main():
                   "whole_dataset_upload %d)" % (args.floor, fmin, ", ".join(low) or "none",
                                                 100 * mean, false_whole))
             return 1
+    bad_growth = [r["name"] for r in results if not r["error"] and not r["leak_ok"]]
+    print("growth_per_step: wrong on %s" % (", ".join(bad_growth) or "no job"))
+    if args.growth and bad_growth:
+        print("--growth: not met")
+        return 1
     if args.require and (ge90 < n or mean < REQ_MEAN or false_whole):
         print("--require: not met (each >= 90%, mean >= 97%, no false whole_dataset_upload)")
         return 1
