@@ -153,14 +153,16 @@ int cmd_top(int argc, char **argv)
 	if (!a.once && !a.json && !vt_top_screen_available())
 		return vt_cli_usage_error(
 		    "top", "built without ncurses: only --once and --json are available");
-	if (!a.once && !a.json && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
-		return vt_cli_usage_error("top",
-		                          "the full screen needs a terminal; use --once or --json");
 	char err[512];
 	struct vt_trace_follow *f = vt_trace_follow_open(a.dir, err, sizeof err);
-	if (!f) {
+	if (!f) { /* a missing trace is said first: it is the bigger mistake */
 		fprintf(stderr, "vramtrace top: %s\n", err);
 		return 1;
+	}
+	if (!a.once && !a.json && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+		vt_trace_follow_close(f);
+		return vt_cli_usage_error("top",
+		                          "the full screen needs a terminal; use --once or --json");
 	}
 	rc = a.once || a.json ? print_once(f, &a) : run_screen(f, &a);
 	vt_trace_follow_close(f);
