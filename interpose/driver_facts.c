@@ -75,12 +75,19 @@ uint8_t vt_current_device(void)
 	return cached_dev;
 }
 
-void vt_record_meminfo_now(uint8_t device, uint8_t reason)
+int vt_read_meminfo(uint64_t *free_bytes, uint64_t *total_bytes)
 {
 	mem_info_fn info = (mem_info_fn)vt_hook_real(VT_H_cuMemGetInfo_v2);
-	size_t free_bytes = 0, total_bytes = 0;
-	if (!info || info(&free_bytes, &total_bytes) != CUDA_SUCCESS)
-		return;
+	size_t free_now = 0, total_now = 0;
+	if (!info || info(&free_now, &total_now) != CUDA_SUCCESS)
+		return 0;
+	*free_bytes = free_now;
+	*total_bytes = total_now;
+	return 1;
+}
+
+void vt_write_meminfo(uint8_t device, uint8_t reason, uint64_t free_bytes, uint64_t total_bytes)
+{
 	struct vt_meminfo_rec *rec = vt_log_reserve(sizeof *rec);
 	if (!rec)
 		return;
@@ -91,6 +98,13 @@ void vt_record_meminfo_now(uint8_t device, uint8_t reason)
 	rec->free_bytes = free_bytes;
 	rec->total_bytes = total_bytes;
 	vt_log_commit(rec, VT_REC_MEMINFO, sizeof *rec);
+}
+
+void vt_record_meminfo_now(uint8_t device, uint8_t reason)
+{
+	uint64_t free_bytes, total_bytes;
+	if (vt_read_meminfo(&free_bytes, &total_bytes))
+		vt_write_meminfo(device, reason, free_bytes, total_bytes);
 }
 
 static void record_device(uint8_t device)

@@ -16,6 +16,10 @@ static inline void vt_note_device(uint8_t device)
 	if (!__atomic_load_n(&vt_device_seen[device], __ATOMIC_RELAXED))
 		vt_note_device_first(device);
 }
+/* The real cuMemGetInfo in the current context (1), or 0 if it failed. */
+int vt_read_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
+/* A VT_REC_MEMINFO of a reading already taken. */
+void vt_write_meminfo(uint8_t device, uint8_t reason, uint64_t free_bytes, uint64_t total_bytes);
 /* VT_REC_MEMINFO with the real cuMemGetInfo, now. */
 void vt_record_meminfo_now(uint8_t device, uint8_t reason);
 /* After fork: the child's log must state the device facts again. */

@@ -21,6 +21,7 @@
 #include "driver_facts.h" /* vt_record_forget_devices */
 #include "log_open.h"
 #include "log_writer.h"
+#include "peak_sample.h"
 #include "real_dl.h"
 #include "self_cost.h"
 #include "shim_state.h"
@@ -45,6 +46,7 @@ static void finish(int status)
 {
 	if (atomic_exchange(&finished, 1))
 		return;
+	vt_peak_sample_at_exit();
 	vt_guard = VT_GUARD_EXITED; /* this thread's frees from later destructors pass through */
 	flush_thread_counts();
 	vt_log_finish(status);
@@ -86,6 +88,7 @@ static void after_fork_child(void)
 	atomic_store(&finished, 0);
 	vt_shim_log_after_fork();
 	vt_record_forget_devices();
+	vt_peak_forget();
 	vt_self_after_fork(); /* its first call sets its recording up: timed apart */
 }
 

@@ -16,6 +16,7 @@
 #include "hooks.h"
 #include "log_open.h"
 #include "log_writer.h"
+#include "peak_sample.h"
 
 __thread uint8_t vt_rt_tag __attribute__((tls_model("initial-exec")));
 
@@ -105,6 +106,8 @@ void vt_call_before(struct vt_call *call)
 		 * memory a free gives back (the allocation's record does), and
 		 * asking the driver was ~7 % of a recorded call */
 		call->device = VT_DEVICE_UNKNOWN;
+		/* right before a free: live memory is at a local maximum */
+		vt_peak_sample_before_free();
 		/* before the real free: the address can be handed out again
 		 * the moment the driver has it back */
 		call->seq = vt_log_next_seq();
@@ -159,22 +162,16 @@ static void after_alloc(const struct vt_call *call, int result)
 	write_event(call, type, addr, bytes, aux_v, call->kind, result);
 	if (is_oom(result))
 		vt_record_meminfo_now(call->device, VT_MEMINFO_OOM);
+	else if (addr && type == VT_REC_ALLOC && call->kind != VT_ALLOC_HOST)
+		vt_peak_note_alloc(call->device, bytes);
 }
 
 static void after_meminfo(const struct vt_call *call, int result)
 {
 	if (result != CUDA_SUCCESS || !call->out || !call->out2)
 		return;
-	struct vt_meminfo_rec *rec = vt_log_reserve(sizeof *rec);
-	if (!rec)
-		return;
-	rec->device = call->device;
-	rec->reason = VT_MEMINFO_CALL;
-	rec->seq = vt_log_next_seq();
-	rec->t_ns = vt_log_now_ns();
-	rec->free_bytes = read_out(call->out, call->out_width);
-	rec->total_bytes = read_out(call->out2, call->out_width);
-	vt_log_commit(rec, VT_REC_MEMINFO, sizeof *rec);
+	vt_write_meminfo(call->device, VT_MEMINFO_CALL, read_out(call->out, call->out_width),
+	                 read_out(call->out2, call->out_width));
 }
 
 static void after_batch(const struct vt_call *call, int result)

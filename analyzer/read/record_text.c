@@ -57,6 +57,7 @@ static const char *const states[] = {
 static const char *const meminfo_reasons[] = {
 	[VT_MEMINFO_FIRST_USE] = "first_use", [VT_MEMINFO_OOM] = "oom",
 	[VT_MEMINFO_MARK] = "mark",           [VT_MEMINFO_CALL] = "call",
+	[VT_MEMINFO_PEAK] = "peak",           [VT_MEMINFO_EXIT] = "exit",
 };
 
 static const char *const mark_kinds[] = {

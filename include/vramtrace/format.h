@@ -339,6 +339,9 @@ enum vt_meminfo_reason {
 	VT_MEMINFO_OOM = 1,       /* right after an out-of-memory result */
 	VT_MEMINFO_MARK = 2,      /* at a vramtrace_mark() */
 	VT_MEMINFO_CALL = 3,      /* the job itself called cuMemGetInfo */
+	VT_MEMINFO_PEAK = 4,      /* the shim's own, before a free once the
+	                             device grew past its last sample */
+	VT_MEMINFO_EXIT = 5,      /* the shim's own, at process exit */
 };
 
 struct vt_meminfo_rec {

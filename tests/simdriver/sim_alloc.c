@@ -274,8 +274,12 @@ CUresult sim_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 
 /* ---- capacity and pointer queries --------------------------------------- */
 
+/* Every cuMemGetInfo call, whoever made it (vtsim_meminfo_calls). */
+VTSIM_HIDDEN unsigned long sim_meminfo_calls;
+
 CUresult sim_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
+	__atomic_fetch_add(&sim_meminfo_calls, 1, __ATOMIC_RELAXED);
 	struct CUctx_st *ctx;
 	SIM_TRY(sim_need_ctx(&ctx));
 	if (!free_bytes || !total)

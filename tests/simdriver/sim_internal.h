@@ -186,6 +186,7 @@ struct sim_state {
 
 VTSIM_HIDDEN extern struct sim_state sim;
 VTSIM_HIDDEN extern pthread_mutex_t sim_lock;
+VTSIM_HIDDEN extern unsigned long sim_meminfo_calls; /* sim_alloc.c */
 
 /* sim_config.c: environment */
 VTSIM_HIDDEN size_t sim_env_capacity(void);

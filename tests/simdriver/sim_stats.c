@@ -15,6 +15,11 @@ VTSIM_EXPORT size_t vtsim_live_bytes(int dev)
 	return v;
 }
 
+VTSIM_EXPORT unsigned long vtsim_meminfo_calls(void)
+{
+	return __atomic_load_n(&sim_meminfo_calls, __ATOMIC_RELAXED);
+}
+
 VTSIM_EXPORT size_t vtsim_live_allocs(int dev)
 {
 	pthread_mutex_lock(&sim_lock);

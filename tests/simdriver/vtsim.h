@@ -44,6 +44,9 @@ int vtsim_variant_index(const char *symbol);
 size_t vtsim_live_bytes(int dev);
 /* Number of live objects charged to dev (allocations, handles, arrays). */
 size_t vtsim_live_allocs(int dev);
+/* Calls of cuMemGetInfo/_v2 so far, by the job or by a shim in front of
+ * the driver (never reset). */
+unsigned long vtsim_meminfo_calls(void);
 /* Free everything, forget all contexts, streams and pools, and return to
  * the state before cuInit: the next cuInit re-reads the environment. Only
  * the calling thread's context stack is cleared. */
