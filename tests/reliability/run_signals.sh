@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `vramtrace run` and signals: a signal sent to the launcher alone reaches
 # the job (and the launcher outlives it, its stderr going through the
-# launcher); a --shm run whose launcher is killed says where its logs are.
+# launcher); a --shm run whose launcher is killed says where its logs are,
+# and one whose destination is full leaves no partial log there.
 #   run_signals.sh VRAMTRACE FDS_JOB WORKDIR
 # (LD_LIBRARY_PATH must name the simulated driver.)
 set -u
@@ -54,6 +55,28 @@ grep -q "\"launcher_pid\": $launcher" "$work/shm/run.json" || fail "run.json lac
 grep -q "\"log_dir\": \"$shm\"" "$work/shm/run.json" || fail "run.json lacks log_dir"
 "$vt" report "$work/shm" >/dev/null 2>"$work/shm.report" && fail "report of an empty directory succeeded"
 grep -qF "$shm" "$work/shm.report" || fail "report does not say where the logs are: $(cat "$work/shm.report")"
+rm -rf "$shm"
+
+# --shm, the destination full (the launcher may write only 64 KiB: the log
+# is larger, and /dev/shm is another file system, so it is copied): no
+# partial log in the trace directory, the log kept in /dev/shm, and said
+name=shm_destination_full
+echo "== --shm, destination full"
+(
+	trap '' XFSZ # the write fails with EFBIG instead of killing the launcher
+	exec "$vt" run --shm -o "$work/full" -- sh -c '"$0" big-malloc 1 && echo ready >&2 && sleep 0.5' \
+		"$job" 2>"$work/full.err"
+) &
+launcher=$!
+wait_for "$work/full.err" ready || fail "the job did not start"
+prlimit --fsize=65536 --pid $launcher || fail "prlimit"
+wait $launcher
+rc=$?
+shm=/dev/shm/full.$launcher
+grep -q "could not be moved" "$work/full.err" || fail "the launcher did not say: $(cat "$work/full.err")"
+ls "$work"/full/vramtrace.* >/dev/null 2>&1 && fail "a partial log in the trace directory: $(ls "$work/full")"
+ls "$shm"/vramtrace.*.log >/dev/null 2>&1 || fail "the log is not kept in $shm (rc $rc)"
+"$vt" report "$work/full" >/dev/null 2>"$work/full.report" && fail "report read an empty trace as complete"
 rm -rf "$shm"
 
 # the launcher SIGKILLed while the job runs: the job's later stderr writes
