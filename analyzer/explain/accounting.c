@@ -104,29 +104,56 @@ static void sort_libs(struct vt_device_account *d)
 		}
 }
 
+static uint64_t used_of(const struct vt_meminfo *mi)
+{
+	return mi->total_bytes > mi->free_bytes ? mi->total_bytes - mi->free_bytes : 0;
+}
+
+/* The reading of dev with the most used bytes, from any process. */
+static void highest_reading(const struct vt_model *m, int dev, const struct vt_meminfo **out,
+                            uint32_t *proc)
+{
+	*out = NULL;
+	for (uint32_t pi = 0; pi < m->nprocs; pi++)
+		for (uint32_t i = 0; i < m->procs[pi].nmeminfo; i++) {
+			const struct vt_meminfo *mi = &m->procs[pi].meminfo[i];
+			if (mi->device == dev && mi->total_bytes &&
+			    (!*out || used_of(mi) > used_of(*out))) {
+				*out = mi;
+				*proc = pi;
+			}
+		}
+}
+
+static void account_at(const struct vt_model *m, int dev, const struct vt_meminfo *mi,
+                       uint32_t proc, struct vt_device_account *d)
+{
+	d->device = dev;
+	d->t_ns = mi->t_ns;
+	d->reason = mi->reason;
+	d->total_bytes = mi->total_bytes;
+	d->used_bytes = used_of(mi);
+	struct vt_moment at = vt_moment_at_seq(proc, mi->seq, mi->t_ns);
+	vt_model_for_each_live(m, &at, dev, on_live, d);
+	sort_libs(d);
+	uint64_t tracked = d->framework_bytes + d->pool_bytes + d->vmm_bytes + d->library_bytes;
+	if (tracked <= d->used_bytes)
+		d->unexplained_bytes = d->used_bytes - tracked;
+	else
+		d->overcount_bytes = tracked - d->used_bytes;
+}
+
 void vt_accounting_build(const struct vt_model *m, struct vt_accounting *out)
 {
 	memset(out, 0, sizeof *out);
 	for (int dev = 0; dev < VT_MAX_DEVICES; dev++) {
-		const struct vt_meminfo *mi;
-		uint32_t proc;
+		const struct vt_meminfo *mi, *high;
+		uint32_t proc, high_proc = 0;
 		if (!last_reading(m, dev, &mi, &proc))
 			continue;
-		struct vt_device_account *d = &out->dev[out->ndev++];
-		d->device = dev;
-		d->t_ns = mi->t_ns;
-		d->reason = mi->reason;
-		d->total_bytes = mi->total_bytes;
-		d->used_bytes =
-		    mi->total_bytes > mi->free_bytes ? mi->total_bytes - mi->free_bytes : 0;
-		struct vt_moment at = vt_moment_at_seq(proc, mi->seq, mi->t_ns);
-		vt_model_for_each_live(m, &at, dev, on_live, d);
-		sort_libs(d);
-		uint64_t tracked =
-		    d->framework_bytes + d->pool_bytes + d->vmm_bytes + d->library_bytes;
-		if (tracked <= d->used_bytes)
-			d->unexplained_bytes = d->used_bytes - tracked;
-		else
-			d->overcount_bytes = tracked - d->used_bytes;
+		account_at(m, dev, mi, proc, &out->dev[out->ndev++]);
+		highest_reading(m, dev, &high, &high_proc);
+		if (high && high != mi)
+			account_at(m, dev, high, high_proc, &out->peak[out->npeak++]);
 	}
 }

@@ -41,8 +41,12 @@ struct vt_device_account {
 };
 
 struct vt_accounting {
-	struct vt_device_account dev[VT_MAX_DEVICES]; /* devices with a reading */
+	struct vt_device_account dev[VT_MAX_DEVICES]; /* devices with a reading: the last one */
 	uint32_t ndev;
+	/* the same at each device's reading with the most used bytes (the
+	 * shim's peak readings, interpose/peak_sample.c), where it is another */
+	struct vt_device_account peak[VT_MAX_DEVICES];
+	uint32_t npeak;
 };
 
 /* Needs a finished, classified model. */

@@ -337,13 +337,13 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 	vt_json_end_array(j);
 }
 
-/* Used memory per device by holder (accounting.h). */
-void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a)
+static void device_accounts(struct vt_json *j, const char *key, const struct vt_device_account *v,
+                            uint32_t n)
 {
-	vt_json_key(j, "accounting");
+	vt_json_key(j, key);
 	vt_json_begin_array(j);
-	for (uint32_t i = 0; i < a->ndev; i++) {
-		const struct vt_device_account *d = &a->dev[i];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_device_account *d = &v[i];
 		vt_json_begin_object(j);
 		vt_json_kv_i64(j, "device", d->device);
 		vt_json_kv_u64(j, "t_ns", d->t_ns);
@@ -368,6 +368,14 @@ void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a)
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);
+}
+
+/* Used memory per device by holder (accounting.h): at the last reading, and
+ * at the one with the most used bytes where that is another. */
+void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a)
+{
+	device_accounts(j, "accounting", a->dev, a->ndev);
+	device_accounts(j, "accounting_at_peak", a->peak, a->npeak);
 }
 
 static void sites(struct vt_json *j, const struct vt_report *r)

@@ -143,43 +143,51 @@ static void processes(const struct vt_report *r, FILE *out)
 	}
 }
 
-/* Used memory per device at its last reading, by holder. */
+/* One device's used memory at one reading, by holder. */
+static void device_account(const struct vt_device_account *d, FILE *out)
+{
+	char used[32], total[32], when[32], b[32], safe[128];
+	vt_format_bytes(d->used_bytes, used, sizeof used);
+	vt_format_bytes(d->total_bytes, total, sizeof total);
+	vt_format_seconds(d->t_ns, when, sizeof when);
+	fprintf(out, "  GPU %d: %s used of %s at %s (%s)\n", d->device, used, total, when,
+	        vt_meminfo_reason_name(d->reason));
+	const struct {
+		const char *what;
+		uint64_t bytes;
+	} part[] = {
+	    {"framework allocations", d->framework_bytes},
+	    {"allocator pools", d->pool_bytes},
+	    {"VMM mappings", d->vmm_bytes},
+	};
+	for (size_t k = 0; k < sizeof part / sizeof part[0]; k++) {
+		vt_format_bytes(part[k].bytes, b, sizeof b);
+		fprintf(out, "    %10s  %s\n", b, part[k].what);
+	}
+	for (uint32_t k = 0; k < d->nlibs; k++) {
+		vt_format_bytes(d->libs[k].bytes, b, sizeof b);
+		fprintf(out, "    %10s  library %s (its own allocations)\n", b,
+		        vt_term_safe(d->libs[k].module, safe, sizeof safe));
+	}
+	vt_format_bytes(d->unexplained_bytes, b, sizeof b);
+	fprintf(out,
+	        "    %10s  unexplained: used minus all of the above (context, kernel "
+	        "images, other processes)\n",
+	        b);
+}
+
+/* Used memory per device at its highest reading (where that is not the
+ * last) and at its last one, by holder. */
 static void accounting(const struct vt_report *r, FILE *out)
 {
-	if (!r->accounting.ndev)
+	const struct vt_accounting *a = &r->accounting;
+	if (!a->ndev)
 		return;
 	heading(out, "\n", "Accounting (used per cuMemGetInfo, by holder)");
-	for (uint32_t i = 0; i < r->accounting.ndev; i++) {
-		const struct vt_device_account *d = &r->accounting.dev[i];
-		char used[32], total[32], when[32], b[32], safe[128];
-		vt_format_bytes(d->used_bytes, used, sizeof used);
-		vt_format_bytes(d->total_bytes, total, sizeof total);
-		vt_format_seconds(d->t_ns, when, sizeof when);
-		fprintf(out, "  GPU %d: %s used of %s at %s (%s)\n", d->device, used, total, when,
-		        vt_meminfo_reason_name(d->reason));
-		const struct {
-			const char *what;
-			uint64_t bytes;
-		} part[] = {
-		    {"framework allocations", d->framework_bytes},
-		    {"allocator pools", d->pool_bytes},
-		    {"VMM mappings", d->vmm_bytes},
-		};
-		for (size_t k = 0; k < sizeof part / sizeof part[0]; k++) {
-			vt_format_bytes(part[k].bytes, b, sizeof b);
-			fprintf(out, "    %10s  %s\n", b, part[k].what);
-		}
-		for (uint32_t k = 0; k < d->nlibs; k++) {
-			vt_format_bytes(d->libs[k].bytes, b, sizeof b);
-			fprintf(out, "    %10s  library %s (its own allocations)\n", b,
-			        vt_term_safe(d->libs[k].module, safe, sizeof safe));
-		}
-		vt_format_bytes(d->unexplained_bytes, b, sizeof b);
-		fprintf(out,
-		        "    %10s  unexplained: used minus all of the above (context, kernel "
-		        "images, other processes)\n",
-		        b);
-	}
+	for (uint32_t i = 0; i < a->npeak; i++)
+		device_account(&a->peak[i], out);
+	for (uint32_t i = 0; i < a->ndev; i++)
+		device_account(&a->dev[i], out);
 }
 
 /* What vramtrace itself cost each process: last, it is about the tool. */

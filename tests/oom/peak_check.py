@@ -4,8 +4,11 @@ simulated driver whose context holds 48 MiB back:
   - a job whose peak (256 MiB) is mid-run gets a `peak` reading of 256 MiB +
     the reservation (within 1 %), and an `exit` reading;
   - a job allocating and freeing 1 MiB 100000 times makes the shim call
-    cuMemGetInfo at most a few times a second (4/s, plus first use and exit).
+    cuMemGetInfo at most a few times a second (4/s, plus first use and exit);
+  - report --json's accounting_at_peak splits the peak reading: 256 MiB of
+    the job's allocations, the reservation unexplained (within 1 %).
     peak_check.py VRAMTRACE PEAK_JOB SIMDRIVER_DIR WORK"""
+import json
 import os
 import re
 import shutil
@@ -40,6 +43,18 @@ def check_peak(vt, job, sim, work, fails):
         fails.append(f"a peak reading of {want} within 1 %, got {readings}")
     if "exit" not in [reason for reason, _ in readings]:
         fails.append(f"an exit reading, got {readings}")
+    # report --json accounts for the peak reading too: the job's 256 MiB as
+    # framework allocations, the reservation as unexplained (within 1 %)
+    rep = json.loads(subprocess.run([vt, "report", "--json", trace], check=True,
+                                    stdout=subprocess.PIPE, text=True).stdout)
+    at_peak = [d for d in rep.get("accounting_at_peak", []) if d["device"] == 0]
+    if not at_peak:
+        fails.append(f"no accounting_at_peak for GPU 0: {rep.get('accounting_at_peak')}")
+    else:
+        d = at_peak[0]
+        if d["reading"] != "peak" or abs(d["framework_bytes"] - PEAK) > PEAK / 100 or \
+                abs(d["unexplained_bytes"] - RESERVE) > RESERVE / 100:
+            fails.append(f"accounting at the peak: {d}")
 
 
 def check_loop(vt, job, sim, work, fails):
