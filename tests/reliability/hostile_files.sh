@@ -6,7 +6,8 @@
 #     followed, and the output is 0600;
 #   - run refuses a trace directory that others can write to, and one whose
 #     path leaves no room for its files;
-#   - report skips a log whose header is another pid's than its name says;
+#   - report skips a log whose header is another pid's than its name says,
+#     and (as root) one owned by another user;
 #   - run.json stays valid JSON when argv is not UTF-8;
 #   - more logs than mappings left: one line names the limit, the rest is read.
 #   hostile_files.sh VRAMTRACE GOLDEN_TRACE WORKDIR
@@ -95,6 +96,20 @@ grep -q "vramtrace.4242.0.log holds the log of pid $pid, not of pid 4242" "$work
 grep -q "skipped" "$work/planted.err" || fail "not said to be skipped"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d["processes"]) != 1)' \
 	"$work/planted.json" || fail "the planted log was read as a process"
+
+# another user's log in our trace directory (needs root to make one: skipped
+# otherwise): said and skipped, not read as a process of the job
+if [[ $(id -u) == 0 ]] && id nobody >/dev/null 2>&1; then
+	name="a log owned by another user"
+	foreign=$work/foreign
+	cp -r "$trace" "$foreign"
+	chown nobody "$foreign/$log"
+	"$vt" report "$foreign" --json >"$work/foreign.json" 2>"$work/foreign.err"
+	grep -q "is owned by uid $(id -u nobody), not by the trace directory's owner" \
+		"$work/foreign.err" || fail "no warning naming the owner: $(head -2 "$work/foreign.err")"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d["processes"]) == 0)' \
+		"$work/foreign.json" 2>/dev/null && fail "the foreign log was read as a process"
+fi
 
 # ---- run.json with argv that is not UTF-8 ------------------------------------------
 name="run.json with non-UTF-8 argv"
