@@ -44,6 +44,7 @@
 #include "vramtrace/env_flag.h"
 #include "event_clock.h"
 #include "log_file.h"
+#include "rank_env.h"
 #include "vramtrace/event_packed.h"
 #include "vramtrace/size_text.h"
 
@@ -306,6 +307,7 @@ static void fill_header(struct vt_file_header *h, int pid, uint32_t exec_index)
 		h->flags |= VT_FLAG_TSC_CLOCK;
 	h->flags |= VT_FLAG_SEALS;
 	vt_log_file_describe(h);
+	vt_rank_env_describe(h);
 	/* magic last: a reader never trusts a half-written header */
 	uint64_t magic;
 	memcpy(&magic, VT_MAGIC, sizeof magic);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rank_env.h" /* the log writer's names of the rank variables */
 #include "commands.h"
 #include "json_out.h"
 #include "log_reader.h"
@@ -353,6 +354,11 @@ static void print_header(struct emit *e, const struct vt_log *log, uint64_t trac
 	const char *clock = h->flags & VT_FLAG_TSC_CLOCK ? "tsc" : "clock_gettime";
 	e_str(e, "clock", clock, strlen(clock));
 	e_str(e, "host", h->hostname, strlen(h->hostname));
+	if (h->rank_source) { /* the launcher's rank environment (logwriter/rank_env.h) */
+		e_u64(e, "rank", h->rank_p1 - 1);
+		const char *from = vt_rank_source_variable(h->rank_source);
+		e_str(e, "rank_from", from, strlen(from));
+	}
 	e_u64(e, "warnings", vt_log_warnings(log));
 	e_u64(e, "self_calls", h->self_calls); /* the shim's own time: recording_cost.h */
 	e_u64(e, "self_timed", h->self_timed);

@@ -187,6 +187,21 @@ void vt_model_free(struct vt_model *m)
 	free(m);
 }
 
+/* The rank fields of p from its log's header: the header stores ranks plus
+ * one so that zero, an older log's padding, reads as unknown. */
+static void proc_rank_from_header(struct vt_proc *p, const struct vt_file_header *hdr)
+{
+	p->rank = hdr->rank_p1 && hdr->rank_p1 <= INT32_MAX ? (int32_t)(hdr->rank_p1 - 1) : -1;
+	p->local_rank = hdr->local_rank_p1 && hdr->local_rank_p1 <= INT32_MAX
+	                    ? (int32_t)(hdr->local_rank_p1 - 1)
+	                    : -1;
+	p->world_size = hdr->world_size;
+	p->local_world_size = hdr->local_world_size;
+	p->rank_source = p->rank >= 0 ? hdr->rank_source : VT_RANK_NONE;
+	memcpy(p->rank_role, hdr->rank_role, sizeof p->rank_role);
+	p->rank_role[sizeof p->rank_role - 1] = '\0';
+}
+
 uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header *hdr,
                                 uint64_t trace_start_ns)
 {
@@ -205,6 +220,7 @@ uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header 
 		vt_self_cost_from_header(hdr, &p->self_cost);
 		p->clock_offset_ns =
 		    hdr->clock_base_ns >= trace_start_ns ? hdr->clock_base_ns - trace_start_ns : 0;
+		p->realtime_base_ns = hdr->realtime_base_ns;
 		p->clean_exit = VT_STATE_OF(hdr->state) == VT_STATE_EXITED;
 		p->exit_code = p->clean_exit ? VT_EXIT_CODE_OF(hdr->state) : 0;
 		p->exe = dup_n(hdr->exe,
@@ -214,11 +230,14 @@ uint32_t vt_model_begin_process(struct vt_model *m, const struct vt_file_header 
 		    hdr->cmdline_len < sizeof hdr->cmdline ? hdr->cmdline_len : sizeof hdr->cmdline;
 		p->cmdline = dup_n(hdr->cmdline, cl);
 		p->hostname = dup_n(hdr->hostname, strnlen(hdr->hostname, sizeof hdr->hostname));
+		proc_rank_from_header(p, hdr);
 	} else {
 		p->exe = dup_n("", 0);
 		p->cmdline = dup_n("", 0);
 		p->hostname = dup_n("", 0);
 	}
+	if (!hdr)
+		p->rank = p->local_rank = -1;
 	p->alloc_begin = p->alloc_end = m->nallocs;
 	p->free_begin = p->free_end = m->nfree_order;
 	p->live = calloc(1, sizeof *p->live);

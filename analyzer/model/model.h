@@ -170,6 +170,7 @@ struct vt_proc {
 	uint64_t state_word;      /* header.state */
 	uint64_t header_flags;    /* header.flags */
 	uint64_t clock_offset_ns; /* header.clock_base_ns - trace start */
+	uint64_t realtime_base_ns; /* header: CLOCK_REALTIME when its log started */
 	uint64_t events_dropped;
 	struct vt_log_integrity integrity; /* its chunks against their seals and the header */
 	int clean_exit;                    /* exited through exit()/return */
@@ -177,6 +178,11 @@ struct vt_proc {
 	int have_exit_rec;
 	int running; /* neither exited nor exec'd, and its process runs now */
 	char *exe, *cmdline, *hostname;
+	/* the launcher's rank environment when its log was made (header rank_*) */
+	int32_t rank, local_rank;           /* -1: unknown */
+	uint32_t world_size, local_world_size; /* 0: unknown */
+	uint32_t rank_source;               /* enum vt_rank_source (VT_RANK_NONE: no rank) */
+	char rank_role[20];                 /* TF_CONFIG task type, or "" */
 	/* allocations of this process: [alloc_begin, alloc_end) of vt_model.allocs */
 	uint32_t alloc_begin, alloc_end;
 	/* frees in the order they happened: [free_begin, free_end) of model.free_order */

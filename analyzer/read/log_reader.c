@@ -159,6 +159,9 @@ static void snapshot_header(struct vt_log *log)
 	if (h->cmdline_len > sizeof h->cmdline)
 		h->cmdline_len = sizeof h->cmdline;
 	h->hostname[sizeof h->hostname - 1] = '\0';
+	h->rank_role[sizeof h->rank_role - 1] = '\0';
+	if (h->rank_source >= VT_RANK_SOURCE_COUNT || !h->rank_p1)
+		h->rank_source = VT_RANK_NONE; /* a rank from a source this reader does not know */
 }
 
 /* ---- chunk index -------------------------------------------------------- */

@@ -163,6 +163,24 @@ struct vt_file_header {
 	 * chunks_claimed one ahead with nothing lost. What a reader compares the
 	 * file's chunks with when the writer seals (VT_FLAG_SEALS). */
 	uint64_t chunks_ready;
+	/* The launcher's rank environment when the log was made
+	 * (logwriter/rank_env.c). Ranks are stored plus one and sizes as they
+	 * are, so zero (older logs, padding, or nothing set) is "unknown". */
+	uint32_t rank_p1, local_rank_p1, world_size, local_world_size;
+	uint32_t rank_source; /* enum vt_rank_source: the variables rank_p1 came from */
+	char rank_role[20];   /* TF_CONFIG's task type ("worker"), NUL-terminated */
+};
+
+/* Where a log's rank came from (vt_file_header.rank_source). */
+enum vt_rank_source {
+	VT_RANK_NONE = 0,
+	VT_RANK_TORCH,     /* RANK, LOCAL_RANK, WORLD_SIZE (torchrun, accelerate) */
+	VT_RANK_OMPI,      /* OMPI_COMM_WORLD_* (mpirun) */
+	VT_RANK_HOROVOD,   /* HOROVOD_RANK (horovodrun) */
+	VT_RANK_PMI,       /* PMI_RANK (MPICH, Intel MPI) */
+	VT_RANK_SLURM,     /* SLURM_PROCID (srun) */
+	VT_RANK_TF_CONFIG, /* TF_CONFIG's task index */
+	VT_RANK_SOURCE_COUNT
 };
 _Static_assert(sizeof(struct vt_file_header) <= VT_HEADER_SIZE, "header fits");
 
