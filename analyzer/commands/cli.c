@@ -115,3 +115,12 @@ int vt_cli_one_trace(const char *command, const char **slot, const char *arg)
 	*slot = arg;
 	return 0;
 }
+
+int vt_cli_add_trace(const char *command, struct vt_cli_traces *t, const char *arg)
+{
+	if (t->n == VT_CLI_MAX_TRACES)
+		return vt_cli_usage_error(command, "at most %d traces ('%s')", VT_CLI_MAX_TRACES,
+		                          arg);
+	t->dir[t->n++] = arg;
+	return 0;
+}

@@ -54,6 +54,17 @@ int vt_cli_parse(const struct vt_cli_parser *p, int argc, char **argv, void *ctx
  * *slot is already set. */
 int vt_cli_one_trace(const char *command, const char **slot, const char *arg);
 
+/* The traces a command reads together: one directory per host of a job
+ * (`vramtrace run` on each host), reported as one job. */
+#define VT_CLI_MAX_TRACES 64
+struct vt_cli_traces {
+	const char *dir[VT_CLI_MAX_TRACES];
+	unsigned n;
+};
+
+/* Add arg to t: 0, or a usage error past VT_CLI_MAX_TRACES. */
+int vt_cli_add_trace(const char *command, struct vt_cli_traces *t, const char *arg);
+
 /* "vramtrace CMD: <message>" and "Try 'vramtrace CMD --help' ..." on
  * stderr; returns 2, the exit code of every usage error. */
 int vt_cli_usage_error(const char *command, const char *fmt, ...)

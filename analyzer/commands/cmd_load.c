@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "cmd_load.h"
 #include "log_reader.h"
 #include "trace_dir.h"
@@ -51,4 +52,22 @@ struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming)
 	if (!m)
 		fprintf(stderr, "vramtrace %s: %s\n", cmd, err[0] ? err : "cannot read the trace");
 	return m;
+}
+
+int vt_cmd_load_all(const char *cmd, const struct vt_cli_traces *t, struct vt_model **models)
+{
+	for (unsigned i = 0; i < t->n; i++) {
+		models[i] = vt_cmd_load(cmd, t->dir[i], 0);
+		if (!models[i]) {
+			vt_cmd_free_all(models, i);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void vt_cmd_free_all(struct vt_model **models, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		vt_model_free(models[i]);
 }

@@ -1,5 +1,6 @@
-/* vramtrace report [options] DIR: what held each device at its peak (the
- * options: report_options). */
+/* vramtrace report [options] DIR...: what held each device at its peak (the
+ * options: report_options); several traces (one per host) or one with
+ * several ranks are reported as one job (ranks.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 #include "export_html.h" /* --html (export/) */
 #include "model.h"
 #include "model_stream.h"
+#include "ranks.h"
+#include "ranks_out.h"
 #include "report.h"
 #include "report_json.h"
 #include "report_text.h"
@@ -28,13 +31,17 @@ static const struct vt_cli_option report_options[] = {
 };
 
 static const struct vt_cli_help report_help = {
-    "report", "DIR", "Say what held each device at its peak: categories, sites, findings.",
+    "report", "DIR...", "Say what held each device at its peak: categories, sites, findings.",
     report_options,
+    "Several DIRs (one per host of a job), or one whose processes recorded a\n"
+    "launcher's rank, add the ranks side by side: each rank's peak, the imbalance\n"
+    "between ranks per category and how their steps line up.\n"
     "exit: 0, 1 when the trace cannot be read or the output written, 2 for a usage error.\n"};
 
 struct report_args {
 	struct vt_report_options opt;
-	const char *dir, *html;
+	struct vt_cli_traces traces;
+	const char *html;
 	int stream; /* --stream */
 };
 
@@ -65,7 +72,7 @@ static int report_option(void *ctx, const struct vt_cli_option *o, const char *v
 
 static int report_operand(void *ctx, const char *arg)
 {
-	return vt_cli_one_trace("report", &((struct report_args *)ctx)->dir, arg);
+	return vt_cli_add_trace("report", &((struct report_args *)ctx)->traces, arg);
 }
 
 /* Parse the options into a: 0, VT_CLI_HELP_SHOWN or an exit code. */
@@ -77,13 +84,17 @@ static int parse(int argc, char **argv, struct report_args *a)
 	int next, rc = vt_cli_parse(&parser, argc, argv, a, &next);
 	if (rc)
 		return rc;
-	if (!a->dir)
+	if (!a->traces.n)
 		return vt_cli_usage_error("report",
 		                          "which trace? (a directory `vramtrace run` wrote)");
 	if (a->stream && (a->opt.at || a->opt.with_allocs || a->html))
 		return vt_cli_usage_error("report",
 		                          "--stream keeps only what was live at each peak: "
 		                          "no --at, --allocs or --html with it");
+	if (a->traces.n > 1 && (a->stream || a->html))
+		return vt_cli_usage_error("report",
+		                          "--stream and --html read one trace; for several, "
+		                          "`vramtrace export --format html DIR...`");
 	return 0;
 }
 
@@ -101,6 +112,42 @@ static int report_stream(const char *dir, const struct vt_report_options *opt)
 	return rc ? 1 : 0;
 }
 
+/* Each trace's report into reports[0..n): 0, or 2 after a line on
+ * stderr (a malformed --at), none left built. */
+static int build_reports(struct vt_report *reports, struct vt_model **models,
+                         const struct report_args *a)
+{
+	char err[512] = "";
+	for (unsigned i = 0; i < a->traces.n; i++) {
+		struct vt_report_options opt = a->opt;
+		opt.title = a->traces.dir[i];
+		if (vt_report_build(&reports[i], models[i], &opt, err, sizeof err) == 0)
+			continue;
+		fprintf(stderr, "vramtrace report: %s\n", err);
+		while (i-- > 0)
+			vt_report_free(&reports[i]);
+		return 2;
+	}
+	return 0;
+}
+
+/* The reports of one trace, or of a job's traces with the rank view. */
+static int write_reports(const struct vt_report *reports, unsigned n, const struct report_args *a)
+{
+	const struct vt_report *list[VT_CLI_MAX_TRACES];
+	for (unsigned i = 0; i < n; i++)
+		list[i] = &reports[i];
+	if (!vt_job_wanted(list, n))
+		return a->opt.json ? vt_report_write_json(&reports[0], stdout)
+		                   : vt_report_write_text(&reports[0], stdout);
+	struct vt_job job;
+	if (vt_job_build(&job, list, n) != 0)
+		return -1;
+	int rc = vt_job_write_report(&job, list, n, a->opt.json, stdout);
+	vt_job_free(&job);
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a;
@@ -108,27 +155,33 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
 	if (a.stream)
-		return report_stream(a.dir, &a.opt);
-	a.opt.title = a.dir;
-	struct vt_model *m = vt_cmd_load("report", a.dir, 0);
-	if (!m)
+		return report_stream(a.traces.dir[0], &a.opt);
+	struct vt_model *models[VT_CLI_MAX_TRACES];
+	/* a report holds per-device tables: on the heap, not 64 on the stack */
+	struct vt_report *reports = calloc(a.traces.n, sizeof *reports);
+	if (!reports || vt_cmd_load_all("report", &a.traces, models) != 0) {
+		free(reports);
 		return 1;
-	char err[512] = "";
-	struct vt_report r;
-	if (vt_report_build(&r, m, &a.opt, err, sizeof err) != 0) {
-		fprintf(stderr, "vramtrace report: %s\n", err);
-		vt_model_free(m);
-		return 2;
 	}
-	rc = a.opt.json ? vt_report_write_json(&r, stdout) : vt_report_write_text(&r, stdout);
+	rc = build_reports(reports, models, &a);
+	if (rc) {
+		vt_cmd_free_all(models, a.traces.n);
+		free(reports);
+		return rc;
+	}
+	rc = write_reports(reports, a.traces.n, &a);
 	if (rc)
 		fprintf(stderr, "vramtrace report: writing the report failed\n");
-	vt_report_free(&r);
+	for (unsigned i = 0; i < a.traces.n; i++)
+		vt_report_free(&reports[i]);
+	free(reports);
+	char err[512] = "";
 	/* --html FILE: `vramtrace export DIR --format html -o FILE` (export part) */
-	if (a.html && vt_export_html_file(m, a.dir, a.html, err, sizeof err) != 0) {
+	if (a.html &&
+	    vt_export_html_file(models[0], a.traces.dir[0], a.html, err, sizeof err) != 0) {
 		fprintf(stderr, "vramtrace report: %s\n", err);
 		rc = 1;
 	}
-	vt_model_free(m);
+	vt_cmd_free_all(models, a.traces.n);
 	return rc ? 1 : 0;
 }

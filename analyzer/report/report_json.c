@@ -101,6 +101,9 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_begin_object(j);
 		vt_json_kv_i64(j, "pid", p->pid);
 		vt_json_kv_i64(j, "ppid", p->ppid);
+		vt_json_kv_string(j, "host", p->hostname);
+		if (p->rank_source) /* the launcher's rank (ranks.h has the job view) */
+			vt_json_kv_i64(j, "rank", p->rank);
 		vt_json_kv_string(j, "exe", p->exe);
 		vt_json_kv_bool(j, "clean_exit", p->clean_exit);
 		vt_json_kv_string(j, "state",
@@ -487,25 +490,31 @@ static void allocations(struct vt_json *j, const struct vt_report *r)
 	vt_json_end_array(j);
 }
 
+/* The report as one JSON object: its keys are vt_report_json_fields's. */
 int vt_report_write_json(const struct vt_report *r, FILE *out)
 {
 	struct vt_json j;
 	vt_json_init(&j, out, 1);
 	vt_json_begin_object(&j);
-	vt_json_kv_string(&j, "trace", r->opt.title ? r->opt.title : "");
-	verdict(&j, r);
-	totals(&j, &r->m->totals);
-	processes(&j, r->m);
-	devices(&j, r);
-	categories(&j, "categories_at_peak", r->cats_at_peak);
-	vt_report_low_confidence_json(&j, r);
-	steps(&j, r);
-	flags(&j, r);
-	sites(&j, r);
-	at(&j, r);
-	vt_report_accounting_json(&j, &r->accounting);
-	if (r->opt.with_allocs)
-		allocations(&j, r);
+	vt_report_json_fields(r, &j);
 	vt_json_end_object(&j);
 	return vt_json_finish(&j);
+}
+
+void vt_report_json_fields(const struct vt_report *r, struct vt_json *j)
+{
+	vt_json_kv_string(j, "trace", r->opt.title ? r->opt.title : "");
+	verdict(j, r);
+	totals(j, &r->m->totals);
+	processes(j, r->m);
+	devices(j, r);
+	categories(j, "categories_at_peak", r->cats_at_peak);
+	vt_report_low_confidence_json(j, r);
+	steps(j, r);
+	flags(j, r);
+	sites(j, r);
+	at(j, r);
+	vt_report_accounting_json(j, &r->accounting);
+	if (r->opt.with_allocs)
+		allocations(j, r);
 }

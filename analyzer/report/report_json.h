@@ -7,8 +7,10 @@
 #include "report.h"
 
 int vt_report_write_json(const struct vt_report *r, FILE *out);
-/* "recording_cost": what recording cost process p, as an object, or null. */
 struct vt_json;
+/* The report's keys, into an object j has open (a job's trace, report.md). */
+void vt_report_json_fields(const struct vt_report *r, struct vt_json *j);
+/* "recording_cost": what recording cost process p, as an object, or null. */
 void vt_report_recording_cost_json(struct vt_json *j, const struct vt_proc *p);
 /* "accounting": used memory per device by holder (accounting.h). */
 void vt_report_accounting_json(struct vt_json *j, const struct vt_accounting *a);

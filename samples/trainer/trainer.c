@@ -46,6 +46,7 @@ struct options {
 	uint64_t dataset_bytes, batch_bytes, act_bytes, upload_chunk, pool_bytes;
 	uint64_t layer_bytes[MAX_LAYERS];
 	int layers, steps, prefetch, devices, opt_slots;
+	int first_device; /* --first-device: the first device ordinal used */
 	uint64_t batch; /* --batch: samples per step, 0 = not given */
 	enum lookup lookup;
 	int pool_mode;
@@ -71,6 +72,7 @@ static void usage(FILE *to)
 	        "  --prefetch N          batches alive at once, the one in use included\n"
 	        "                        (default 2; 1 = synchronous upload)\n"
 	        "  --devices N           data-parallel replicas, dataset replicated (default 1)\n"
+	        "  --first-device N      use devices N.. (one rank per device: N = LOCAL_RANK)\n"
 	        "  --optimizer sgd|momentum|adam   0, 1 or 2 state slots per weight (default adam)\n"
 	        "  --lookup direct|dlsym|getproc   how the driver is found (default getproc)\n"
 	        "  --alloc per-tensor|pool         pool: one region, sub-allocated inside\n"
@@ -231,6 +233,7 @@ static void parse_options(struct options *o, int argc, char **argv)
 		else if (!strcmp(a, "--layer-bytes")) layer_spec = VALUE();
 		else if (!strcmp(a, "--prefetch")) o->prefetch = (int)parse_u64(a, VALUE());
 		else if (!strcmp(a, "--devices")) o->devices = (int)parse_u64(a, VALUE());
+		else if (!strcmp(a, "--first-device")) o->first_device = (int)parse_u64(a, VALUE());
 		else if (!strcmp(a, "--optimizer")) o->opt_slots = pick(a, VALUE(), optimizers, 3);
 		else if (!strcmp(a, "--lookup")) o->lookup = pick(a, VALUE(), lookups, 3);
 		else if (!strcmp(a, "--alloc")) o->pool_mode = pick(a, VALUE(), allocs, 2);
@@ -260,7 +263,8 @@ static void parse_options(struct options *o, int argc, char **argv)
 		o->prefetch = 1;
 	if (o->prefetch > 32)
 		die_usage("--prefetch is at most 32");
-	if (o->devices < 1 || o->devices > MAX_DEVICES || o->steps < 1 || o->batch_bytes == 0 ||
+	if (o->devices < 1 || o->devices > MAX_DEVICES || o->first_device >= MAX_DEVICES ||
+	    o->steps < 1 || o->batch_bytes == 0 ||
 	    o->dataset_bytes < o->batch_bytes)
 		die_usage("need 1..8 devices, >= 1 step and a dataset at least one batch large");
 }
@@ -556,11 +560,11 @@ static void setup(struct job *j)
 	CHECK(j->drv.Init(0));
 	int n = 0;
 	CHECK(j->drv.DeviceGetCount(&n));
-	if (n < o->devices)
-		die("%d devices asked, the driver has %d", o->devices, n);
+	if (n < o->first_device + o->devices)
+		die("%d devices from %d asked, the driver has %d", o->devices, o->first_device, n);
 	for (int d = 0; d < o->devices; d++) {
 		CUdevice dev;
-		CHECK(j->drv.DeviceGet(&dev, d));
+		CHECK(j->drv.DeviceGet(&dev, o->first_device + d));
 		CHECK(j->drv.PrimaryCtxRetain(&j->ctx[d], dev));
 	}
 	j->host_bytes = o->dataset_bytes > weight_total(o) ? o->dataset_bytes : weight_total(o);
