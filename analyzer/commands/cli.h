@@ -56,7 +56,7 @@ int vt_cli_one_trace(const char *command, const char **slot, const char *arg);
 
 /* The traces a command reads together: one directory per host of a job
  * (`vramtrace run` on each host), reported as one job. */
-#define VT_CLI_MAX_TRACES 64
+#define VT_CLI_MAX_TRACES 512
 struct vt_cli_traces {
 	const char *dir[VT_CLI_MAX_TRACES];
 	unsigned n;

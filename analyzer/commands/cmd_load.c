@@ -3,8 +3,11 @@
  * longer than half a second (a 100 M-event trace takes the full model half a
  * minute, which should not look like a hang); and before the full model, a
  * line when the trace looks too big for the memory the analyzer may take. */
+#include <dirent.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "cmd_load.h"
@@ -14,6 +17,7 @@
 #include "model.h"
 #include "model_load.h"
 #include "model_stream.h"
+#include "run_lock.h" /* what holds a trace */
 #include "term.h"
 #include "units.h"
 
@@ -70,4 +74,62 @@ void vt_cmd_free_all(struct vt_model **models, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		vt_model_free(models[i]);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The trace directories directly inside `dir`, sorted, into names[]. */
+static unsigned traces_inside(const char *dir, char **names, unsigned cap)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	unsigned n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < cap) {
+		if (e->d_name[0] == '.')
+			continue;
+		size_t len = strlen(dir) + strlen(e->d_name) + 2;
+		char *path = malloc(len);
+		if (!path)
+			break;
+		snprintf(path, len, "%s/%s", dir, e->d_name);
+		if (vt_run_dir_holds_trace(path))
+			names[n++] = path;
+		else
+			free(path);
+	}
+	closedir(d);
+	qsort(names, n, sizeof *names, name_cmp);
+	return n;
+}
+
+int vt_cmd_add_traces(const char *cmd, struct vt_cli_traces *t, const char *arg, char **names,
+                      unsigned *nnames)
+{
+	if (vt_run_dir_holds_trace(arg))
+		return vt_cli_add_trace(cmd, t, arg);
+	unsigned room = VT_CLI_MAX_TRACES - *nnames;
+	unsigned found = traces_inside(arg, names + *nnames, room);
+	if (!found) /* not a job folder: the load says what it is */
+		return vt_cli_add_trace(cmd, t, arg);
+	if (found == room) {
+		vt_cmd_free_names(names + *nnames, found);
+		return vt_cli_usage_error(cmd, "%s holds %u traces or more: at most %d at once",
+		                          arg, room, VT_CLI_MAX_TRACES);
+	}
+	int rc = 0;
+	for (unsigned i = 0; i < found && !rc; i++)
+		rc = vt_cli_add_trace(cmd, t, names[*nnames + i]);
+	*nnames += found;
+	return rc;
+}
+
+void vt_cmd_free_names(char **names, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		free(names[i]);
 }

@@ -15,4 +15,14 @@ struct vt_cli_traces;
 int vt_cmd_load_all(const char *cmd, const struct vt_cli_traces *t, struct vt_model **models);
 void vt_cmd_free_all(struct vt_model **models, unsigned n);
 
+/* A job folder: a folder that holds no trace itself but trace directories
+ * (one per host or rank, as `run -o job/%h` makes them). Adds to t the
+ * trace directories inside `arg`, sorted by name, when it is a job folder,
+ * else arg itself. The names added are the caller's to free with
+ * vt_cmd_free_names (names[0..*nnames), at most VT_CLI_MAX_TRACES).
+ * 0, or a usage error's exit code after one line on stderr. */
+int vt_cmd_add_traces(const char *cmd, struct vt_cli_traces *t, const char *arg, char **names,
+                      unsigned *nnames);
+void vt_cmd_free_names(char **names, unsigned n);
+
 #endif

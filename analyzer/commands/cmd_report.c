@@ -41,6 +41,8 @@ static const struct vt_cli_help report_help = {
 struct report_args {
 	struct vt_report_options opt;
 	struct vt_cli_traces traces;
+	char *names[VT_CLI_MAX_TRACES]; /* traces found in job folders */
+	unsigned nnames;
 	const char *html;
 	int stream; /* --stream */
 };
@@ -72,7 +74,8 @@ static int report_option(void *ctx, const struct vt_cli_option *o, const char *v
 
 static int report_operand(void *ctx, const char *arg)
 {
-	return vt_cli_add_trace("report", &((struct report_args *)ctx)->traces, arg);
+	struct report_args *a = ctx;
+	return vt_cmd_add_traces("report", &a->traces, arg, a->names, &a->nnames);
 }
 
 /* Parse the options into a: 0, VT_CLI_HELP_SHOWN or an exit code. */
@@ -148,40 +151,49 @@ static int write_reports(const struct vt_report *reports, unsigned n, const stru
 	return rc;
 }
 
-int cmd_report(int argc, char **argv)
+/* The report of a's traces: 0, or the command's exit code. */
+static int report_traces(const struct report_args *a)
 {
-	struct report_args a;
-	int rc = parse(argc, argv, &a);
-	if (rc)
-		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
-	if (a.stream)
-		return report_stream(a.traces.dir[0], &a.opt);
+	if (a->stream)
+		return report_stream(a->traces.dir[0], &a->opt);
 	struct vt_model *models[VT_CLI_MAX_TRACES];
-	/* a report holds per-device tables: on the heap, not 64 on the stack */
-	struct vt_report *reports = calloc(a.traces.n, sizeof *reports);
-	if (!reports || vt_cmd_load_all("report", &a.traces, models) != 0) {
+	/* a report holds per-device tables: on the heap, not hundreds on the stack */
+	struct vt_report *reports = calloc(a->traces.n, sizeof *reports);
+	if (!reports || vt_cmd_load_all("report", &a->traces, models) != 0) {
 		free(reports);
 		return 1;
 	}
-	rc = build_reports(reports, models, &a);
+	int rc = build_reports(reports, models, a);
 	if (rc) {
-		vt_cmd_free_all(models, a.traces.n);
+		vt_cmd_free_all(models, a->traces.n);
 		free(reports);
 		return rc;
 	}
-	rc = write_reports(reports, a.traces.n, &a);
+	rc = write_reports(reports, a->traces.n, a);
 	if (rc)
 		fprintf(stderr, "vramtrace report: writing the report failed\n");
-	for (unsigned i = 0; i < a.traces.n; i++)
+	for (unsigned i = 0; i < a->traces.n; i++)
 		vt_report_free(&reports[i]);
 	free(reports);
 	char err[512] = "";
 	/* --html FILE: `vramtrace export DIR --format html -o FILE` (export part) */
-	if (a.html &&
-	    vt_export_html_file(models[0], a.traces.dir[0], a.html, err, sizeof err) != 0) {
+	if (a->html &&
+	    vt_export_html_file(models[0], a->traces.dir[0], a->html, err, sizeof err) != 0) {
 		fprintf(stderr, "vramtrace report: %s\n", err);
 		rc = 1;
 	}
-	vt_cmd_free_all(models, a.traces.n);
+	vt_cmd_free_all(models, a->traces.n);
 	return rc ? 1 : 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_args a;
+	int rc = parse(argc, argv, &a);
+	if (!rc)
+		rc = report_traces(&a);
+	else if (rc == VT_CLI_HELP_SHOWN)
+		rc = 0;
+	vt_cmd_free_names(a.names, a.nnames);
+	return rc;
 }

@@ -34,6 +34,7 @@
 #include "recording_cost.h"
 #include "run_collect.h"   /* --shm logs into the trace */
 #include "run_lock.h"      /* one launcher per trace directory */
+#include "run_out_name.h"  /* -o placeholders: %h, %p, %q{RANK} */
 #include "run_relay.h"     /* the job's stderr through the launcher */
 #include "run_summary.h"   /* the short answer when the job ends */
 #include "sidecar_write.h" /* names resolved on this host, so the trace reads the same elsewhere */
@@ -64,7 +65,9 @@ struct run_job {
 };
 
 static const struct vt_cli_option run_options[] = {
-    {"-o", "DIR", "the trace directory (default vramtrace-CMD-DATE-TIME here)"},
+    {"-o", "DIR",
+     "the trace directory (default vramtrace-CMD-DATE-TIME here); %h host, %p pid, "
+     "%q{VAR} a variable (-o job/rank%q{RANK})"},
     {"--per-tensor", NULL, "one driver allocation per tensor (PyTorch, TensorFlow, JAX)"},
     {"--stack-depth", "N", "native frames kept per stack, 0..512 (default 128; 0: no stacks)"},
     {"--free-stacks", NULL, "frees carry their own stack too"},
@@ -181,10 +184,32 @@ static void default_dir_name(const struct run_job *job, char *out, size_t len)
 	struct tm tm;
 	localtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-	snprintf(out, len, "vramtrace-%.64s-%s", *name ? name : "job", stamp);
+	/* ranks of one launcher start within the same second: each its own */
+	long rank = vt_run_env_rank();
+	char rank_part[32] = "";
+	if (rank >= 0)
+		snprintf(rank_part, sizeof rank_part, "-rank%ld", rank);
+	snprintf(out, len, "vramtrace-%.64s-%s%s", *name ? name : "job", stamp, rank_part);
 	for (char *c = out; *c; c++) /* a command name never makes a path */
 		if (*c == '/' || *c == ' ')
 			*c = '_';
+}
+
+/* The folders above the trace directory, as `mkdir -p` makes them: ranks
+ * writing job/rank0, job/rank1 ... at once all find or make job/. */
+static int make_parents(const char *path)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *s = buf + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST) {
+			fprintf(stderr, "vramtrace run: cannot create %s: %s\n", buf, strerror(errno));
+			return -1;
+		}
+		*s = '/';
+	}
+	return 0;
 }
 
 /* An existing directory the trace may go into: ours, not a symlink, not
@@ -253,12 +278,14 @@ static int dir_path_fits(const char *name)
 
 static int make_dirs(struct run_job *job)
 {
-	char name[PATH_MAX];
-	if (job->out_dir)
-		snprintf(name, sizeof name, "%s", job->out_dir);
-	else
+	char name[PATH_MAX], err[512];
+	if (job->out_dir && vt_run_out_name(job->out_dir, name, sizeof name, err, sizeof err)) {
+		fprintf(stderr, "vramtrace run: %s\n", err);
+		return -1;
+	}
+	if (!job->out_dir)
 		default_dir_name(job, name, sizeof name);
-	if (!dir_path_fits(name) || make_private_dir(name, &job->made_dir))
+	if (!dir_path_fits(name) || make_parents(name) || make_private_dir(name, &job->made_dir))
 		return -1;
 	if (!realpath(name, job->dir)) {
 		fprintf(stderr, "vramtrace run: cannot resolve %s: %s\n", name, strerror(errno));
