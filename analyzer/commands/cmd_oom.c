@@ -12,6 +12,7 @@
 #include "json_out.h"
 #include "accounting.h"
 #include "oom.h"
+#include "ranks.h" /* a process's rank and wall clock */
 #include "report_json.h"
 #include "record_text.h"
 #include "site_names.h"
@@ -388,7 +389,117 @@ static void json_procs(struct vt_json *j, const struct vt_oom_report *r)
 	vt_json_end_array(j);
 }
 
-static int write_json(const struct vt_oom_report *r, FILE *out)
+/* ---- a job's traces ------------------------------------------------------- */
+
+/* One trace's first out-of-memory, placed on the wall clock. */
+struct job_oom {
+	unsigned trace;
+	uint64_t wall_ns;
+	char who[96]; /* "rank 2" or host:pid */
+	char site[VT_OOM_SITE_LEN];
+};
+
+/* The out-of-memory events of several traces (a job's hosts). */
+struct job_ooms {
+	unsigned ntraces;
+	const struct vt_cli_traces *traces;
+	struct job_oom *v;
+	unsigned n;
+	unsigned first; /* earliest by wall clock */
+};
+
+/* Trace i's first out-of-memory into job (if it has one): 0, or 1. */
+static int job_ooms_read(struct job_ooms *job, unsigned i)
+{
+	struct vt_model *m = vt_cmd_load("oom", job->traces->dir[i], 0);
+	if (!m)
+		return 1;
+	char err[1024];
+	struct vt_oom_report r;
+	if (vt_oom_build(&r, m, 1, err, sizeof err) == 0 && r.source != VT_OOM_NONE) {
+		struct job_oom *o = &job->v[job->n++];
+		const struct vt_proc *p = &m->procs[r.at.proc < m->nprocs ? r.at.proc : 0];
+		o->trace = i;
+		o->wall_ns = vt_proc_wall_ns(p, r.t_ns);
+		vt_proc_rank_label(p, o->who, sizeof o->who);
+		snprintf(o->site, sizeof o->site, "%s", r.site);
+		if (o->wall_ns < job->v[job->first].wall_ns)
+			job->first = job->n - 1;
+	}
+	vt_oom_free(&r);
+	vt_model_free(m);
+	return 0;
+}
+
+static int job_ooms_find(struct job_ooms *job, const struct vt_cli_traces *traces)
+{
+	memset(job, 0, sizeof *job);
+	job->traces = traces;
+	job->ntraces = traces->n;
+	job->v = calloc(traces->n, sizeof *job->v);
+	if (!job->v)
+		return 1;
+	for (unsigned i = 0; i < traces->n; i++)
+		if (job_ooms_read(job, i)) {
+			free(job->v);
+			return 1;
+		}
+	return 0;
+}
+
+/* Which traces ran out of memory, the first one's post-mortem below. */
+static void job_ooms_text(const struct job_ooms *job, FILE *out)
+{
+	if (!job)
+		return;
+	if (!job->n) {
+		fprintf(out,
+		        "vramtrace oom: none of the %u traces has an out-of-memory event; the "
+		        "first trace's state follows\n\n",
+		        job->ntraces);
+		return;
+	}
+	const struct job_oom *f = &job->v[job->first];
+	fprintf(out,
+	        "vramtrace oom: %u of %u traces ran out of memory; the first (wall clock) "
+	        "was %s in %s, its post-mortem below\n",
+	        job->n, job->ntraces, f->who, job->traces->dir[f->trace]);
+	for (unsigned i = 0; i < job->n; i++) {
+		char site[1024];
+		if (i != job->first)
+			fprintf(out, "  then %s in %s (%+.3f s)%s%s\n", job->v[i].who,
+			        job->traces->dir[job->v[i].trace],
+			        ((double)job->v[i].wall_ns - (double)f->wall_ns) / 1e9,
+			        job->v[i].site[0] ? " at " : "",
+			        vt_term_safe(job->v[i].site, site, sizeof site));
+	}
+	fputc('\n', out);
+}
+
+/* "job": the traces and each one's first out-of-memory. */
+static void job_ooms_json(struct vt_json *j, const struct job_ooms *job)
+{
+	if (!job)
+		return;
+	vt_json_key(j, "job");
+	vt_json_begin_object(j);
+	vt_json_kv_u64(j, "traces", job->ntraces);
+	vt_json_key(j, "out_of_memory");
+	vt_json_begin_array(j);
+	for (unsigned i = 0; i < job->n; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_string(j, "trace", job->traces->dir[job->v[i].trace]);
+		vt_json_kv_string(j, "rank", job->v[i].who);
+		vt_json_kv_u64(j, "realtime_ns", job->v[i].wall_ns);
+		vt_json_kv_string(j, "site", job->v[i].site);
+		vt_json_kv_bool(j, "first", i == job->first);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+	vt_json_end_object(j);
+}
+
+static int write_json(const struct vt_oom_report *r, const struct job_ooms *job, FILE *out)
 {
 	static const char *const sources[] = {"none", "driver", "framework"};
 	struct vt_json j;
@@ -418,6 +529,7 @@ static int write_json(const struct vt_oom_report *r, FILE *out)
 	struct vt_accounting acc; /* used memory per device, by holder */
 	vt_accounting_build(r->m, &acc);
 	vt_report_accounting_json(&j, &acc);
+	job_ooms_json(&j, job);
 	vt_json_end_object(&j);
 	return vt_json_finish(&j);
 }
@@ -431,15 +543,19 @@ static const struct vt_cli_option oom_options[] = {
 };
 
 static const struct vt_cli_help oom_help = {
-    "oom", "DIR",
+    "oom", "DIR...",
     "Explain an out-of-memory event: what was requested, what held the device, what would\n"
     "have had to be free; and the last state of a process that was killed.",
     oom_options,
+    "Several DIRs, or a job folder (a folder of traces): which ranks ran out of memory,\n"
+    "and the post-mortem of the job's first by wall clock (--index counts in its trace).\n"
     "exit: 0, 1 when the trace cannot be read, has no such event or the output cannot be\n"
     "written, 2 for a usage error.\n"};
 
 struct oom_args {
-	const char *dir;
+	struct vt_cli_traces traces;
+	char *names[VT_CLI_MAX_TRACES]; /* traces found in job folders */
+	unsigned nnames;
 	int json;
 	uint32_t index;
 };
@@ -467,36 +583,61 @@ static int oom_option(void *ctx, const struct vt_cli_option *o, const char *v)
 
 static int oom_operand(void *ctx, const char *arg)
 {
-	return vt_cli_one_trace("oom", &((struct oom_args *)ctx)->dir, arg);
+	struct oom_args *a = ctx;
+	return vt_cmd_add_traces("oom", &a->traces, arg, a->names, &a->nnames);
 }
 
-int cmd_oom(int argc, char **argv)
+/* The post-mortem of one trace: 0, or 1 after a line on stderr. */
+static int oom_trace(const char *dir, const struct oom_args *a, const struct job_ooms *job)
 {
-	struct oom_args a = {NULL, 0, 1};
-	const struct vt_cli_parser parser = {&oom_help, oom_option, oom_operand, 0};
-	int next, rc = vt_cli_parse(&parser, argc, argv, &a, &next);
-	if (rc)
-		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
-	if (!a.dir)
-		return vt_cli_usage_error("oom",
-		                          "which trace? (a directory `vramtrace run` wrote)");
-	const char *dir = a.dir;
-	int json = a.json;
-	uint32_t index = a.index;
 	struct vt_model *m = vt_cmd_load("oom", dir, 0);
 	if (!m)
 		return 1;
 	char err[1024];
 	struct vt_oom_report r;
-	if (vt_oom_build(&r, m, index, err, sizeof err) < 0) {
+	int rc = 0;
+	if (vt_oom_build(&r, m, a->index, err, sizeof err) < 0) {
 		fprintf(stderr, "vramtrace oom: %s\n", err);
-		vt_oom_free(&r);
 		rc = 1;
+	} else if (a->json) {
+		rc = write_json(&r, job, stdout) ? 1 : 0;
 	} else {
-		rc = (json ? write_json(&r, stdout) : write_text(&r, dir, stdout)) ? 1 : 0;
-		vt_oom_free(&r);
+		job_ooms_text(job, stdout);
+		rc = write_text(&r, dir, stdout) ? 1 : 0;
 	}
+	vt_oom_free(&r);
 	vt_model_free(m);
+	return rc;
+}
+
+/* Several traces: each read in turn for its first out-of-memory (one
+ * model at a time: a 64-host job need not fit at once), then the
+ * post-mortem of the job's first by wall clock. */
+static int oom_job(const struct oom_args *a)
+{
+	struct job_ooms job;
+	if (job_ooms_find(&job, &a->traces))
+		return 1;
+	const char *dir = a->traces.dir[job.n ? job.v[job.first].trace : 0];
+	int rc = oom_trace(dir, a, &job);
+	free(job.v);
+	return rc;
+}
+
+int cmd_oom(int argc, char **argv)
+{
+	struct oom_args a;
+	memset(&a, 0, sizeof a);
+	a.index = 1;
+	const struct vt_cli_parser parser = {&oom_help, oom_option, oom_operand, 0};
+	int next, rc = vt_cli_parse(&parser, argc, argv, &a, &next);
+	if (!rc && !a.traces.n)
+		rc = vt_cli_usage_error("oom", "which trace? (a directory `vramtrace run` wrote)");
+	if (!rc)
+		rc = a.traces.n == 1 ? oom_trace(a.traces.dir[0], &a, NULL) : oom_job(&a);
+	else if (rc == VT_CLI_HELP_SHOWN)
+		rc = 0;
+	vt_cmd_free_names(a.names, a.nnames);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "vramtrace oom: cannot write the output\n");
 		rc = 1;

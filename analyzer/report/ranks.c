@@ -62,9 +62,9 @@ static void peak_contents(const struct vt_model *m, struct vt_rank_row *row)
 
 /* CLOCK_REALTIME of trace time t in process p: its log's wall-clock base
  * plus the time since the log started. */
-static uint64_t wall_of(const struct vt_proc *p, uint64_t realtime_base, uint64_t t_ns)
+uint64_t vt_proc_wall_ns(const struct vt_proc *p, uint64_t t_ns)
 {
-	return realtime_base + (t_ns > p->clock_offset_ns ? t_ns - p->clock_offset_ns : 0);
+	return p->realtime_base_ns + (t_ns > p->clock_offset_ns ? t_ns - p->clock_offset_ns : 0);
 }
 
 static void fill_row(struct vt_rank_row *row, const struct vt_report *r, uint32_t trace,
@@ -81,10 +81,12 @@ static void fill_row(struct vt_rank_row *row, const struct vt_report *r, uint32_
 	peak_contents(m, row);
 	for (uint32_t i = 0; i < r->findings.n; i++)
 		row->findings += r->findings.v[i].proc == pi;
+	for (uint32_t i = 0; i < m->nfailed; i++)
+		row->failed_allocs += m->failed[i].proc == pi;
 	row->peak_step = p->nsteps ? vt_step_of(p, row->peak.t_ns) : -1;
 	row->start_wall_ns = p->realtime_base_ns;
 	if (p->step_source == VT_STEPS_MARKERS && p->nsteps)
-		row->step0_wall_ns = wall_of(p, p->realtime_base_ns, p->step_t[0]);
+		row->step0_wall_ns = vt_proc_wall_ns(p, p->step_t[0]);
 }
 
 /* Ranked rows first by rank, then the others by host and pid. */
@@ -265,7 +267,7 @@ static void align(struct vt_job *j)
 		uint64_t lo = UINT64_MAX, hi = 0;
 		for (uint32_t i = 0; i < j->nrows; i++) {
 			const struct vt_proc *p = &j->rows[i].r->m->procs[j->rows[i].proc];
-			uint64_t w = wall_of(p, p->realtime_base_ns, p->step_t[k]);
+			uint64_t w = vt_proc_wall_ns(p, p->step_t[k]);
 			lo = w < lo ? w : lo;
 			hi = w > hi ? w : hi;
 		}
@@ -302,9 +304,13 @@ int vt_job_wanted(const struct vt_report *const *reports, uint32_t n)
 
 void vt_rank_label(const struct vt_rank_row *row, char *buf, size_t len)
 {
-	const struct vt_proc *p = &row->r->m->procs[row->proc];
-	if (row->rank >= 0)
-		snprintf(buf, len, "rank %d", (int)row->rank);
+	vt_proc_rank_label(&row->r->m->procs[row->proc], buf, len);
+}
+
+void vt_proc_rank_label(const struct vt_proc *p, char *buf, size_t len)
+{
+	if (p->rank_source && p->rank >= 0)
+		snprintf(buf, len, "rank %d", (int)p->rank);
 	else
 		snprintf(buf, len, "%s:%d", p->hostname[0] ? p->hostname : "?", (int)p->pid);
 }

@@ -21,6 +21,7 @@ struct vt_rank_row {
 	struct vt_moment peak;
 	uint64_t cats[VT_CAT_COUNT]; /* live at its peak, by category */
 	uint32_t findings;           /* findings whose site is in this process */
+	uint32_t failed_allocs;      /* its driver allocations that failed (out of memory) */
 	int peak_step;               /* step its peak fell in, -1: before any / none */
 	uint64_t start_wall_ns;      /* CLOCK_REALTIME its log started at */
 	uint64_t step0_wall_ns;      /* CLOCK_REALTIME its first step started at, 0: none */
@@ -68,6 +69,13 @@ int vt_job_wanted(const struct vt_report *const *reports, uint32_t n);
 
 /* "rank 2" or "host:pid" (a process with no rank environment). */
 void vt_rank_label(const struct vt_rank_row *row, char *buf, size_t len);
+
+/* The same for a process of a model. */
+void vt_proc_rank_label(const struct vt_proc *p, char *buf, size_t len);
+
+/* CLOCK_REALTIME of trace time t_ns in process p: its log's wall-clock
+ * base plus the time since its log started (how hosts are lined up). */
+uint64_t vt_proc_wall_ns(const struct vt_proc *p, uint64_t t_ns);
 
 /* The row of rank `rank`, or NULL. */
 const struct vt_rank_row *vt_job_find_rank(const struct vt_job *j, int32_t rank);

@@ -44,7 +44,12 @@ static void text_row(const struct vt_job *j, const struct vt_rank_row *row, FILE
 		vt_format_bytes(row->cats[c], b, sizeof b);
 		fprintf(out, " %11s", b);
 	}
-	fprintf(out, " %8u\n", row->findings);
+	fprintf(out, " %8u", row->findings);
+	if (row->failed_allocs)
+		fprintf(out, "  out of memory (%u failed)", row->failed_allocs);
+	else if (!p->clean_exit)
+		fprintf(out, "  %s", p->running ? "running" : "did not exit cleanly");
+	fputc('\n', out);
 }
 
 static void text_table(const struct vt_job *j, FILE *out)
@@ -155,6 +160,11 @@ static void json_row(const struct vt_rank_row *row, struct vt_json *json)
 	json_rank_number(json, "peak_step", row->peak_step);
 	json_categories(json, row->cats);
 	vt_json_kv_u64(json, "findings", row->findings);
+	vt_json_kv_u64(json, "failed_allocations", row->failed_allocs);
+	vt_json_kv_string(json, "state",
+	                  p->running      ? "running"
+	                  : p->clean_exit ? "exited"
+	                                  : "not clean");
 	vt_json_kv_u64(json, "start_realtime_ns", row->start_wall_ns);
 	vt_json_end_object(json);
 }

@@ -24,7 +24,7 @@ ENV = dict(os.environ, VT_SIM_DEVICES="2", VT_SIM_CAPACITY="4G")
 STEPS = 6
 
 
-def rank_cmd(rank, local, dataset, launcher="torch"):
+def rank_cmd(rank, local, dataset, launcher="torch", extra=""):
     """The shell words of one rank, with its launcher's variables."""
     env = {"torch": f"RANK={rank} LOCAL_RANK={local} WORLD_SIZE=4 LOCAL_WORLD_SIZE=2",
            "ompi": f"OMPI_COMM_WORLD_RANK={rank} OMPI_COMM_WORLD_LOCAL_RANK={local} "
@@ -32,7 +32,7 @@ def rank_cmd(rank, local, dataset, launcher="torch"):
            "slurm": f"SLURM_PROCID={rank} SLURM_LOCALID={local} SLURM_NTASKS=4",
            "tf": "TF_CONFIG='{\"cluster\": {\"worker\": [\"a:1\", \"b:2\"]}, "
                  f"\"task\": {{\"type\": \"worker\", \"index\": {rank}}}}}'"}[launcher]
-    return (f"{env} {trainer} --first-device {local} --dataset {dataset} --dataset-bytes 512M "
+    return (f"{env} {extra} {trainer} --first-device {local} --dataset {dataset} --dataset-bytes 512M "
             f"--batch-bytes 4M --layers 3 --layer-bytes 32M --steps {STEPS} --markers "
             f"--step-sleep-ms 20 >/dev/null")
 
@@ -44,10 +44,11 @@ def host_job(out, ranks):
                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def run_job(name, rank2_dataset):
+def run_job(name, rank2_dataset, rank2_env=""):
     """Both hosts at once, as a job's hosts run."""
     hosts = [host_job(f"{work}/{name}/hostA", [(0, 0, "whole"), (1, 1, "stream")]),
-             host_job(f"{work}/{name}/hostB", [(2, 0, rank2_dataset), (3, 1, "stream")])]
+             host_job(f"{work}/{name}/hostB",
+                      [(2, 0, rank2_dataset, "torch", rank2_env), (3, 1, "stream")])]
     for h in hosts:
         _, err = h.communicate(timeout=120)
         check(h.returncode == 0, f"{name}: the host's run exits 0 ({err.strip()[-200:]})")
@@ -65,6 +66,7 @@ shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 run_job("base", "stream")
 run_job("new", "whole")
+run_job("oom", "whole", "VT_SIM_CAPACITY=600M")  # rank 2's device too small: it dies
 
 # 1. the merged report: 4 ranks from the environment, the heavy rank named
 base_dirs = [f"{work}/base/hostA", f"{work}/base/hostB"]
@@ -109,6 +111,21 @@ check([t["changed"] for t in d.get("traces", [])] == [False, True], "only hostB'
 gate = vramtrace("diff", "--fail-over", "10", f"{work}/base", f"{work}/new", expect=1)
 check("peak of rank 2 grew" in gate.stdout, "--fail-over names rank 2's peak")
 vramtrace("diff", f"{work}/base", f"{work}/base/hostA", expect=2)
+
+# a rank that ran out of memory: oom of the job finds it, report marks it
+o = json.loads(vramtrace("oom", "--json", f"{work}/oom").stdout)
+first = [x for x in o.get("job", {}).get("out_of_memory", []) if x["first"]]
+check(o.get("source") == "driver" and len(first) == 1 and first[0]["rank"] == "rank 2"
+      and first[0]["trace"].endswith("/oom/hostB"), f"oom JOB_FOLDER names rank 2 on hostB: {first}")
+check((o.get("oom") or {}).get("bytes") == 512 << 20
+      and (o.get("oom") or {}).get("total_bytes") == 600 << 20,
+      "the post-mortem is rank 2's: 512 MiB asked of its 600 MiB device")
+r = json.loads(vramtrace("report", "--json", f"{work}/oom").stdout)
+failed = {x["rank"]: x["failed_allocations"] for x in r.get("ranks", [])}
+check(failed == {0: 0, 1: 0, 2: 1, 3: 0}, f"the rank table marks rank 2's failed allocation: {failed}")
+text = vramtrace("oom", f"{work}/oom").stdout
+check(text.startswith("vramtrace oom: 1 of 2 traces ran out of memory; the first (wall clock) was rank 2"),
+      "the text's first line names the rank that ran out of memory")
 
 # 3. one rank per `vramtrace run` inside the launcher: -o with placeholders
 inside = f"{work}/inside"
