@@ -83,6 +83,40 @@ static void text_imbalance(const struct vt_job *j, const struct vt_rank_imbalanc
 	}
 }
 
+#define RANKS_NAMED_PER_STEP 8 /* a 64-rank job's line stays a line */
+
+/* "peak in step 1: rank 0, rank 1, ...": ranks grouped by the step their
+ * peak fell in, steps in order. */
+static void peaks_by_step(const struct vt_job *j, FILE *out)
+{
+	int last = -1;
+	for (;;) {
+		int step = -1; /* the next step after `last` some rank peaks in */
+		for (uint32_t i = 0; i < j->nrows; i++)
+			if (j->rows[i].peak_step > last &&
+			    (step < 0 || j->rows[i].peak_step < step))
+				step = j->rows[i].peak_step;
+		if (step < 0)
+			return;
+		uint32_t named = 0, more = 0;
+		fprintf(out, "  peak in step %d:", step);
+		for (uint32_t i = 0; i < j->nrows; i++) {
+			if (j->rows[i].peak_step != step)
+				continue;
+			char label[96];
+			vt_rank_label(&j->rows[i], label, sizeof label);
+			if (named < RANKS_NAMED_PER_STEP)
+				fprintf(out, "%s %s", named++ ? "," : "", label);
+			else
+				more++;
+		}
+		if (more)
+			fprintf(out, " and %u more", more);
+		fputc('\n', out);
+		last = step;
+	}
+}
+
 static void text_alignment(const struct vt_job *j, FILE *out)
 {
 	const struct vt_rank_alignment *al = &j->alignment;
@@ -98,12 +132,7 @@ static void text_alignment(const struct vt_job *j, FILE *out)
 		fprintf(out, "; not every rank marked its steps, so times are compared, not steps");
 	}
 	fprintf(out, "\n");
-	for (uint32_t i = 0; i < j->nrows; i++) {
-		char label[96];
-		vt_rank_label(&j->rows[i], label, sizeof label);
-		if (j->rows[i].peak_step >= 0)
-			fprintf(out, "  %s peaks in step %d\n", label, j->rows[i].peak_step);
-	}
+	peaks_by_step(j, out);
 }
 
 void vt_job_write_text(const struct vt_job *j, FILE *out)
