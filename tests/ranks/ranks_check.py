@@ -82,8 +82,10 @@ im = r.get("imbalance", [])
 check(bool(im) and im[0]["category"] == "dataset" and im[0]["most"]["rank"] == 0
       and im[0]["most"]["bytes"] == 512 << 20 and im[0]["least"]["bytes"] == 0,
       f"the largest imbalance is rank 0's dataset, 512 MiB: {im[:1]}")
-check(bool(im) and any("create_dataset" in s["site"] for s in im[0]["sites"]),
-      "the imbalance names the site that uploads the dataset")
+# (the site's name depends on inlining: create_dataset at -O2, its callee at -O0)
+check(bool(im) and bool(im[0]["sites"]) and "trainer.c" in im[0]["sites"][0]["site"]
+      and im[0]["sites"][0]["most_bytes"] == 512 << 20 and im[0]["sites"][0]["least_bytes"] == 0,
+      f"the imbalance names the site that uploads the dataset: {im[0]['sites'] if im else None}")
 peaks = {x["rank"]: x["peak_bytes"] for x in ranks}
 check(peaks[0] - peaks[1] == 512 << 20 and peaks[1] == peaks[2] == peaks[3],
       f"rank 0's peak is the others' + the dataset: {peaks}")
