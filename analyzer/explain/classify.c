@@ -124,6 +124,7 @@ enum reason {
 	R_PREFETCH_BY_NAME,
 	R_DATASET_SLICED,
 	R_FROZEN_WEIGHTS,
+	R_GRAD_BUCKET,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -209,6 +210,9 @@ static const struct reason_row {
                           "was loaded or where nothing trains: frozen or inference weights, "
                           "or data it also keeps on the device",
                           {VT_CAT_DATASET, NO_ALT}},
+    [R_GRAD_BUCKET] = {"long-lived, written every step by device-to-device copies from that "
+                       "step's gradients: a gradient bucket (DDP's Reducer)",
+                       {VT_CAT_OPTIMIZER, NO_ALT}},
 };
 
 const char *vt_alloc_reason(const struct vt_alloc *a)
@@ -870,6 +874,35 @@ static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
 	return h.category == VT_CAT_WEIGHTS && h.strength == VT_FRAME_CONTEXT;
 }
 
+/* Is allocation i of this process (not filled from the host, long-lived)
+ * written in most steps by device-to-device copies whose first source is a
+ * gradient? Who writes the bytes, and how often: evidence a size cannot give
+ * by coincidence. Chained buffers (NCCL's channel, filled from the bucket)
+ * are not: their source is not a gradient. */
+static int written_from_gradients(const struct ctx *c, uint32_t i, const struct facts *f)
+{
+	uint32_t steps = c->p->nsteps;
+	if (steps < 3 || f->recurring || f->host_filled || !f->charged)
+		return 0;
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, &c->m->allocs[i]);
+	if (cp->d2d_in_copies + 1 < steps || cp->d2d_src < c->p->alloc_begin ||
+	    cp->d2d_src >= c->p->alloc_end)
+		return 0;
+	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
+	return src->category == VT_CAT_GRADIENTS && src->reason == R_GRADIENTS;
+}
+
+/* Gradient buckets of device dev: decided after the per-step gradients are,
+ * whatever the long-lived rules made of them before. */
+static void gradient_buckets(struct ctx *c, int dev)
+{
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device == dev && written_from_gradients(c, i, f))
+			set_cat(&c->m->allocs[i], f, VT_CAT_GRADIENTS, 80, R_GRAD_BUCKET);
+	}
+}
+
 static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
@@ -970,6 +1003,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
 	recurring_ones(c, dev, sizes);
+	gradient_buckets(c, dev);
 	free(c->size_by_key);
 	c->size_by_key = NULL;
 	free_sizes(&sizes);

@@ -32,8 +32,14 @@ struct job {
 	int dataset_first;      /* the 64 MiB upload comes before the weights' */
 	int sliced;             /* each step copies its batch out of the 64 MiB upload */
 	int labels;             /* each batch comes with a 256 KiB label array (x and y) */
+	int bucket; /* DDP: a flat buffer of all weights' size, made once, gets each step's
+	               gradients by device-to-device copies, then sends them on to a 4 MiB
+	               channel buffer made once too (NCCL's) */
 	uint64_t wbytes[8];
 };
+
+#define BUCKET_ADDR 0xd00000000ull
+#define CHANNEL_ADDR 0xe00000000ull
 
 /* A job like the simulated trainer, prefetch 2, Adam, all on device 0. */
 static struct vt_model *run_job(const struct job *j)
@@ -63,6 +69,14 @@ static struct vt_model *run_job(const struct job *j)
 	for (int k = 0; k < j->frozen; k++) {
 		b_alloc(&b, t++, 0xb00000000ull + (uint64_t)k * 0x1000000ull, 8 * MIB, 0);
 		b_htod(&b, t++, 0xb00000000ull + (uint64_t)k * 0x1000000ull, 8 * MIB, 0);
+	}
+	uint64_t wall = 0;
+	for (int l = 0; l < j->layers; l++)
+		wall += j->wbytes[l];
+	b.stack = 13;
+	if (j->bucket) {
+		b_alloc(&b, t++, BUCKET_ADDR, wall, 0);
+		b_alloc(&b, t++, CHANNEL_ADDR, 4 * MIB, 0);
 	}
 	b.stack = 11;
 	for (int k = 0; k < j->ring; k++)
@@ -129,6 +143,13 @@ static struct vt_model *run_job(const struct job *j)
 				        j->wbytes[l], 0);
 			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
 		}
+		for (uint64_t l = 0, off = 0; j->bucket && l < (uint64_t)j->layers; l++) {
+			b_dtod(&b, t++, BUCKET_ADDR + off, 0x500000000ull + l * 0x10000000ull,
+			       j->wbytes[l], 0);
+			off += j->wbytes[l];
+		}
+		if (j->bucket)
+			b_dtod(&b, t++, CHANNEL_ADDR, BUCKET_ADDR, 4 * MIB, 0);
 		b.stack = 3;
 		if (s == 0 && !j->opt_early)
 			for (int l = 0; l < j->layers; l++)
@@ -551,6 +572,26 @@ static void test_refilled_ring_is_prefetch(void **state)
 	vt_model_free(m);
 }
 
+/* DDP's Reducer bucket: made before the first step, written every step by
+ * copies from that step's gradients: gradients, whatever its size matches.
+ * NCCL's channel, written from the bucket, is not (its source is not a
+ * gradient); the weights stay weights. */
+static void test_bucket_written_from_gradients_is_gradients(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .bucket = 1,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(category_of(m, BUCKET_ADDR), VT_CAT_GRADIENTS);
+	assert_int_not_equal(category_of(m, CHANNEL_ADDR), VT_CAT_GRADIENTS);
+	for (int l = 0; l < j.layers; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
 static void test_pool_region(void **state)
 {
 	(void)state;
@@ -659,6 +700,7 @@ int main(void)
 	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
+	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
