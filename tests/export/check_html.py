@@ -14,7 +14,9 @@ its own flags, no browser download):
    accounting (and accounting_at_peak) lists, with labels that do not
    overlap; on the accounting job (a context reservation of 48 MiB, a
    library stand-in that allocates 32 MiB for itself) the unexplained
-   segment is the reservation within 1 %;
+   segment is the reservation within 1 %; with the stand-in libnvidia-ml of
+   tests/simdriver naming another process, an "other processes" segment
+   and a table row that names it;
  - a screenshot is kept: BUILD/tests/export/html/*.png
     check_html.py VRAMTRACE TRAINER SIMDRIVER_DIR WORKDIR ACCOUNTING_JOB [CHROMIUM]
 Exit 77 (skipped) when no Chromium is installed."""
@@ -37,6 +39,7 @@ CATS = ["dataset", "prefetch", "weights", "optimizer", "gradients", "activations
         "unknown"]
 MIB = 1 << 20
 RESERVE = 48 * MIB  # the simulated context's reservation in the accounting job
+OTHER = 256 * MIB   # another process's bytes, per the stand-in libnvidia-ml
 failures = []
 
 
@@ -220,6 +223,42 @@ def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=N
     return rep, got
 
 
+def check_accounting_nvml(vt, chromium, job, sim, work):
+    """The accounting job small (2 MiB its own, 1 MiB from the library) beside
+    another process of 256 MiB that the stand-in libnvidia-ml names: an
+    "other processes" segment, and the small segments' labels in rows
+    below the bar, apart."""
+    trace = os.path.join(work, "accounting-nvml")
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        env = dict(os.environ, VT_SIM_CAPACITY="1G", VT_SIM_CONTEXT_RESERVE=str(RESERVE + OTHER),
+                   LD_LIBRARY_PATH=":".join([os.path.join(sim, "nvml"), sim, os.path.dirname(job)]),
+                   VT_FAKE_NVML_OTHERS=f"{other.pid}:{OTHER}")
+        subprocess.run([vt, "run", "-o", trace, "--", job, "2", "1"], env=env, check=True,
+                       capture_output=True, timeout=60)
+    finally:
+        other.kill()
+        other.wait()
+    res = check_trace(vt, chromium, trace, work, "accounting-nvml")
+    if not res:
+        return
+    readings = (res[1].get("accounting") or [{}])[0].get("readings", [])
+    check(readings, "accounting-nvml: no accounting panel drawn")
+    for r in readings:
+        seg = {s["kind"]: s for s in r["segments"]}
+        check(seg.get("others", {}).get("bytes") == OTHER,
+              f"accounting-nvml: {r['which']}: the other processes' segment {seg.get('others')}")
+        check(f"pid {other.pid} sleep 256 MiB" in r["table_text"],
+              f"accounting-nvml: {r['which']}: the table does not name the process: "
+              f"{r['table_text']!r}")
+        check(r["nvml_self"] and "This process per NVML" in r["nvml_self"],
+              f"accounting-nvml: {r['which']}: this process's bytes per NVML: {r['nvml_self']}")
+        below = [la for la in r["labels"] if la["box"]["y"] > r["segments"][0]["box"]["y"] +
+                 r["segments"][0]["box"]["height"]]
+        check(len(below) >= 2, f"accounting-nvml: {r['which']}: small segments' labels not "
+              f"below the bar: {r['labels']}")
+
+
 def check_accounting_job(vt, chromium, job, sim, work):
     """The accounting job (tests/oom): 64 MiB of its own, 32 MiB from a
     library stand-in named libcublasLt.so, a context holding 48 MiB back."""
@@ -273,6 +312,7 @@ def main():
     check_trace(vt, chromium, real, work, "real-h200", lead_in_from=6_000_000_000,
                 recording_cost=False)
     check_accounting_job(vt, chromium, accounting_job, sim, work)
+    check_accounting_nvml(vt, chromium, accounting_job, sim, work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
