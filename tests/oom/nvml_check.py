@@ -14,7 +14,8 @@ the stand-in libnvidia-ml.so.1 of tests/simdriver (SIMDRIVER_DIR/nvml):
     names it;
   - absent: the run works, the job's /proc/self/maps has no libnvidia-ml
     after the shim's peak reading, and the loader looked for it at most
-    twice in the whole run (RTLD_NOLOAD, then a load: the failure is kept).
+    twice in the whole run of two readings (RTLD_NOLOAD, then a load, once:
+    the failure is kept).
     nvml_check.py VRAMTRACE ACCOUNTING_JOB SIMDRIVER_DIR WORK"""
 import json
 import os
@@ -126,7 +127,10 @@ def check_absent(vt, job, sim, work):
     check(p.returncode == 0, f"absent: the job exited {p.returncode}: {p.stderr[-2000:]}")
     check("libnvidia-ml mapped: no" in p.stdout, f"absent: {p.stdout!r}")
     searches = p.stderr.count("find library=libnvidia-ml.so.1")
-    check(searches <= 2, f"absent: the loader looked for libnvidia-ml {searches} times")
+    # two readings (peak, exit); each try is two searches (RTLD_NOLOAD, a
+    # load): without the kept failure there would be four
+    check(1 <= searches <= 2, f"absent: the loader looked for libnvidia-ml {searches} times, "
+          f"want 1 or 2 (one try in the run)")
     rep = json.loads(report(vt, trace, "--json"))
     readings = rep.get("accounting", []) + rep.get("accounting_at_peak", [])
     check(len(readings) == 2 and all("nvml" not in a for a in readings),
