@@ -230,9 +230,18 @@ static void write_record(uint8_t device, uint8_t reason, uint64_t reading_seq,
 	vt_log_commit(rec, VT_REC_NVML, size);
 }
 
+/* nvmlInit can take milliseconds (more without the driver's persistence
+ * mode), and a PEAK reading runs inside the job's free: after each reading
+ * the next PEAK one waits 99 times as long as this one took, so NVML costs
+ * a job at most 1 % of its time. The EXIT reading never waits. */
+static uint64_t next_peak_ns;
+
 void vt_nvml_sample(uint8_t device, uint8_t reason, uint64_t reading_seq)
 {
 	if (!reading_seq || device == VT_DEVICE_UNKNOWN)
+		return;
+	uint64_t start = vt_log_now_ns();
+	if (reason == VT_MEMINFO_PEAK && start < __atomic_load_n(&next_peak_ns, __ATOMIC_RELAXED))
 		return;
 	int outer = vt_guard, saved_errno = errno;
 	vt_guard = VT_GUARD_SHIM; /* what NVML loads or looks up is the shim's */
@@ -240,6 +249,8 @@ void vt_nvml_sample(uint8_t device, uint8_t reason, uint64_t reading_seq)
 	int n;
 	if (nvml_ready() && (n = running_processes(device, procs)) >= 0)
 		write_record(device, reason, reading_seq, procs, n);
+	uint64_t end = vt_log_now_ns();
+	__atomic_store_n(&next_peak_ns, end + 99 * (end - start), __ATOMIC_RELAXED);
 	vt_guard = outer;
 	errno = saved_errno;
 }
