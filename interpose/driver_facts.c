@@ -25,6 +25,7 @@ typedef CUresult (*ctx_get_device_fn)(CUdevice *);
 typedef CUresult (*device_name_fn)(char *, int, CUdevice);
 typedef CUresult (*device_total_fn)(size_t *, CUdevice);
 typedef CUresult (*mem_info_fn)(size_t *, size_t *);
+typedef CUresult (*device_uuid_fn)(CUuuid *, CUdevice);
 typedef CUresult (*pointer_attr_fn)(void *, CUpointer_attribute, CUdeviceptr);
 typedef CUresult (*address_range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
 
@@ -35,11 +36,12 @@ enum {
 	AUX_DEVICE_TOTAL,
 	AUX_POINTER_ATTR,
 	AUX_ADDRESS_RANGE,
+	AUX_DEVICE_UUID,
 	AUX_COUNT
 };
 static const char *const aux_names[AUX_COUNT] = {
-    "cuCtxGetCurrent",     "cuCtxGetDevice",        "cuDeviceGetName",
-    "cuDeviceTotalMem_v2", "cuPointerGetAttribute", "cuMemGetAddressRange_v2",
+    "cuCtxGetCurrent",       "cuCtxGetDevice",          "cuDeviceGetName", "cuDeviceTotalMem_v2",
+    "cuPointerGetAttribute", "cuMemGetAddressRange_v2", "cuDeviceGetUuid",
 };
 static _Atomic(void *) aux_fn[AUX_COUNT];
 
@@ -86,25 +88,38 @@ int vt_read_meminfo(uint64_t *free_bytes, uint64_t *total_bytes)
 	return 1;
 }
 
-void vt_write_meminfo(uint8_t device, uint8_t reason, uint64_t free_bytes, uint64_t total_bytes)
+uint64_t vt_write_meminfo(uint8_t device, uint8_t reason, uint64_t free_bytes, uint64_t total_bytes)
 {
 	struct vt_meminfo_rec *rec = vt_log_reserve(sizeof *rec);
 	if (!rec)
-		return;
+		return 0;
 	rec->device = device;
 	rec->reason = reason;
 	rec->seq = vt_log_next_seq();
 	rec->t_ns = vt_log_now_ns();
 	rec->free_bytes = free_bytes;
 	rec->total_bytes = total_bytes;
+	uint64_t seq = rec->seq;
 	vt_log_commit(rec, VT_REC_MEMINFO, sizeof *rec);
+	return seq;
 }
 
-void vt_record_meminfo_now(uint8_t device, uint8_t reason)
+uint64_t vt_record_meminfo_now(uint8_t device, uint8_t reason)
 {
 	uint64_t free_bytes, total_bytes;
-	if (vt_read_meminfo(&free_bytes, &total_bytes))
-		vt_write_meminfo(device, reason, free_bytes, total_bytes);
+	if (!vt_read_meminfo(&free_bytes, &total_bytes))
+		return 0;
+	return vt_write_meminfo(device, reason, free_bytes, total_bytes);
+}
+
+int vt_device_uuid(uint8_t device, unsigned char uuid[16])
+{
+	device_uuid_fn get_uuid = (device_uuid_fn)aux(AUX_DEVICE_UUID);
+	CUuuid u;
+	if (!get_uuid || get_uuid(&u, (CUdevice)device) != CUDA_SUCCESS)
+		return 0;
+	memcpy(uuid, u.bytes, 16);
+	return 1;
 }
 
 static void record_device(uint8_t device)

@@ -18,10 +18,13 @@ static inline void vt_note_device(uint8_t device)
 }
 /* The real cuMemGetInfo in the current context (1), or 0 if it failed. */
 int vt_read_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
-/* A VT_REC_MEMINFO of a reading already taken. */
-void vt_write_meminfo(uint8_t device, uint8_t reason, uint64_t free_bytes, uint64_t total_bytes);
-/* VT_REC_MEMINFO with the real cuMemGetInfo, now. */
-void vt_record_meminfo_now(uint8_t device, uint8_t reason);
+/* A VT_REC_MEMINFO of a reading already taken: its seq, 0 if not written. */
+uint64_t vt_write_meminfo(uint8_t device, uint8_t reason, uint64_t free_bytes,
+                          uint64_t total_bytes);
+/* VT_REC_MEMINFO with the real cuMemGetInfo, now: its seq, 0 if none. */
+uint64_t vt_record_meminfo_now(uint8_t device, uint8_t reason);
+/* The device's UUID (cuDeviceGetUuid) into uuid[16]: 1, or 0 if unknown. */
+int vt_device_uuid(uint8_t device, unsigned char uuid[16]);
 /* After fork: the child's log must state the device facts again. */
 void vt_record_forget_devices(void);
 /* CU_MEMORYTYPE_DEVICE for device or managed memory, else HOST (memory the

@@ -31,7 +31,9 @@
  *     own teardown (registered later, so run earlier); if the context is
  *     already gone, the call fails and nothing is recorded.
  * The real cuMemGetInfo is called through its real pointer: the reading is
- * never recorded as a call of the job's. */
+ * never recorded as a call of the job's. Each recorded PEAK reading and the
+ * EXIT reading are followed by NVML's per-process view of the device where
+ * libnvidia-ml is installed (nvml_sample.c). */
 #define _GNU_SOURCE
 #include "peak_sample.h"
 
@@ -40,6 +42,7 @@
 #include "driver_facts.h"
 #include "log_open.h"
 #include "log_writer.h"
+#include "nvml_sample.h"
 #include "routing.h"
 #include "shim_state.h"
 
@@ -91,7 +94,8 @@ static void read_peak(uint8_t device)
 	if (used <= __atomic_load_n(&peak_used[device], __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&peak_used[device], used, __ATOMIC_RELAXED);
-	vt_write_meminfo(device, VT_MEMINFO_PEAK, free_bytes, total_bytes);
+	uint64_t seq = vt_write_meminfo(device, VT_MEMINFO_PEAK, free_bytes, total_bytes);
+	vt_nvml_sample(device, VT_MEMINFO_PEAK, seq);
 }
 
 static int any_armed(void)
@@ -125,7 +129,8 @@ void vt_peak_sample_at_exit(void)
 	uint8_t device = vt_current_device();
 	if (device != VT_DEVICE_UNKNOWN &&
 	    __atomic_load_n(&vt_device_seen[device], __ATOMIC_RELAXED))
-		vt_record_meminfo_now(device, VT_MEMINFO_EXIT);
+		vt_nvml_sample(device, VT_MEMINFO_EXIT,
+		               vt_record_meminfo_now(device, VT_MEMINFO_EXIT));
 	vt_guard = outer;
 	errno = saved_errno;
 }

@@ -274,6 +274,34 @@ static void print_note(struct dump_ctx *c, const struct vt_record_view *v)
 	e_str(c->e, "text", (const char *)v->data + sizeof n, n.len);
 }
 
+/* The processes NVML listed, as "pid:bytes:comm,..." (bytes "?" when NVML
+ * could not size it). */
+static void print_nvml(struct dump_ctx *c, const struct vt_record_view *v)
+{
+	REC(struct vt_nvml_rec, n, v);
+	e_u64(c->e, "seq", n.seq);
+	e_u64(c->e, "t", n.t_ns + c->t_offset);
+	e_u64(c->e, "dev", n.device);
+	e_name(c->e, "reason", vt_meminfo_reason_name(n.reason), n.reason);
+	e_u64(c->e, "reading_seq", n.reading_seq);
+	e_u64(c->e, "self", n.self_bytes);
+	e_u64(c->e, "others", n.others);
+	e_u64(c->e, "others_bytes", n.others_bytes);
+	char listed[VT_NVML_LISTED * 64] = "";
+	size_t len = 0;
+	for (uint32_t i = 0; i < n.nlisted && i < VT_NVML_LISTED && len < sizeof listed; i++) {
+		struct vt_nvml_proc p;
+		memcpy(&p, (const uint8_t *)v->data + sizeof n + i * sizeof p, sizeof p);
+		p.comm[sizeof p.comm - 1] = 0;
+		char bytes[24] = "?";
+		if (p.used_bytes != VT_NVML_UNKNOWN)
+			snprintf(bytes, sizeof bytes, "%llu", (unsigned long long)p.used_bytes);
+		len += (size_t)snprintf(listed + len, sizeof listed - len, "%s%d:%s:%s",
+		                        i ? "," : "", (int)p.pid, bytes, p.comm);
+	}
+	e_str(c->e, "listed", listed, strlen(listed));
+}
+
 typedef void (*printer_fn)(struct dump_ctx *, const struct vt_record_view *);
 
 static const printer_fn printers[] = {
@@ -286,7 +314,7 @@ static const printer_fn printers[] = {
     [VT_REC_MARK] = print_mark,       [VT_REC_THREAD] = print_thread,
     [VT_REC_EXIT] = print_exit,       [VT_REC_DEVICE] = print_device,
     [VT_REC_LOOKUP] = print_lookup,   [VT_REC_PYSTR] = print_pystr,
-    [VT_REC_NOTE] = print_note,
+    [VT_REC_NOTE] = print_note,       [VT_REC_NVML] = print_nvml,
 };
 
 static int print_record(const struct vt_record_view *v, void *ctx)

@@ -14,6 +14,7 @@
 #include "oom.h"
 #include "ranks.h" /* a process's rank and wall clock */
 #include "report_json.h"
+#include "report_text.h"
 #include "record_text.h"
 #include "site_names.h"
 #include "units.h"
@@ -104,6 +105,36 @@ static void text_capacity(const struct vt_oom_report *r, FILE *out)
 		        "  %s: no cuMemGetInfo reading then; %s tracked in %u live allocations\n",
 		        dev, tracked, r->live_allocs);
 	}
+}
+
+/* The out-of-memory device's reading with NVML's view beside it (the
+ * highest one, else the last), or NULL. */
+static const struct vt_device_account *nvml_account(const struct vt_accounting *acc, int dev)
+{
+	for (uint32_t i = 0; i < acc->npeak; i++)
+		if (acc->peak[i].device == dev && acc->peak[i].nvml)
+			return &acc->peak[i];
+	for (uint32_t i = 0; i < acc->ndev; i++)
+		if (acc->dev[i].device == dev && acc->dev[i].nvml)
+			return &acc->dev[i];
+	return NULL;
+}
+
+/* Other processes on the device, as NVML named them at the shim's nearest
+ * reading: memory the job could never have had. */
+static void text_other_processes(const struct vt_oom_report *r, FILE *out)
+{
+	struct vt_accounting acc;
+	vt_accounting_build(r->m, &acc);
+	const struct vt_device_account *d = r->device >= 0 ? nvml_account(&acc, r->device) : NULL;
+	if (!d || !d->nvml->others)
+		return;
+	char b[32], when[32], names[VT_NVML_LISTED * 64];
+	vt_format_bytes(d->nvml->others_bytes, b, sizeof b);
+	vt_format_seconds(d->t_ns, when, sizeof when);
+	vt_report_nvml_others(d->nvml, names, sizeof names);
+	fprintf(out, "  other processes on GPU %d: %s (%s; per NVML at %s, the %s reading)\n",
+	        d->device, b, names, when, vt_meminfo_reason_name(d->reason));
 }
 
 static void text_categories(const uint64_t cats[VT_CAT_COUNT], uint64_t total, FILE *out,
@@ -214,6 +245,7 @@ static int write_text(const struct vt_oom_report *r, const char *dir, FILE *out)
 	}
 	text_event(r, out);
 	text_capacity(r, out);
+	text_other_processes(r, out);
 	if (r->source == VT_OOM_DRIVER && r->fw_mark)
 		fprintf(out, "  the framework also reported: %s\n", r->fw_mark->text);
 	text_live(r, out);

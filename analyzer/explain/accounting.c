@@ -109,6 +109,29 @@ static uint64_t used_of(const struct vt_meminfo *mi)
 	return mi->total_bytes > mi->free_bytes ? mi->total_bytes - mi->free_bytes : 0;
 }
 
+/* NVML's view the shim read right after the reading mi of process proc. */
+static const struct vt_nvml_reading *nvml_beside(const struct vt_model *m, uint32_t proc,
+                                                 const struct vt_meminfo *mi)
+{
+	const struct vt_proc *p = &m->procs[proc];
+	for (uint32_t i = 0; i < p->nnvml; i++)
+		if (p->nvml[i].reading_seq == mi->seq && p->nvml[i].device == mi->device)
+			return &p->nvml[i];
+	return NULL;
+}
+
+/* Is mi a higher reading than best (of process best_proc)? Of two with the
+ * same used bytes (a mark and the shim's peak reading at the same state),
+ * the one with NVML's view beside it tells more. */
+static int higher(const struct vt_model *m, const struct vt_meminfo *mi, uint32_t proc,
+                  const struct vt_meminfo *best, uint32_t best_proc)
+{
+	if (!best || used_of(mi) > used_of(best))
+		return 1;
+	return used_of(mi) == used_of(best) && !nvml_beside(m, best_proc, best) &&
+	       nvml_beside(m, proc, mi);
+}
+
 /* The reading of dev with the most used bytes, from any process. */
 static void highest_reading(const struct vt_model *m, int dev, const struct vt_meminfo **out,
                             uint32_t *proc)
@@ -118,11 +141,21 @@ static void highest_reading(const struct vt_model *m, int dev, const struct vt_m
 		for (uint32_t i = 0; i < m->procs[pi].nmeminfo; i++) {
 			const struct vt_meminfo *mi = &m->procs[pi].meminfo[i];
 			if (mi->device == dev && mi->total_bytes &&
-			    (!*out || used_of(mi) > used_of(*out))) {
+			    higher(m, mi, pi, *out, *proc)) {
 				*out = mi;
 				*proc = pi;
 			}
 		}
+}
+
+/* The other processes NVML named take their bytes out of the unexplained. */
+static void split_other_processes(struct vt_device_account *d)
+{
+	if (!d->nvml)
+		return;
+	uint64_t others = d->nvml->others_bytes;
+	d->other_processes_bytes = others < d->unexplained_bytes ? others : d->unexplained_bytes;
+	d->unexplained_bytes -= d->other_processes_bytes;
 }
 
 static void account_at(const struct vt_model *m, int dev, const struct vt_meminfo *mi,
@@ -141,6 +174,8 @@ static void account_at(const struct vt_model *m, int dev, const struct vt_meminf
 		d->unexplained_bytes = d->used_bytes - tracked;
 	else
 		d->overcount_bytes = tracked - d->used_bytes;
+	d->nvml = nvml_beside(m, proc, mi);
+	split_other_processes(d);
 }
 
 void vt_accounting_build(const struct vt_model *m, struct vt_accounting *out)

@@ -9,8 +9,11 @@
  *     on their native stack (NCCL, cuBLAS/cuBLASLt, cuDNN, cuFFT, TensorRT),
  *     named by that module;
  *   - VMM: physical memory of cuMemCreate handles;
+ *   - other processes: where the shim read NVML beside the reading (its
+ *     PEAK and EXIT readings, interpose/nvml_sample.c), the bytes NVML
+ *     gives the device's other processes, at most what is left below;
  *   - unexplained: used minus all of the above (the CUDA context, kernel
- *     images, other processes), never negative.
+ *     images, other processes NVML did not name), never negative.
  * Each part is tracked exactly (the allocations live at the reading); only
  * "unexplained" is a difference. */
 #ifndef VT_ACCOUNTING_H
@@ -35,9 +38,12 @@ struct vt_device_account {
 	uint64_t framework_bytes, pool_bytes, vmm_bytes, library_bytes;
 	struct vt_account_lib libs[VT_ACCOUNT_LIBS]; /* most bytes first */
 	uint32_t nlibs;
+	uint64_t other_processes_bytes; /* per NVML, within used: 0 without it */
 	uint64_t unexplained_bytes;
 	uint64_t overcount_bytes; /* tracked beyond used (a reading taken before
 	                             a free landed): 0 normally */
+	/* NVML's view at this reading (model.h), NULL where none was read */
+	const struct vt_nvml_reading *nvml;
 };
 
 struct vt_accounting {

@@ -407,6 +407,13 @@ static int write_devices(const struct vt_export *x, struct vt_json *j)
 	return 0;
 }
 
+/* Each device's used memory by holder, at its highest reading and its last
+ * (accounting.h): the page's accounting panels. */
+static void write_accounting(const struct vt_export *x, struct vt_json *j)
+{
+	vt_report_accounting_json(j, &x->r.accounting);
+}
+
 static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 {
 	struct vt_json j;
@@ -434,6 +441,7 @@ static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 	vt_json_kv_i64(&j, "confident", VT_CONFIDENT);
 	vt_report_low_confidence_json(&j, &x->r);
 	int rc = write_devices(x, &j);
+	write_accounting(x, &j);
 	write_sites(x, &j);
 	vt_json_end_object(&j);
 	return vt_json_finish(&j) || rc ? -1 : 0;

@@ -107,6 +107,7 @@ static void free_proc(struct vt_proc *p)
 	free(p->marks);
 	free(p->modules);
 	free(p->meminfo);
+	free(p->nvml);
 	struct vt_stack_entry *s, *stmp;
 	HASH_ITER(hh, p->stacks, s, stmp)
 	{
@@ -769,6 +770,29 @@ static void on_meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_me
 	m->consumer->meminfo(m, p, r, trace_t(p, r->t_ns));
 }
 
+static void on_nvml(struct vt_proc *p, const struct vt_nvml_rec *r, uint32_t size)
+{
+	if (size < sizeof *r || r->nlisted > VT_NVML_LISTED ||
+	    sizeof *r + r->nlisted * sizeof r->procs[0] > size)
+		return;
+	GROW(p->nvml, p->cap_nvml, p->nnvml);
+	struct vt_nvml_reading *n = &p->nvml[p->nnvml++];
+	*n = (struct vt_nvml_reading){
+	    .t_ns = trace_t(p, r->t_ns),
+	    .seq = r->seq,
+	    .reading_seq = r->reading_seq,
+	    .self_bytes = r->self_bytes,
+	    .others_bytes = r->others_bytes,
+	    .others = r->others,
+	    .nlisted = r->nlisted,
+	    .device = r->device,
+	    .reason = r->reason,
+	};
+	memcpy(n->listed, r->procs, r->nlisted * sizeof r->procs[0]);
+	for (uint32_t i = 0; i < n->nlisted; i++)
+		n->listed[i].comm[sizeof n->listed[i].comm - 1] = 0;
+}
+
 static void on_device(struct vt_model *m, const struct vt_device_rec *r, uint32_t size)
 {
 	if (size < sizeof *r || sizeof *r + r->name_len > size || r->ordinal >= VT_MAX_DEVICES)
@@ -883,6 +907,9 @@ void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_
 		break;
 	case VT_REC_DEVICE:
 		on_device(m, rec, size);
+		break;
+	case VT_REC_NVML:
+		on_nvml(p, rec, size);
 		break;
 	case VT_REC_EXIT:
 		on_exit_rec(p, rec, size);

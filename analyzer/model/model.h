@@ -143,6 +143,17 @@ struct vt_meminfo {
 	uint8_t device, reason;
 };
 
+/* NVML's per-process view of a device (VT_REC_NVML), beside the reading of
+ * the same process whose seq is reading_seq. */
+struct vt_nvml_reading {
+	uint64_t t_ns, seq, reading_seq;
+	uint64_t self_bytes;   /* VT_NVML_UNKNOWN: NVML did not list this process */
+	uint64_t others_bytes; /* all the other processes NVML could size */
+	uint32_t others, nlisted;
+	uint8_t device, reason;
+	struct vt_nvml_proc listed[VT_NVML_LISTED]; /* most bytes first */
+};
+
 /* A failed allocation (out of memory or another error). */
 struct vt_failed_alloc {
 	uint64_t t_ns, seq, bytes;
@@ -199,6 +210,8 @@ struct vt_proc {
 	uint32_t nmodules, cap_modules;
 	struct vt_meminfo *meminfo;
 	uint32_t nmeminfo, cap_meminfo;
+	struct vt_nvml_reading *nvml; /* kept in every mode: a few per run */
+	uint32_t nnvml, cap_nvml;
 	struct vt_stack_entry *stacks; /* uthash by id */
 	struct vt_frame_fanin *fanin;  /* uthash ip -> allocation stacks holding it */
 	uint32_t alloc_stacks;         /* unique stacks that allocated */

@@ -43,6 +43,8 @@ static const struct rule rules[] = {
     [VT_REC_LOOKUP] = {sizeof(struct vt_lookup_rec), LEN(struct vt_lookup_rec, name_len, 1)},
     [VT_REC_PYSTR] = {sizeof(struct vt_pystr_rec), LEN(struct vt_pystr_rec, len, 1)},
     [VT_REC_NOTE] = {sizeof(struct vt_note_rec), LEN(struct vt_note_rec, len, 1)},
+    [VT_REC_NVML] = {sizeof(struct vt_nvml_rec),
+                     LEN(struct vt_nvml_rec, nlisted, sizeof(struct vt_nvml_proc))},
 };
 
 static uint32_t read_len(const uint8_t *rec, const struct rule *r)

@@ -20,7 +20,7 @@ static const char *const rec_names[] = {
 	[VT_REC_MARK] = "mark",       [VT_REC_THREAD] = "thread",
 	[VT_REC_EXIT] = "exit",       [VT_REC_DEVICE] = "device",
 	[VT_REC_LOOKUP] = "lookup",   [VT_REC_PYSTR] = "pystr",
-	[VT_REC_NOTE] = "note",
+	[VT_REC_NOTE] = "note",       [VT_REC_NVML] = "nvml",
 };
 
 #define VT_API(id, symbol, class) [id] = #symbol,

@@ -340,6 +340,39 @@ static void flags(struct vt_json *j, const struct vt_report *r)
 	vt_json_end_array(j);
 }
 
+/* NVML's bytes, null where NVML could not say (VT_NVML_UNKNOWN). */
+static void nvml_bytes_json(struct vt_json *j, const char *key, uint64_t bytes)
+{
+	vt_json_key(j, key);
+	if (bytes == VT_NVML_UNKNOWN)
+		vt_json_null(j);
+	else
+		vt_json_u64(j, bytes);
+}
+
+/* NVML's view beside a reading: this process's bytes and the others'. */
+static void nvml_json(struct vt_json *j, const struct vt_device_account *d)
+{
+	const struct vt_nvml_reading *n = d->nvml;
+	vt_json_kv_u64(j, "other_processes_bytes", d->other_processes_bytes);
+	vt_json_key(j, "nvml");
+	vt_json_begin_object(j);
+	nvml_bytes_json(j, "process_bytes", n->self_bytes);
+	vt_json_kv_u64(j, "other_processes", n->others);
+	vt_json_kv_u64(j, "other_processes_bytes", n->others_bytes);
+	vt_json_end_object(j);
+	vt_json_key(j, "other_processes");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < n->nlisted; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_i64(j, "pid", n->listed[i].pid);
+		vt_json_kv_string(j, "name", n->listed[i].comm);
+		nvml_bytes_json(j, "bytes", n->listed[i].used_bytes);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
+}
+
 static void device_accounts(struct vt_json *j, const char *key, const struct vt_device_account *v,
                             uint32_t n)
 {
@@ -368,6 +401,8 @@ static void device_accounts(struct vt_json *j, const char *key, const struct vt_
 		vt_json_end_array(j);
 		vt_json_kv_u64(j, "unexplained_bytes", d->unexplained_bytes);
 		vt_json_kv_u64(j, "overcount_bytes", d->overcount_bytes);
+		if (d->nvml)
+			nvml_json(j, d);
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);

@@ -143,6 +143,47 @@ static void processes(const struct vt_report *r, FILE *out)
 	}
 }
 
+void vt_report_nvml_others(const struct vt_nvml_reading *n, char *buf, size_t len)
+{
+	char b[32], safe[64];
+	size_t at = 0;
+	buf[0] = 0;
+	for (uint32_t i = 0; i < n->nlisted && at < len; i++) {
+		if (n->listed[i].used_bytes == VT_NVML_UNKNOWN)
+			snprintf(b, sizeof b, "size unknown");
+		else
+			vt_format_bytes(n->listed[i].used_bytes, b, sizeof b);
+		const char *comm = n->listed[i].comm[0] ? n->listed[i].comm : "?";
+		at += (size_t)snprintf(buf + at, len - at, "%spid %d %s %s", i ? ", " : "",
+		                       n->listed[i].pid, vt_term_safe(comm, safe, sizeof safe), b);
+	}
+	if (n->others > n->nlisted && at < len)
+		snprintf(buf + at, len - at, " and %u more", n->others - n->nlisted);
+}
+
+/* The other processes NVML named on the device, as an accounting line. */
+static void other_processes_text(const struct vt_device_account *d, FILE *out)
+{
+	char b[32], names[VT_NVML_LISTED * 64];
+	if (!d->nvml->others)
+		return;
+	vt_format_bytes(d->other_processes_bytes, b, sizeof b);
+	vt_report_nvml_others(d->nvml, names, sizeof names);
+	fprintf(out, "    %10s  other processes on GPU %d (%s; per NVML)\n", b, d->device, names);
+}
+
+/* This process's bytes per NVML, beside the driver's used. */
+static void nvml_self_text(const struct vt_nvml_reading *n, FILE *out)
+{
+	char b[32];
+	if (n->self_bytes == VT_NVML_UNKNOWN) {
+		fprintf(out, "                NVML did not list this process\n");
+		return;
+	}
+	vt_format_bytes(n->self_bytes, b, sizeof b);
+	fprintf(out, "                this process per NVML: %s (its context included)\n", b);
+}
+
 /* One device's used memory at one reading, by holder. */
 static void device_account(const struct vt_device_account *d, FILE *out)
 {
@@ -169,11 +210,14 @@ static void device_account(const struct vt_device_account *d, FILE *out)
 		fprintf(out, "    %10s  library %s (its own allocations)\n", b,
 		        vt_term_safe(d->libs[k].module, safe, sizeof safe));
 	}
+	if (d->nvml)
+		other_processes_text(d, out);
 	vt_format_bytes(d->unexplained_bytes, b, sizeof b);
 	fprintf(out,
-	        "    %10s  unexplained: used minus all of the above (context, kernel "
-	        "images, other processes)\n",
-	        b);
+	        "    %10s  unexplained: used minus all of the above (context, kernel images%s)\n",
+	        b, d->nvml ? "" : ", other processes");
+	if (d->nvml)
+		nvml_self_text(d->nvml, out);
 }
 
 /* Used memory per device at its highest reading (where that is not the

@@ -19,4 +19,9 @@ void vt_report_recording_cost_text(const struct vt_proc *p, FILE *out);
  * short) or failing their seal check (format.h). */
 void vt_report_integrity_text(const struct vt_proc *p, FILE *out);
 
+/* The other processes NVML listed beside a reading: "pid 4242 python
+ * 1.00 GiB, pid 77 ? size unknown and 3 more" (names made safe for a
+ * terminal). */
+void vt_report_nvml_others(const struct vt_nvml_reading *n, char *buf, size_t len);
+
 #endif

@@ -233,6 +233,7 @@ enum vt_rec {
 	VT_REC_SEAL = 26,      /* struct vt_chunk_seal: only in a chunk's last
 	                          VT_SEAL_SIZE bytes (a reader that does not
 	                          know it skips it as an unknown kind) */
+	VT_REC_NVML = 27,      /* struct vt_nvml_rec (older readers skip it) */
 };
 
 /* How a copy moved bytes (vt_event.kind for VT_REC_COPY). */
@@ -458,6 +459,41 @@ struct vt_note_rec {
 	uint64_t seq;
 	char text[];
 };
+
+/* Per-process used memory on a device per NVML (libnvidia-ml, where it is
+ * installed), read right after a PEAK or EXIT reading of cuMemGetInfo and
+ * written after it by the same thread (interpose/nvml_sample.c). The device
+ * is matched to NVML's by UUID. Other processes: all of them counted, the
+ * VT_NVML_LISTED with the most bytes listed with their command names
+ * (/proc/PID/comm, read then: the process may be gone when the log is read).
+ * NVML's "not available" is VT_NVML_UNKNOWN. 56 bytes + 32 per listed. */
+#define VT_NVML_LISTED 8u
+#define VT_NVML_UNKNOWN UINT64_MAX
+
+struct vt_nvml_proc {
+	int32_t pid;
+	uint32_t reserved;
+	uint64_t used_bytes;  /* VT_NVML_UNKNOWN: NVML could not say */
+	char comm[16];        /* NUL-terminated; "" if unreadable */
+};
+
+struct vt_nvml_rec {
+	uint32_t hdr;
+	uint8_t device;
+	uint8_t reason;       /* the reading's vt_meminfo_reason */
+	uint16_t nlisted;     /* entries in procs[], <= VT_NVML_LISTED */
+	uint64_t seq;
+	uint64_t t_ns;
+	uint64_t reading_seq; /* seq of the VT_REC_MEMINFO it goes with */
+	uint64_t self_bytes;  /* this process; VT_NVML_UNKNOWN if not listed
+	                         or not available */
+	uint64_t others_bytes;/* all other processes (those NVML could size) */
+	uint32_t others;      /* other processes NVML listed */
+	uint32_t reserved;
+	struct vt_nvml_proc procs[]; /* others, most bytes first */
+};
+_Static_assert(sizeof(struct vt_nvml_rec) == 56, "nvml record header is 56 bytes");
+_Static_assert(sizeof(struct vt_nvml_proc) == 32, "nvml process entry is 32 bytes");
 
 /* A chunk's seal: its last VT_SEAL_SIZE bytes (in logs with VT_FLAG_SEALS,
  * where no record goes there), written when its thread leaves it (full),

@@ -10,8 +10,15 @@ its own flags, no browser download):
    page's #selftest mode) shows the same bytes per category as
    `report --json` devices[].categories_at_peak;
  - clicking a band lists its sites with stacks; OOM markers are drawn;
+ - each device's accounting panel draws the segments `report --json`
+   accounting (and accounting_at_peak) lists, with labels that do not
+   overlap; on the accounting job (a context reservation of 48 MiB, a
+   library stand-in that allocates 32 MiB for itself) the unexplained
+   segment is the reservation within 1 %; with the stand-in libnvidia-ml of
+   tests/simdriver naming another process, an "other processes" segment
+   and a table row that names it;
  - a screenshot is kept: BUILD/tests/export/html/*.png
-    check_html.py VRAMTRACE TRAINER SIMDRIVER_DIR WORKDIR [CHROMIUM]
+    check_html.py VRAMTRACE TRAINER SIMDRIVER_DIR WORKDIR ACCOUNTING_JOB [CHROMIUM]
 Exit 77 (skipped) when no Chromium is installed."""
 import json
 import os
@@ -30,6 +37,9 @@ from checklib import unpack_fixture  # noqa: E402
 
 CATS = ["dataset", "prefetch", "weights", "optimizer", "gradients", "activations", "pool",
         "unknown"]
+MIB = 1 << 20
+RESERVE = 48 * MIB  # the simulated context's reservation in the accounting job
+OTHER = 256 * MIB   # another process's bytes, per the stand-in libnvidia-ml
 failures = []
 
 
@@ -83,6 +93,50 @@ def text_seconds(ns):
     """A time as the text report writes it (vt_format_seconds)."""
     s = ns / 1e9
     return ("%.1f s" % s) if s >= 10 else ("%.3f s" % s) if s >= 0.01 else ("%.6f s" % s)
+
+
+def report_segments(a):
+    """The segments a bar must have, in order: (kind, label, bytes)."""
+    segs = [("framework", "framework allocations", a["framework_bytes"]),
+            ("pools", "allocator pools", a["pool_bytes"])]
+    segs += [("library", lib["module"], lib["bytes"]) for lib in a["libraries"]]
+    segs += [("vmm", "VMM mappings", a["vmm_bytes"]),
+             ("others", "other processes", a.get("other_processes_bytes", 0)),
+             ("unexplained", "unexplained", a["unexplained_bytes"])]
+    return [s for s in segs if s[2] > 0]
+
+
+def check_accounting_panels(name, rep, got):
+    """Each reading of report --json drawn as a bar with its segments, in
+    proportion, and labels that do not overlap."""
+    pages = {d["ordinal"]: d["readings"] for d in got.get("accounting", [])}
+    for key in ("accounting_at_peak", "accounting"):
+        for a in rep.get(key, []):
+            readings = [r for r in pages.get(a["device"], []) if r["used"] == a["used_bytes"]]
+            check(readings, f"{name}: GPU {a['device']}: no accounting bar for {key} "
+                  f"({a['used_bytes']} used)")
+            if not readings:
+                continue
+            r = readings[0]
+            drawn = [(s["kind"], s["label"], s["bytes"]) for s in r["segments"]]
+            check(drawn == report_segments(a), f"{name}: GPU {a['device']} {key}: segments "
+                  f"{drawn}, report says {report_segments(a)}")
+            check(r["table_rows"] == len(drawn), f"{name}: {r['table_rows']} table rows for "
+                  f"{len(drawn)} segments")
+            whole = max(a["used_bytes"], sum(s[2] for s in drawn), 1)
+            for s in r["segments"]:
+                want = r["bar"]["width"] * s["bytes"] / whole
+                check(abs(s["box"]["width"] - want) <= max(1.0, want / 100),
+                      f"{name}: segment {s['label']} {s['box']['width']:.1f} px wide, want "
+                      f"{want:.1f}")
+            labels = r["labels"]
+            check(len(labels) == len(drawn), f"{name}: {len(labels)} labels for {len(drawn)} "
+                  f"segments")
+            for i, la in enumerate(labels):
+                for lb in labels[i + 1:]:
+                    check(not boxes_meet(la["box"], lb["box"]), f"{name}: GPU {a['device']}: "
+                          f"labels overlap: {la['text']!r} and {lb['text']!r}")
+    return sum(len(r) for r in pages.values())
 
 
 def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=None,
@@ -156,6 +210,7 @@ def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=N
         if lab["peak"] and lab["capacity"]:
             check(not boxes_meet(lab["peak"], lab["capacity"]),
                   f"{name}: GPU {d['ordinal']}: the peak and capacity labels overlap: {lab}")
+    bars = check_accounting_panels(name, rep, got)
     if rep["devices"]:
         want = text_seconds(rep["devices"][0]["peak_t_ns"])
         check(got.get("peak_time_text") == want,
@@ -163,12 +218,78 @@ def check_trace(vt, chromium, trace, work, name, want_ooms=False, lead_in_from=N
     print(f"ok   {name}: {size} bytes, {got['charts']} chart(s), tooltips at the peaks match "
           f"report --json, band '{band.get('category')}' lists {band.get('sites')} site(s) "
           f"({band.get('frames')} frames), {got['ooms']} OOM marker(s), "
-          f"{len(unsure)} low-confidence group(s), {got.get('unsure_sites')} site row(s) marked")
+          f"{len(unsure)} low-confidence group(s), {got.get('unsure_sites')} site row(s) marked, "
+          f"{bars} accounting bar(s)")
+    return rep, got
+
+
+def check_accounting_nvml(vt, chromium, job, sim, work):
+    """The accounting job small (2 MiB its own, 1 MiB from the library) beside
+    another process of 256 MiB that the stand-in libnvidia-ml names: an
+    "other processes" segment, and the small segments' labels in rows
+    below the bar, apart."""
+    trace = os.path.join(work, "accounting-nvml")
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        env = dict(os.environ, VT_SIM_CAPACITY="1G", VT_SIM_CONTEXT_RESERVE=str(RESERVE + OTHER),
+                   LD_LIBRARY_PATH=":".join([os.path.join(sim, "nvml"), sim, os.path.dirname(job)]),
+                   VT_FAKE_NVML_OTHERS=f"{other.pid}:{OTHER}")
+        subprocess.run([vt, "run", "-o", trace, "--", job, "2", "1"], env=env, check=True,
+                       capture_output=True, timeout=60)
+    finally:
+        other.kill()
+        other.wait()
+    res = check_trace(vt, chromium, trace, work, "accounting-nvml")
+    if not res:
+        return
+    readings = (res[1].get("accounting") or [{}])[0].get("readings", [])
+    check(readings, "accounting-nvml: no accounting panel drawn")
+    for r in readings:
+        seg = {s["kind"]: s for s in r["segments"]}
+        check(seg.get("others", {}).get("bytes") == OTHER,
+              f"accounting-nvml: {r['which']}: the other processes' segment {seg.get('others')}")
+        check(f"pid {other.pid} sleep 256 MiB" in r["table_text"],
+              f"accounting-nvml: {r['which']}: the table does not name the process: "
+              f"{r['table_text']!r}")
+        check(r["nvml_self"] and "This process per NVML" in r["nvml_self"],
+              f"accounting-nvml: {r['which']}: this process's bytes per NVML: {r['nvml_self']}")
+        below = [la for la in r["labels"] if la["box"]["y"] > r["segments"][0]["box"]["y"] +
+                 r["segments"][0]["box"]["height"]]
+        check(len(below) >= 2, f"accounting-nvml: {r['which']}: small segments' labels not "
+              f"below the bar: {r['labels']}")
+
+
+def check_accounting_job(vt, chromium, job, sim, work):
+    """The accounting job (tests/oom): 64 MiB of its own, 32 MiB from a
+    library stand-in named libcublasLt.so, a context holding 48 MiB back."""
+    trace = os.path.join(work, "accounting")
+    env = dict(os.environ, LD_LIBRARY_PATH=sim + ":" + os.path.dirname(job),
+               VT_SIM_CAPACITY="1G", VT_SIM_CONTEXT_RESERVE="48M")
+    subprocess.run([vt, "run", "-o", trace, "--", job, "64", "32"], env=env, check=True,
+                   capture_output=True, timeout=60)
+    res = check_trace(vt, chromium, trace, work, "accounting")
+    if not res:
+        return
+    rep, got = res
+    readings = (got.get("accounting") or [{}])[0].get("readings", [])
+    check(readings, "accounting: no accounting panel drawn")
+    for r in readings:
+        seg = {s["kind"]: s for s in r["segments"]}
+        unexplained = seg.get("unexplained", {}).get("bytes", 0)
+        check(abs(unexplained - RESERVE) <= RESERVE / 100,
+              f"accounting: {r['which']}: unexplained {unexplained}, the reservation {RESERVE}")
+        lib = seg.get("library", {})
+        check(lib.get("label", "").startswith("libcublasLt.so") and lib.get("bytes") == 32 * MIB,
+              f"accounting: {r['which']}: the library segment {lib}")
+        check(seg.get("framework", {}).get("bytes") == 64 * MIB,
+              f"accounting: {r['which']}: the framework segment {seg.get('framework')}")
+        check("used of" in r["heading"] and " at " in r["heading"],
+              f"accounting: {r['which']}: the reading is not said: {r['heading']!r}")
 
 
 def main():
-    vt, trainer, sim, work = sys.argv[1:5]
-    chromium = sys.argv[5] if len(sys.argv) > 5 else (shutil.which("chromium") or
+    vt, trainer, sim, work, accounting_job = sys.argv[1:6]
+    chromium = sys.argv[6] if len(sys.argv) > 6 else (shutil.which("chromium") or
                                                         shutil.which("chromium-browser"))
     if not chromium or not os.path.exists(chromium):
         print("SKIP: no chromium (apt-get install -y chromium)")
@@ -190,6 +311,8 @@ def main():
     # (recorded before the shim timed itself: no recording cost)
     check_trace(vt, chromium, real, work, "real-h200", lead_in_from=6_000_000_000,
                 recording_cost=False)
+    check_accounting_job(vt, chromium, accounting_job, sim, work)
+    check_accounting_nvml(vt, chromium, accounting_job, sim, work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

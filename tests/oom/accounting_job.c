@@ -1,13 +1,29 @@
 /* A job for the accounting test: allocates FRAMEWORK_MIB MiB itself and has
  * the library stand-in (libcublasLt.so) allocate LIBRARY_MIB MiB, marks a
  * step (the shim reads cuMemGetInfo there), then exits.
- *   accounting_job FRAMEWORK_MIB LIBRARY_MIB */
+ *   accounting_job FRAMEWORK_MIB LIBRARY_MIB [free]
+ * With "free" it then frees its own allocation (the shim takes its peak
+ * reading right before) and prints "libnvidia-ml mapped: yes" or "no": is
+ * libnvidia-ml in its /proc/self/maps after that reading? */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cublasLtFakeWorkspace(size_t bytes);
+
+static int nvml_mapped(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int found = 0;
+	while (f && fgets(line, sizeof line, f))
+		found |= strstr(line, "libnvidia-ml") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
 
 #define MIB (1024ull * 1024ull)
 
@@ -23,8 +39,8 @@ static void *need(void *lib, const char *name)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: accounting_job FRAMEWORK_MIB LIBRARY_MIB\n");
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "free"))) {
+		fprintf(stderr, "usage: accounting_job FRAMEWORK_MIB LIBRARY_MIB [free]\n");
 		return 2;
 	}
 	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -52,5 +68,14 @@ int main(int argc, char **argv)
 	*(void **)&mark = dlsym(RTLD_DEFAULT, "vramtrace_mark");
 	if (mark)
 		mark("step 0");
+	if (argc == 4) {
+		int (*mem_free)(uint64_t);
+		*(void **)&mem_free = need(cuda, "cuMemFree_v2");
+		if (mem_free(p)) {
+			fprintf(stderr, "accounting_job: cuMemFree failed\n");
+			return 1;
+		}
+		printf("libnvidia-ml mapped: %s\n", nvml_mapped() ? "yes" : "no");
+	}
 	return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "accounting.h"
 #include "diff.h"
 #include "model.h"
 #include "model_history.h"
@@ -54,7 +55,8 @@ static void event(struct feeder *f, uint32_t type, uint64_t t, uint64_t addr, ui
 	vt_model_feed(f->m, f->proc, type, &ev, sizeof ev);
 }
 
-static void meminfo(struct feeder *f, uint64_t t, uint8_t reason, uint64_t free_b, uint64_t total)
+static uint64_t meminfo(struct feeder *f, uint64_t t, uint8_t reason, uint64_t free_b,
+                        uint64_t total)
 {
 	struct vt_meminfo_rec r;
 	memset(&r, 0, sizeof r);
@@ -66,6 +68,31 @@ static void meminfo(struct feeder *f, uint64_t t, uint8_t reason, uint64_t free_
 	r.free_bytes = free_b;
 	r.total_bytes = total;
 	vt_model_feed(f->m, f->proc, VT_REC_MEMINFO, &r, sizeof r);
+	return r.seq;
+}
+
+/* NVML's view beside the reading reading_seq: this process self bytes,
+ * `others` other processes holding others_bytes, the first nlisted of
+ * `listed` named. */
+static void nvml(struct feeder *f, uint64_t reading_seq, uint64_t self, uint32_t others,
+                 uint64_t others_bytes, const struct vt_nvml_proc *listed, uint16_t nlisted)
+{
+	union {
+		struct vt_nvml_rec r;
+		char buf[sizeof(struct vt_nvml_rec) + 16 * sizeof(struct vt_nvml_proc)];
+	} u;
+	memset(&u, 0, sizeof u);
+	uint32_t size = (uint32_t)(sizeof u.r + nlisted * sizeof u.r.procs[0]);
+	u.r.hdr = VT_HDR(VT_REC_NVML, size);
+	u.r.reason = VT_MEMINFO_PEAK;
+	u.r.nlisted = nlisted;
+	u.r.seq = ++f->seq;
+	u.r.reading_seq = reading_seq;
+	u.r.self_bytes = self;
+	u.r.others = others;
+	u.r.others_bytes = others_bytes;
+	memcpy(u.r.procs, listed, nlisted * sizeof u.r.procs[0]);
+	vt_model_feed(f->m, f->proc, VT_REC_NVML, &u, size);
 }
 
 static void mark(struct feeder *f, uint64_t t, uint16_t kind, const char *text, uint64_t value)
@@ -107,6 +134,50 @@ static struct vt_model *driver_oom_job(void)
 	vt_model_end_process(m, f.proc);
 	vt_model_finish(m);
 	return m;
+}
+
+/* 600 bytes of the job's on a 1000-byte device read 900 used, at a mark
+ * and at the shim's peak reading with NVML beside it: 3 other processes
+ * hold 400 per NVML, more than the 300 left, so they take those 300. */
+static void test_accounting_nvml(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct feeder f;
+	begin(&f, m, 10, VT_STATE_EXITED);
+	meminfo(&f, 5, VT_MEMINFO_FIRST_USE, 950, 1000);
+	event(&f, VT_REC_ALLOC, 10, 0x1000, 600, 0);
+	meminfo(&f, 20, VT_MEMINFO_MARK, 100, 1000);
+	uint64_t peak = meminfo(&f, 21, VT_MEMINFO_PEAK, 100, 1000);
+	struct vt_nvml_proc listed[VT_NVML_LISTED + 1] = {
+	    {.pid = 7, .used_bytes = 300, .comm = "python"},
+	    {.pid = 8, .used_bytes = VT_NVML_UNKNOWN, .comm = "x"},
+	};
+	nvml(&f, peak, 650, 3, 400, listed, 2);
+	nvml(&f, peak, 1, 1, 1, listed, VT_NVML_LISTED + 1); /* too many listed: dropped */
+	event(&f, VT_REC_FREE, 30, 0x1000, 0, 0);
+	meminfo(&f, 40, VT_MEMINFO_EXIT, 400, 1000);
+	vt_model_end_process(m, f.proc);
+	vt_model_finish(m);
+	assert_int_equal(m->procs[f.proc].nnvml, 1);
+	struct vt_accounting acc;
+	vt_accounting_build(m, &acc);
+	assert_int_equal(acc.npeak, 1);
+	const struct vt_device_account *p = &acc.peak[0];
+	assert_int_equal(p->reason, VT_MEMINFO_PEAK); /* not the mark: NVML beside it */
+	assert_non_null(p->nvml);
+	assert_int_equal(p->framework_bytes, 600);
+	assert_int_equal(p->other_processes_bytes, 300);
+	assert_int_equal(p->unexplained_bytes, 0);
+	assert_int_equal(p->nvml->self_bytes, 650);
+	assert_int_equal(p->nvml->nlisted, 2);
+	assert_string_equal(p->nvml->listed[0].comm, "python");
+	assert_int_equal(acc.ndev, 1);
+	assert_int_equal(acc.dev[0].reason, VT_MEMINFO_EXIT);
+	assert_null(acc.dev[0].nvml);
+	assert_int_equal(acc.dev[0].other_processes_bytes, 0);
+	assert_int_equal(acc.dev[0].unexplained_bytes, 600);
+	vt_model_free(m);
 }
 
 static void test_driver_oom(void **state)
@@ -233,6 +304,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_driver_oom),
+		cmocka_unit_test(test_accounting_nvml),
 		cmocka_unit_test(test_framework_oom_and_killed_job),
 		cmocka_unit_test(test_match_names),
 		cmocka_unit_test(test_grew_over),
