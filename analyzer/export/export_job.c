@@ -27,42 +27,51 @@ static int64_t wall_at_zero(const struct vt_model *m)
 	return 0;
 }
 
-/* The earliest first step (wall clock) of the trace's ranks, 0: none. */
-static int64_t first_step_wall(const struct vt_job *j, uint32_t trace)
+/* The trace time of the earliest first step of the trace's ranks, -1:
+ * none. Trace times, not wall clock: the model put a trace's logs on one
+ * clock, where each log's wall-clock base has a few microseconds of its own
+ * jitter. */
+static int64_t first_step(const struct vt_job *j, uint32_t trace)
 {
-	uint64_t first = 0;
+	int64_t first = -1;
 	for (uint32_t i = 0; i < j->nrows; i++) {
 		const struct vt_rank_row *row = &j->rows[i];
-		if (row->trace == trace && row->step0_wall_ns &&
-		    (!first || row->step0_wall_ns < first))
-			first = row->step0_wall_ns;
+		const struct vt_proc *p = &row->r->m->procs[row->proc];
+		if (row->trace == trace && p->nsteps &&
+		    (first < 0 || (int64_t)p->step_t[0] < first))
+			first = (int64_t)p->step_t[0];
 	}
-	return (int64_t)first;
+	return first;
 }
 
-/* Each trace's offset (export_job.h): its wall-clock start after the
- * earliest, less how much later its first step came than the earliest
- * trace's (step markers); shifted so the smallest is 0. */
+/* Each trace's offset (export_job.h), shifted so the smallest is 0. By
+ * wall clock: its time 0 after the earliest trace's. By step markers: its
+ * first step at the same time as every other trace's; a trace without a
+ * rank's step is placed by wall clock beside the first trace with one. */
 static void place_traces(struct vt_export_job *e)
 {
 	int64_t *off = calloc(e->n ? e->n : 1, sizeof *off);
 	if (!off)
 		return; /* offsets stay 0: each trace's own times */
 	int have_wall = 1, by_steps = e->job.alignment.by == VT_ALIGN_STEP_MARKERS;
-	int64_t wall0 = INT64_MAX, step0 = INT64_MAX, lowest = INT64_MAX;
+	int64_t wall0 = INT64_MAX, lowest = INT64_MAX;
+	uint32_t anchor = UINT32_MAX; /* the first trace with a rank's step */
 	for (uint32_t t = 0; t < e->n; t++) {
-		int64_t w = wall_at_zero(e->x[t].m), s = first_step_wall(&e->job, t);
+		int64_t w = wall_at_zero(e->x[t].m);
 		have_wall &= w != 0;
 		wall0 = w < wall0 ? w : wall0;
-		step0 = s && s < step0 ? s : step0;
+		if (anchor == UINT32_MAX && first_step(&e->job, t) >= 0)
+			anchor = t;
 	}
-	for (uint32_t t = 0; t < e->n; t++) {
-		int64_t s = first_step_wall(&e->job, t);
+	for (uint32_t t = 0; t < e->n; t++)
 		off[t] = have_wall ? wall_at_zero(e->x[t].m) - wall0 : 0;
-		if (by_steps && s)
-			off[t] -= s - step0;
-		lowest = off[t] < lowest ? off[t] : lowest;
+	int64_t anchor_wall = anchor != UINT32_MAX ? off[anchor] : 0;
+	for (uint32_t t = 0; by_steps && anchor != UINT32_MAX && t < e->n; t++) {
+		int64_t s = first_step(&e->job, t);
+		off[t] = s >= 0 ? -s : off[t] - anchor_wall - first_step(&e->job, anchor);
 	}
+	for (uint32_t t = 0; t < e->n; t++)
+		lowest = off[t] < lowest ? off[t] : lowest;
 	for (uint32_t t = 0; t < e->n; t++)
 		e->offset_ns[t] = (uint64_t)(off[t] - lowest);
 	free(off);

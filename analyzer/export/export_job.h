@@ -3,10 +3,11 @@
  * (ranks.h), and where each trace sits on the job's one timeline.
  *
  * Hosts' monotonic clocks are unrelated, so a trace's times are moved by
- * its own offset: by wall clock, each trace starts where its logs' recorded
- * CLOCK_REALTIME says, relative to the earliest trace; when the job is
- * aligned by step markers, each trace is moved further so its first step
- * starts with the earliest trace's first step. Offsets are never negative. */
+ * its own offset, as the rank view aligned the job (ranks.h): by wall
+ * clock, each trace starts where its logs' recorded CLOCK_REALTIME says,
+ * relative to the earliest trace; by step markers, each trace's first step
+ * (its ranks' earliest) starts at the same time as every other trace's.
+ * Offsets are never negative. */
 #ifndef VT_EXPORT_JOB_H
 #define VT_EXPORT_JOB_H
 

@@ -6,7 +6,8 @@ its own (two ranked processes in one trace).
     - a process track per rank named "rank N (host:pid)", sorted in rank
       order; pids of different traces never meet (each trace's processes and
       devices get their own), every event on a named track, each rank's
-      copies on its own track; one trace keeps its processes' pids.
+      copies on its own track; one trace keeps its processes' pids; the
+      hosts' first steps start together (aligned by step markers).
   check_job.py html VRAMTRACE TRAINER SIMDIR WORKDIR [CHROMIUM]
     - in headless Chromium (the page's #selftest mode): the rank view has a
       row per rank in rank order, every row's chart on the same scale (the
@@ -26,7 +27,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_html  # noqa: E402
 from check_html import boxes_meet, check, run_page, static_checks  # noqa: E402
-from trainer_trace import export, make_job, make_trace, report_json  # noqa: E402
+from trainer_trace import JOB_HOSTS, export, make_job, make_trace, report_json  # noqa: E402
 
 RANK_TRACK = re.compile(r"^rank (\d+) \((.+):(\d+)\)$")
 
@@ -66,6 +67,15 @@ def check_perfetto_job(vt, traces, work, name, want_ranks, want_real_pids):
     gpus = [n for n in names.values() if n.startswith("GPU ")]
     check(len(gpus) == 2 * len(traces), f"{name}: GPU tracks {gpus}")
     check(all(e["ts"] >= 0 for e in events), f"{name}: an event before the job's start")
+    # aligned by step markers: each host's first step starts at the same time
+    by_rank = {int(ranks[pid].group(1)): pid for pid in got}
+    first_step = []
+    for _, host_ranks in JOB_HOSTS[:len(traces)]:
+        pids = {by_rank.get(r) for r, _, _ in host_ranks}
+        first_step.append(min((e["ts"] for e in events if e["pid"] in pids and
+                               e.get("args", {}).get("kind") == "step"), default=None))
+    check(None not in first_step and max(first_step) - min(first_step) < 0.01,
+          f"{name}: the hosts' first steps start at {first_step} us")
     print(f"ok   {name}: {len(events)} events, tracks {[names[p] for p in got]}, "
           f"{sum(copies.values())} copies on them")
 
