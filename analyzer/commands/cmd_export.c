@@ -85,7 +85,7 @@ static const struct vt_cli_help export_help = {
     export_options,
     "Several DIRs (one per host of a job), or one whose processes recorded a launcher's\n"
     "rank, export the job: html adds the ranks side by side on one scale, perfetto a\n"
-    "process track per rank (html and perfetto only).\n"
+    "process track per rank (several DIRs: html or perfetto only).\n"
     "extensions: .html (html), .json (perfetto), .folded (folded), .csv (csv); missing\n"
     "folders of FILE are made.\n"
     "exit: 0, 1 when the trace cannot be read or FILE written, 2 for a usage error.\n"};
