@@ -7,7 +7,9 @@ its own (two ranked processes in one trace).
       order; pids of different traces never meet (each trace's processes and
       devices get their own), every event on a named track, each rank's
       copies on its own track; one trace keeps its processes' pids; the
-      hosts' first steps start together (aligned by step markers).
+      hosts' first steps start together (aligned by step markers), or, for
+      ranks that do not mark their steps, the second host's ranks come after
+      the first's (by wall clock: the hosts run one after the other).
   check_job.py html VRAMTRACE TRAINER SIMDIR WORKDIR [CHROMIUM]
     - in headless Chromium (the page's #selftest mode): the rank view has a
       row per rank in rank order, every row's chart on the same scale (the
@@ -42,7 +44,26 @@ def tracks(events):
     return names, sort
 
 
-def check_perfetto_job(vt, traces, work, name, want_ranks, want_real_pids):
+def check_alignment(events, pid_of_rank, ntraces, name, by_steps):
+    """By step markers each host's first step starts at the same time; by
+    wall clock the second host (run after the first) comes after it."""
+    first_step, span = [], []
+    for _, host_ranks in JOB_HOSTS[:ntraces]:
+        pids = {pid_of_rank.get(r) for r, _, _ in host_ranks}
+        ts = [e["ts"] for e in events if e["pid"] in pids and e["ph"] != "M"]
+        span.append((min(ts), max(ts)) if ts else None)
+        first_step.append(min((e["ts"] for e in events if e["pid"] in pids and
+                               e.get("args", {}).get("kind") == "step"), default=None))
+    if by_steps:
+        check(None not in first_step and max(first_step) - min(first_step) < 0.01,
+              f"{name}: the hosts' first steps start at {first_step} us")
+    elif ntraces > 1:
+        check(None not in span and span[1][0] > span[0][1],
+              f"{name}: by wall clock the second host's ranks (us {span[1]}) come after "
+              f"the first's ({span[0]})")
+
+
+def check_perfetto_job(vt, traces, work, name, want_ranks, want_real_pids, by_steps=True):
     path = export(vt, traces, "perfetto", os.path.join(work, name + ".json"))
     with open(path) as f:
         events = json.load(f)["traceEvents"]
@@ -67,15 +88,8 @@ def check_perfetto_job(vt, traces, work, name, want_ranks, want_real_pids):
     gpus = [n for n in names.values() if n.startswith("GPU ")]
     check(len(gpus) == 2 * len(traces), f"{name}: GPU tracks {gpus}")
     check(all(e["ts"] >= 0 for e in events), f"{name}: an event before the job's start")
-    # aligned by step markers: each host's first step starts at the same time
-    by_rank = {int(ranks[pid].group(1)): pid for pid in got}
-    first_step = []
-    for _, host_ranks in JOB_HOSTS[:len(traces)]:
-        pids = {by_rank.get(r) for r, _, _ in host_ranks}
-        first_step.append(min((e["ts"] for e in events if e["pid"] in pids and
-                               e.get("args", {}).get("kind") == "step"), default=None))
-    check(None not in first_step and max(first_step) - min(first_step) < 0.01,
-          f"{name}: the hosts' first steps start at {first_step} us")
+    check_alignment(events, {int(ranks[pid].group(1)): pid for pid in got}, len(traces), name,
+                    by_steps)
     print(f"ok   {name}: {len(events)} events, tracks {[names[p] for p in got]}, "
           f"{sum(copies.values())} copies on them")
 
@@ -84,6 +98,8 @@ def perfetto_main(vt, trainer, sim, work):
     dirs = make_job(vt, trainer, sim, work)
     check_perfetto_job(vt, dirs, work, "job-two-hosts", [0, 1, 2, 3], False)
     check_perfetto_job(vt, dirs[:1], work, "job-one-host", [0, 1], True)
+    dirs = make_job(vt, trainer, sim, work, markers=False)
+    check_perfetto_job(vt, dirs, work, "job-wall-clock", [0, 1, 2, 3], False, by_steps=False)
 
 
 def same(values, tolerance):

@@ -50,15 +50,17 @@ JOB_HOSTS = (("hostA", ((0, 0, "whole"), (1, 1, "stream"))),
              ("hostB", ((2, 0, "stream"), (3, 1, "stream"))))
 
 
-def make_job(vramtrace, trainer, simdir, workdir, hosts=JOB_HOSTS):
+def make_job(vramtrace, trainer, simdir, workdir, hosts=JOB_HOSTS, markers=True):
     """One trace directory per host, each `vramtrace run` of a shell that
-    starts that host's ranks with the launcher's environment. -> [dirs]"""
+    starts that host's ranks with the launcher's environment, one host after
+    the other. markers: the ranks mark their steps. -> [dirs]"""
     dirs = []
+    marks = "--markers" if markers else "--no-markers"
     for host, ranks in hosts:
         cmds = [f"RANK={r} LOCAL_RANK={lr} WORLD_SIZE=4 {shlex.quote(trainer)} "
                 f"--first-device {lr} --dataset {ds} --dataset-bytes 512M --batch-bytes 4M "
-                f"--layers 3 --layer-bytes 32M --steps 6 --markers &" for r, lr, ds in ranks]
-        out = os.path.join(workdir, host + ".trace")
+                f"--layers 3 --layer-bytes 32M --steps 6 {marks} &" for r, lr, ds in ranks]
+        out = os.path.join(workdir, host + (".trace" if markers else ".nomarks.trace"))
         make_trace(vramtrace, "bash", simdir, out, ["-c", " ".join(cmds) + " wait"],
                    capacity="4G")
         dirs.append(out)
