@@ -14,7 +14,8 @@ its own (two ranked processes in one trace).
     - in headless Chromium (the page's #selftest mode): the rank view has a
       row per rank in rank order, every row's chart on the same scale (the
       same top label and chart height, the same pixels per byte for the
-      peak's mark and the bar), rank 0 named as the heavy rank of dataset in
+      peak's mark and the bar), hovering a rank's peak shows its peak
+      bytes, rank 0 named as the heavy rank of dataset in
       the imbalance list and marked on its row, the alignment line, and no
       label overlapping another; a trace without ranks has no rank view.
       Exit 77 (skipped) when no Chromium is installed."""
@@ -131,6 +132,9 @@ def check_rank_view(got, name, want_rows):
         check(abs(r["bar_px"] - want) <= 1.5,
               f"{name}: {r['label']}'s bar {r['bar_px']} px, want {want:.1f}")
         check(r["bands"] >= 1, f"{name}: {r['label']}'s chart has no band")
+        check(r["hover_bytes"] == r["peak_bytes"],
+              f"{name}: hovering {r['label']}'s peak shows {r['hover_bytes']} bytes, "
+              f"its peak is {r['peak_bytes']}")
     check(big["peak_px"] > 20, f"{name}: the highest peak is {big['peak_px']} px high")
     # rank 0 holds the dataset the others stream: the heavy rank of the
     # first imbalance, marked on its row
