@@ -18,7 +18,7 @@
 
 struct vt_export_job {
 	const struct vt_export *x; /* [n]: one per trace, x[0] the one shown in full */
-	const char *const *dirs;   /* [n]: their directories */
+	const char *const *dirs;   /* [n]: their directories (NULL: none to read) */
 	uint32_t n;
 	struct vt_job job;
 	uint64_t *offset_ns; /* [n]: added to a trace's times on the job's timeline */

@@ -83,13 +83,14 @@ static void name_processes(const struct place *pl)
 	const struct vt_export *x = pl->x;
 	int devs[VT_MAX_DEVICES], nd = vt_export_devices(x, devs);
 	char buf[512];
+	const char *dir = pl->job && pl->job->dirs[pl->trace] ? pl->job->dirs[pl->trace] : "";
 	int several = pl->job && pl->job->n > 1;
 	for (int i = 0; i < nd; i++) {
 		const struct vt_device *d = &x->m->devices[devs[i]];
 		uint64_t pid = gpu_pid(pl, devs[i]);
 		snprintf(buf, sizeof buf, "GPU %d%s%s%s%s%s", devs[i], d->name ? " " : "",
-		         d->name ? d->name : "", several ? " (" : "",
-		         several ? pl->job->dirs[pl->trace] : "", several ? ")" : "");
+		         d->name ? d->name : "", several ? " (" : "", several ? dir : "",
+		         several ? ")" : "");
 		vt_te_metadata(pl->j, "process_name", pid, 0, "name", buf, 0);
 		vt_te_metadata(pl->j, "process_sort_index", pid, 0, "sort_index", NULL,
 		               -1000 * (int64_t)(several ? pl->job->n - pl->trace : 1) + devs[i]);

@@ -38,7 +38,8 @@
 /* dir: the trace directory (copies are read from its logs). */
 int vt_export_perfetto(const struct vt_export *x, const char *dir, FILE *out);
 
-/* The job's traces in one document (copies read from each trace's logs). */
+/* The job's traces in one document (copies read from each trace's logs,
+ * where its directory is not NULL). */
 int vt_export_perfetto_job(const struct vt_export_job *e, FILE *out);
 
 #endif
