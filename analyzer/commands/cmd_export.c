@@ -1,7 +1,10 @@
-/* vramtrace export [options] DIR (the options: export_options)
+/* vramtrace export [options] DIR... (the options: export_options)
  *   --stream: the streaming model's timeline (export_stream.h), csv or perfetto
  * The format defaults to the one -o's extension names, else html; the file
- * to vramtrace-<trace>.<extension> here. -o's missing folders are made. */
+ * to vramtrace-<trace>.<extension> here (vramtrace-job.<extension> for
+ * several traces). -o's missing folders are made. Several traces (one per
+ * host), or one whose processes recorded a launcher's rank, are exported as
+ * one job (export_job.h): html and perfetto only. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include "export_data.h"
 #include "export_folded.h"
 #include "export_html.h"
+#include "export_job.h"
 #include "export_perfetto.h"
 #include "export_stream.h"
 #include "model.h"
@@ -49,15 +53,17 @@ static const struct format {
 	const char *name;
 	const char *ext; /* what -o FILE ends with for this format */
 	int (*write)(const struct vt_export *x, const char *dir, FILE *out);
+	int (*write_job)(const struct vt_export_job *e, FILE *out); /* NULL: one trace only */
 } formats[] = {
-    {"html", ".html", write_html},
-    {"perfetto", ".json", write_perfetto},
-    {"folded", ".folded", write_folded},
-    {"csv", ".csv", write_csv},
+    {"html", ".html", write_html, vt_export_html_job},
+    {"perfetto", ".json", write_perfetto, vt_export_perfetto_job},
+    {"folded", ".folded", write_folded, NULL},
+    {"csv", ".csv", write_csv, NULL},
 };
 
 struct export_args {
-	const char *dir, *at, *out;
+	struct vt_cli_traces traces;
+	const char *dir, *at, *out; /* dir: the first trace */
 	const struct format *format;
 	int stream;                      /* --stream */
 	char default_out[PATH_MAX + 32]; /* vramtrace-<trace>.<ext> when no -o: room for any name */
@@ -73,10 +79,13 @@ static const struct vt_cli_option export_options[] = {
 };
 
 static const struct vt_cli_help export_help = {
-    "export", "DIR",
+    "export", "DIR...",
     "Write the trace as a self-contained HTML timeline, a Perfetto/Chrome trace, folded\n"
     "stacks or CSV.",
     export_options,
+    "Several DIRs (one per host of a job), or one whose processes recorded a launcher's\n"
+    "rank, export the job: html adds the ranks side by side on one scale, perfetto a\n"
+    "process track per rank (several DIRs: html or perfetto only).\n"
     "extensions: .html (html), .json (perfetto), .folded (folded), .csv (csv); missing\n"
     "folders of FILE are made.\n"
     "exit: 0, 1 when the trace cannot be read or FILE written, 2 for a usage error.\n"};
@@ -121,6 +130,8 @@ static int settle_format_and_output(struct export_args *a)
 		while (n > 1 && name[n - 1] == '/')
 			name[--n] = 0;
 		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+		if (a->traces.n > 1)
+			base = "job";
 		snprintf(a->default_out, sizeof a->default_out, "vramtrace-%s%s",
 		         strcmp(base, ".") && strcmp(base, "..") && *base ? base : "trace",
 		         a->format->ext);
@@ -173,7 +184,10 @@ static int export_option(void *ctx, const struct vt_cli_option *o, const char *v
 
 static int export_operand(void *ctx, const char *arg)
 {
-	return vt_cli_one_trace("export", &((struct export_args *)ctx)->dir, arg);
+	struct export_args *a = ctx;
+	int rc = vt_cli_add_trace("export", &a->traces, arg);
+	a->dir = a->traces.dir[0];
+	return rc;
 }
 
 static int parse(int argc, char **argv, struct export_args *a)
@@ -193,18 +207,25 @@ static int parse(int argc, char **argv, struct export_args *a)
 		return vt_cli_usage_error("export",
 		                          "--stream writes the timeline as perfetto or csv, "
 		                          "with no --at");
+	if (a->traces.n > 1 && (a->stream || !a->format->write_job))
+		return vt_cli_usage_error("export",
+		                          "several traces are exported as one job: html or "
+		                          "perfetto, no --stream");
 	return 0;
 }
 
 struct format_job {
 	const struct export_args *a;
 	const struct vt_export *x;
+	const struct vt_export_job *job; /* NULL: the trace on its own */
 };
 
 static int write_format_job(FILE *out, void *ctx)
 {
-	const struct format_job *job = ctx;
-	return job->a->format->write(job->x, job->a->dir, out);
+	const struct format_job *fj = ctx;
+	if (fj->job)
+		return fj->a->format->write_job(fj->job, out);
+	return fj->a->format->write(fj->x, fj->a->dir, out);
 }
 
 /* fn(out, ctx) to standard output for "-o -", else to the file (written
@@ -230,10 +251,27 @@ static int write_to(const struct export_args *a, vt_export_writer fn, void *ctx)
 	return -1;
 }
 
-static int write_output(const struct export_args *a, const struct vt_export *x)
+static int write_output(const struct export_args *a, const struct vt_export *x,
+                        const struct vt_export_job *job)
 {
-	struct format_job job = {a, x};
-	return write_to(a, write_format_job, &job);
+	struct format_job fj = {a, x, job};
+	return write_to(a, write_format_job, &fj);
+}
+
+/* The traces x[0..n) as one job when they make one and the format has a
+ * job view, else the first on its own. */
+static int write_traces(const struct export_args *a, const struct vt_export *x, unsigned n)
+{
+	if (!a->format->write_job || !vt_export_job_wanted(x, n))
+		return write_output(a, x, NULL);
+	struct vt_export_job job;
+	if (vt_export_job_open(&job, x, a->traces.dir, n) != 0) {
+		fprintf(stderr, "vramtrace export: out of memory\n");
+		return -1;
+	}
+	int rc = write_output(a, x, &job);
+	vt_export_job_close(&job);
+	return rc;
 }
 
 static void say_written(const struct export_args *a)
@@ -283,20 +321,29 @@ int cmd_export(int argc, char **argv)
 		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
 	if (a.stream)
 		return export_stream(&a);
-	struct vt_model *m = vt_cmd_load("export", a.dir, 0);
-	if (!m)
+	unsigned n = a.traces.n;
+	struct vt_model *models[VT_CLI_MAX_TRACES];
+	/* an export holds a report with per-device tables: on the heap */
+	struct vt_export *x = calloc(n, sizeof *x);
+	if (!x || vt_cmd_load_all("export", &a.traces, models) != 0) {
+		free(x);
 		return 1;
-	char err[512] = "";
-	struct vt_export x;
-	if (vt_export_open(&x, m, a.at, err, sizeof err) != 0) {
-		fprintf(stderr, "vramtrace export: %s\n", err);
-		vt_model_free(m);
-		return 2;
 	}
-	rc = write_output(&a, &x);
-	if (rc == 0)
-		say_written(&a);
-	vt_export_close(&x);
-	vt_model_free(m);
-	return rc ? 1 : 0;
+	char err[512] = "";
+	unsigned opened = 0;
+	while (opened < n && vt_export_open(&x[opened], models[opened], a.at, err, sizeof err) == 0)
+		opened++;
+	if (opened < n) {
+		fprintf(stderr, "vramtrace export: %s\n", err);
+		rc = 2;
+	} else {
+		rc = write_traces(&a, x, n) ? 1 : 0;
+		if (rc == 0)
+			say_written(&a);
+	}
+	while (opened-- > 0)
+		vt_export_close(&x[opened]);
+	free(x);
+	vt_cmd_free_all(models, n);
+	return rc;
 }

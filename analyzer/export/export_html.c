@@ -10,6 +10,7 @@
 #include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
+#include "export_html_ranks.h"
 #include "export_stack.h"
 #include "classify.h"
 #include "findings.h"
@@ -316,17 +317,7 @@ static void write_processes(const struct vt_export *x, struct vt_json *j)
 
 static void write_points(struct vt_json *j, const struct vt_html_series *s)
 {
-	vt_json_key(j, "t");
-	vt_json_begin_array(j);
-	for (uint32_t i = 0; i < s->n; i++)
-		vt_json_u64(j, s->p[i].t_ns);
-	vt_json_end_array(j);
-	vt_json_key(j, "v"); /* VT_CAT_COUNT values a point, flat */
-	vt_json_begin_array(j);
-	for (uint32_t i = 0; i < s->n; i++)
-		for (int c = 0; c < VT_CAT_COUNT; c++)
-			vt_json_u64(j, s->p[i].cats[c]);
-	vt_json_end_array(j);
+	vt_html_points_json(j, s->p, s->n);
 	vt_json_key(j, "top"); /* per point: [site, bytes, site, bytes, ...] */
 	vt_json_begin_array(j);
 	for (uint32_t i = 0; i < s->n; i++) {
@@ -414,7 +405,9 @@ static void write_accounting(const struct vt_export *x, struct vt_json *j)
 	vt_report_accounting_json(j, &x->r.accounting);
 }
 
-static int write_data(const struct vt_export *x, const char *dir, FILE *out)
+/* job: the rank view's data too (NULL: a trace on its own). */
+static int write_data(const struct vt_export *x, const char *dir, const struct vt_export_job *job,
+                      FILE *out)
 {
 	struct vt_json j;
 	vt_json_init(&j, out, 0);
@@ -443,6 +436,8 @@ static int write_data(const struct vt_export *x, const char *dir, FILE *out)
 	int rc = write_devices(x, &j);
 	write_accounting(x, &j);
 	write_sites(x, &j);
+	if (job && vt_html_ranks_json(job, &j) != 0)
+		rc = -1;
 	vt_json_end_object(&j);
 	return vt_json_finish(&j) || rc ? -1 : 0;
 }
@@ -460,7 +455,8 @@ static void put_script_safe(FILE *out, const char *s, size_t n)
 	}
 }
 
-int vt_export_html(const struct vt_export *x, const char *dir, FILE *out)
+static int write_page(const struct vt_export *x, const char *dir, const struct vt_export_job *job,
+                      FILE *out)
 {
 	const char *tpl = vt_html_template;
 	const char *slot = strstr(tpl, DATA_SLOT);
@@ -471,7 +467,7 @@ int vt_export_html(const struct vt_export *x, const char *dir, FILE *out)
 	FILE *mem = open_memstream(&data, &len);
 	if (!mem)
 		return -1;
-	int rc = write_data(x, dir, mem);
+	int rc = write_data(x, dir, job, mem);
 	if (fclose(mem) != 0)
 		rc = -1;
 	fwrite(tpl, 1, (size_t)(slot - tpl), out);
@@ -480,6 +476,16 @@ int vt_export_html(const struct vt_export *x, const char *dir, FILE *out)
 	fwrite(rest, 1, vt_html_template_len - (size_t)(rest - tpl), out);
 	free(data);
 	return rc || ferror(out) ? -1 : 0;
+}
+
+int vt_export_html(const struct vt_export *x, const char *dir, FILE *out)
+{
+	return write_page(x, dir, NULL, out);
+}
+
+int vt_export_html_job(const struct vt_export_job *e, FILE *out)
+{
+	return write_page(&e->x[0], e->dirs[0], e, out);
 }
 
 struct html_job {

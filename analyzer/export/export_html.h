@@ -16,8 +16,14 @@
 #include <stdio.h>
 
 #include "export_data.h"
+#include "export_job.h"
 
 int vt_export_html(const struct vt_export *x, const char *dir, FILE *out);
+
+/* A distributed job's page: the rank view of all its traces (every rank a
+ * row of small charts on one scale, the imbalance between them, how they
+ * were aligned) above the full view of its first trace. */
+int vt_export_html_job(const struct vt_export_job *e, FILE *out);
 
 /* The whole page from a loaded model into path (written beside it, then
  * renamed): `report --html FILE`. 0, or -1 and a one-line reason. */

@@ -4,6 +4,7 @@
  * (and the step of the device's peak); the second replays again and keeps
  * the exact state at each picked step, with the sites holding most bytes. */
 #include "export_html_series.h"
+#include "json_out.h"
 #include "nomem.h"
 #include "model_query.h"
 
@@ -43,7 +44,8 @@ static void pick_steps(const struct vt_export *x, const struct vt_step *steps, u
 			continue;
 		struct bucket_scan *b = &scan[di[a->device]];
 		b->live += steps[i].sign > 0 ? a->bytes : (uint64_t)-a->bytes;
-		uint64_t bucket = (uint64_t)((unsigned __int128)steps[i].when.t_ns * buckets / t_end);
+		uint64_t bucket =
+		    (uint64_t)((unsigned __int128)steps[i].when.t_ns * buckets / t_end);
 		if (b->open && bucket != b->bucket)
 			bucket_flush(b, pick);
 		if (!b->open || b->live > b->max_bytes) {
@@ -97,8 +99,7 @@ static struct vt_html_point *append_point(struct vt_html_series *s)
 
 /* Pass 2: replay, keep the state at each picked step. */
 static void keep_points(const struct vt_export *x, const struct vt_step *steps, uint32_t n,
-                        const int *di, struct vt_html_series *series, int ndev,
-                        const uint8_t *pick)
+                        const int *di, struct vt_html_series *series, int ndev, const uint8_t *pick)
 {
 	uint32_t nsites = x->r.nsites;
 	uint64_t(*cats)[VT_CAT_COUNT] = calloc((size_t)ndev, sizeof *cats);
@@ -130,8 +131,7 @@ static void keep_points(const struct vt_export *x, const struct vt_step *steps, 
 	free(site_bytes);
 }
 
-int vt_html_series_build(const struct vt_export *x, uint32_t buckets,
-                         struct vt_html_series **out)
+int vt_html_series_build(const struct vt_export *x, uint32_t buckets, struct vt_html_series **out)
 {
 	int devs[VT_MAX_DEVICES], ndev = vt_export_devices(x, devs), di[VT_MAX_DEVICES];
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
@@ -170,4 +170,19 @@ void vt_html_series_free(struct vt_html_series *s, int n)
 	for (int k = 0; k < n; k++)
 		free(s[k].p);
 	free(s);
+}
+
+void vt_html_points_json(struct vt_json *j, const struct vt_html_point *p, uint32_t n)
+{
+	vt_json_key(j, "t");
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < n; i++)
+		vt_json_u64(j, p[i].t_ns);
+	vt_json_end_array(j);
+	vt_json_key(j, "v"); /* VT_CAT_COUNT values a point, flat */
+	vt_json_begin_array(j);
+	for (uint32_t i = 0; i < n; i++)
+		for (int c = 0; c < VT_CAT_COUNT; c++)
+			vt_json_u64(j, p[i].cats[c]);
+	vt_json_end_array(j);
 }

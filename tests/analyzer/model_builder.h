@@ -15,21 +15,34 @@ struct builder {
 	uint32_t stack; /* stack id the next events carry (0: none) */
 };
 
+/* The header of an exited /usr/bin/test: more fields may be set before
+ * b_begin_with. */
+static inline void b_header(struct vt_file_header *h, int pid, uint64_t clock_base)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->magic, VT_MAGIC, VT_MAGIC_LEN);
+	h->pid = pid;
+	h->clock_base_ns = clock_base;
+	h->state = VT_STATE_WORD(VT_STATE_EXITED, 0);
+	strcpy(h->exe, "/usr/bin/test");
+	h->exe_len = (uint32_t)strlen(h->exe);
+}
+
+static inline void b_begin_with(struct builder *b, struct vt_model *m,
+                                const struct vt_file_header *h, uint64_t trace_start)
+{
+	b->m = m;
+	b->proc = vt_model_begin_process(m, h, trace_start);
+	b->seq = 0;
+	b->stack = 0;
+}
+
 static inline void b_begin(struct builder *b, struct vt_model *m, int pid, uint64_t clock_base,
                            uint64_t trace_start)
 {
 	struct vt_file_header h;
-	memset(&h, 0, sizeof h);
-	memcpy(h.magic, VT_MAGIC, VT_MAGIC_LEN);
-	h.pid = pid;
-	h.clock_base_ns = clock_base;
-	h.state = VT_STATE_WORD(VT_STATE_EXITED, 0);
-	strcpy(h.exe, "/usr/bin/test");
-	h.exe_len = (uint32_t)strlen(h.exe);
-	b->m = m;
-	b->proc = vt_model_begin_process(m, &h, trace_start);
-	b->seq = 0;
-	b->stack = 0;
+	b_header(&h, pid, clock_base);
+	b_begin_with(b, m, &h, trace_start);
 }
 
 static inline void b_event(struct builder *b, uint32_t type, uint64_t t, uint64_t addr,

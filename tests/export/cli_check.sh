@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `vramtrace export` without --format or -o: the format from -o's extension,
 # a default file name, missing folders made, an unknown extension refused
-# with exit 2: one line that says why, then where the help is.
+# with exit 2: one line that says why, then where the help is; several
+# traces as one job in html (vramtrace-job.html), refused in csv and folded.
 #   cli_check.sh VRAMTRACE TRACE_DIR WORK_DIR
 set -euo pipefail
 vt=$1 trace=$2 work=$3
@@ -26,4 +27,12 @@ rc=0; err=$("$vt" export "$trace" -o out.bin 2>&1) || rc=$?
 	$err == *"Try 'vramtrace export --help' for more information." ]] ||
 	fail "unknown extension: '$err'"
 [[ ! -e out.bin ]] || fail "out.bin written"
+# several traces are one job: html or perfetto, by default vramtrace-job.<ext>
+"$vt" export "$trace" "$trace" 2>/dev/null || fail "two traces, no -o"
+grep -q '"job":' vramtrace-job.html || fail "two traces: vramtrace-job.html has no job"
+for fmt in "--format csv" "--format folded" "--stream"; do
+	rc=0; err=$("$vt" export "$trace" "$trace" $fmt -o - 2>&1 >/dev/null) || rc=$?
+	[[ $rc == 2 && $err == "vramtrace export: several traces are exported as one job"* ]] ||
+		fail "two traces with $fmt: exit $rc, '$err'"
+done
 echo "export cli: ok"

@@ -1,7 +1,8 @@
 /* Small pieces of the exports: RFC 4180 quoting of CSV fields, hostile
  * names (a device, a module path) that stay inert in HTML, CSV and folded
  * output, colour only on a terminal and never with NO_COLOR, the progress
- * bar only on a terminal stderr. */
+ * bar only on a terminal stderr; a job's traces on one timeline, with pids
+ * of their own in Perfetto. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include "export_data.h"
 #include "export_folded.h"
 #include "export_html.h"
+#include "export_job.h"
 #include "export_perfetto.h"
 #include "model_builder.h"
 #include "term.h"
@@ -218,6 +220,114 @@ static void empty_trace_exports(void **state)
 	vt_model_free(m);
 }
 
+/* One host's trace of a job: rank `rank`, pid 50 on every host, its log
+ * started at wall clock `realtime` (0: not recorded); 1 MiB allocated at
+ * t=100 ns and freed at 900, steps marked at first_step and first_step + 100
+ * (0: none). */
+static struct vt_model *rank_trace(int rank, uint64_t realtime, uint64_t first_step)
+{
+	struct vt_model *m = vt_model_new();
+	struct vt_file_header h;
+	b_header(&h, 50, 1000);
+	h.rank_p1 = (uint32_t)rank + 1;
+	h.rank_source = VT_RANK_TORCH;
+	h.realtime_base_ns = realtime;
+	snprintf(h.hostname, sizeof h.hostname, "host%d", rank);
+	struct builder b;
+	b_begin_with(&b, m, &h, 1000);
+	b_alloc(&b, 100, 0x7f0000000000ull, 1u << 20, 0);
+	if (first_step) {
+		b_mark(&b, first_step, "step 0");
+		b_mark(&b, first_step + 100, "step 1");
+	}
+	b_free(&b, 900, 0x7f0000000000ull, 0);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	return m;
+}
+
+struct two_traces {
+	struct vt_model *m[2];
+	struct vt_export x[2];
+	struct vt_export_job job;
+};
+
+static void open_job(struct two_traces *t, uint64_t realtime0, uint64_t realtime1, uint64_t step0,
+                     uint64_t step1)
+{
+	static const char *const dirs[2] = {NULL, NULL}; /* no logs to read copies from */
+	char err[256];
+	t->m[0] = rank_trace(0, realtime0, step0);
+	t->m[1] = rank_trace(1, realtime1, step1);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(vt_export_open(&t->x[i], t->m[i], NULL, err, sizeof err), 0);
+	assert_true(vt_export_job_wanted(t->x, 2));
+	assert_int_equal(vt_export_job_open(&t->job, t->x, dirs, 2), 0);
+	assert_int_equal(t->job.job.nrows, 2);
+}
+
+static void close_job(struct two_traces *t)
+{
+	vt_export_job_close(&t->job);
+	for (int i = 0; i < 2; i++) {
+		vt_export_close(&t->x[i]);
+		vt_model_free(t->m[i]);
+	}
+}
+
+/* By wall clock, the later log's trace is moved by the difference; with no
+ * wall clock recorded, neither moves; by step markers, the first steps
+ * meet. */
+static void job_traces_share_a_timeline(void **state)
+{
+	(void)state;
+	struct two_traces t;
+	open_job(&t, 7000000000ull, 7000005000ull, 0, 0);
+	assert_int_equal(t.job.job.alignment.by, VT_ALIGN_WALL_CLOCK);
+	assert_int_equal(vt_export_job_time(&t.job, 0, 100), 100);
+	assert_int_equal(vt_export_job_time(&t.job, 1, 100), 5100);
+	close_job(&t);
+	open_job(&t, 7000005000ull, 7000000000ull, 0, 0);
+	assert_int_equal(vt_export_job_time(&t.job, 0, 100), 5100);
+	assert_int_equal(vt_export_job_time(&t.job, 1, 100), 100);
+	close_job(&t);
+	open_job(&t, 0, 7000000000ull, 0, 0);
+	assert_int_equal(vt_export_job_time(&t.job, 0, 100), 100);
+	assert_int_equal(vt_export_job_time(&t.job, 1, 100), 100);
+	close_job(&t);
+	open_job(&t, 7000000000ull, 7000005000ull, 300, 200);
+	assert_int_equal(t.job.job.alignment.by, VT_ALIGN_STEP_MARKERS);
+	assert_int_equal(vt_export_job_time(&t.job, 0, 300), vt_export_job_time(&t.job, 1, 200));
+	assert_int_equal(vt_export_job_time(&t.job, 1, 0), 100);
+	close_job(&t);
+}
+
+/* Perfetto: pid 50 on both hosts, two tracks named by rank, in rank
+ * order, and no event of one host on the other's. */
+static void job_perfetto_pids_apart(void **state)
+{
+	(void)state;
+	struct two_traces t;
+	open_job(&t, 7000000000ull, 7000005000ull, 0, 0);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(vt_export_perfetto_job(&t.job, f), 0);
+	fclose(f);
+	assert_non_null(
+	    strstr(buf, "\"pid\":50,\"tid\":0,\"args\":{\"name\":\"rank 0 (host0:50)\"}"));
+	assert_non_null(
+	    strstr(buf, "\"pid\":4194354,\"tid\":0,\"args\":{\"name\":\"rank 1 (host1:50)\"}"));
+	assert_non_null(strstr(buf, "\"pid\":4194354,\"tid\":0,\"args\":{\"sort_index\":1}"));
+	/* each host's GPU 0 a track of its own, its allocation on it */
+	/* name, sort index, b, e, 2 counter samples, the peak */
+	assert_int_equal(count(buf, "\"pid\":1073741824,"), 7);
+	assert_int_equal(count(buf, "\"pid\":1073742080,"), 7);
+	free(buf);
+	close_job(&t);
+}
+
 static void no_color_off_a_terminal(void **state)
 {
 	(void)state;
@@ -322,6 +432,8 @@ int main(void)
 	    cmocka_unit_test(csv_fields_stay_inert),
 	    cmocka_unit_test(hostile_names_stay_inert),
 	    cmocka_unit_test(empty_trace_exports),
+	    cmocka_unit_test(job_traces_share_a_timeline),
+	    cmocka_unit_test(job_perfetto_pids_apart),
 	    cmocka_unit_test(no_color_off_a_terminal),
 	    cmocka_unit_test(color_on_a_terminal_unless_no_color),
 	    cmocka_unit_test(progress_only_on_a_terminal),
