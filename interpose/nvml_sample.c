@@ -37,6 +37,7 @@
 #include "log_writer.h"
 #include "real_dl.h"
 #include "shim_state.h"
+#include "vramtrace/env_flag.h"
 #include "vramtrace/format.h"
 
 #define NVML_SUCCESS 0
@@ -100,7 +101,9 @@ static int nvml_ready(void)
 		return 0;
 	const struct vt_real_dl *dl = vt_real_dl();
 	void *lib = NULL;
-	if (dl->dlopen) {
+	/* VRAMTRACE_NVML=0: a site that forbids loading libraries into jobs, or
+	 * an NVML that misbehaves, keeps the driver's view only */
+	if (dl->dlopen && !vt_env_off("VRAMTRACE_NVML")) {
 		lib = dl->dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
 		if (!lib)
 			lib = dl->dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);

@@ -137,6 +137,15 @@ def check_absent(vt, job, sim, work):
           f"absent: readings {[(a['reading'], 'nvml' in a) for a in readings]}")
 
 
+def check_switched_off(vt, job, sim, work):
+    """VRAMTRACE_NVML=0: the library is there and never loaded."""
+    trace = os.path.join(work, "off")
+    p = run_job(vt, job, trace, ":".join([os.path.join(sim, "nvml"), sim, os.path.dirname(job)]),
+                {"VT_SIM_CONTEXT_RESERVE": str(CONTEXT), "VRAMTRACE_NVML": "0"})
+    check(p.returncode == 0, f"off: the job exited {p.returncode}: {p.stderr[-2000:]}")
+    check("libnvidia-ml mapped: no" in p.stdout, f"off: VRAMTRACE_NVML=0 loaded it: {p.stdout!r}")
+
+
 def main():
     vt, job, sim, work = sys.argv[1:5]
     shutil.rmtree(work, ignore_errors=True)
@@ -144,6 +153,7 @@ def main():
     check_present(vt, job, sim, work)
     check_oom(vt, job, sim, work)
     check_absent(vt, job, sim, work)
+    check_switched_off(vt, job, sim, work)
     print("PASS" if not fails else f"{len(fails)} failure(s)")
     return 1 if fails else 0
 
