@@ -63,6 +63,8 @@ static const struct format {
 
 struct export_args {
 	struct vt_cli_traces traces;
+	char *names[VT_CLI_MAX_TRACES]; /* traces found in job folders */
+	unsigned nnames;
 	const char *dir, *at, *out; /* dir: the first trace */
 	const struct format *format;
 	int stream;                      /* --stream */
@@ -185,8 +187,8 @@ static int export_option(void *ctx, const struct vt_cli_option *o, const char *v
 static int export_operand(void *ctx, const char *arg)
 {
 	struct export_args *a = ctx;
-	int rc = vt_cli_add_trace("export", &a->traces, arg);
-	a->dir = a->traces.dir[0];
+	int rc = vt_cmd_add_traces("export", &a->traces, arg, a->names, &a->nnames);
+	a->dir = a->traces.n ? a->traces.dir[0] : arg;
 	return rc;
 }
 
@@ -313,37 +315,48 @@ static int export_stream(const struct export_args *a)
 	return rc ? 1 : 0;
 }
 
-int cmd_export(int argc, char **argv)
+/* The export of a's traces: 0, or the command's exit code. */
+static int export_traces(struct export_args *a)
 {
-	struct export_args a;
-	int rc = parse(argc, argv, &a);
-	if (rc)
-		return rc == VT_CLI_HELP_SHOWN ? 0 : rc;
-	if (a.stream)
-		return export_stream(&a);
-	unsigned n = a.traces.n;
+	if (a->stream)
+		return export_stream(a);
+	unsigned n = a->traces.n;
 	struct vt_model *models[VT_CLI_MAX_TRACES];
 	/* an export holds a report with per-device tables: on the heap */
 	struct vt_export *x = calloc(n, sizeof *x);
-	if (!x || vt_cmd_load_all("export", &a.traces, models) != 0) {
+	if (!x || vt_cmd_load_all("export", &a->traces, models) != 0) {
 		free(x);
 		return 1;
 	}
 	char err[512] = "";
+	int rc = 0;
 	unsigned opened = 0;
-	while (opened < n && vt_export_open(&x[opened], models[opened], a.at, err, sizeof err) == 0)
+	while (opened < n &&
+	       vt_export_open(&x[opened], models[opened], a->at, err, sizeof err) == 0)
 		opened++;
 	if (opened < n) {
 		fprintf(stderr, "vramtrace export: %s\n", err);
 		rc = 2;
 	} else {
-		rc = write_traces(&a, x, n) ? 1 : 0;
+		rc = write_traces(a, x, n) ? 1 : 0;
 		if (rc == 0)
-			say_written(&a);
+			say_written(a);
 	}
 	while (opened-- > 0)
 		vt_export_close(&x[opened]);
 	free(x);
 	vt_cmd_free_all(models, n);
+	return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_args a;
+	int rc = parse(argc, argv, &a);
+	if (!rc)
+		rc = export_traces(&a);
+	else if (rc == VT_CLI_HELP_SHOWN)
+		rc = 0;
+	vt_cmd_free_names(a.names, a.nnames);
 	return rc;
 }

@@ -101,6 +101,17 @@ check(text.startswith("== ranks: 4 processes"), "report JOB_FOLDER leads with th
 check("dataset     rank 0 holds 512 MiB" in text, "the text names rank 0's dataset imbalance")
 check("aligned by step markers" in text, "the text says how the ranks were aligned")
 
+# the job folder exports as one page and one Perfetto trace with a track per rank
+vramtrace("export", f"{work}/base", "-o", f"{work}/job.json")
+tracks = {}
+for e in json.load(open(f"{work}/job.json")).get("traceEvents", []) if os.path.exists(
+        f"{work}/job.json") else []:
+    if e.get("ph") == "M" and e.get("name") == "process_name":
+        tracks[e["pid"]] = e["args"]["name"]
+ranked = sorted(n for n in tracks.values() if n.startswith("rank "))
+check([n.split(" (")[0] for n in ranked] == ["rank 0", "rank 1", "rank 2", "rank 3"],
+      f"export JOB_FOLDER: a Perfetto track per rank: {ranked}")
+
 # 2. diff of two such runs, rank 2 changed: that rank is named
 d = json.loads(vramtrace("diff", "--json", f"{work}/base", f"{work}/new").stdout)
 most = d.get("rank_changed_most") or {}
