@@ -125,6 +125,7 @@ enum reason {
 	R_DATASET_SLICED,
 	R_FROZEN_WEIGHTS,
 	R_GRAD_BUCKET,
+	R_ARENA_CHUNK,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -210,6 +211,9 @@ static const struct reason_row {
                           "was loaded or where nothing trains: frozen or inference weights, "
                           "or data it also keeps on the device",
                           {VT_CAT_DATASET, NO_ALT}},
+    [R_ARENA_CHUNK] = {"a physical chunk mapped next to an allocator region's chunk: the "
+                       "same arena",
+                       {NO_ALT, NO_ALT}},
     [R_GRAD_BUCKET] = {"long-lived, written every step by device-to-device copies from that "
                        "step's gradients: a gradient bucket (DDP's Reducer)",
                        {VT_CAT_OPTIMIZER, NO_ALT}},
@@ -289,6 +293,49 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	/* a preallocated arena (XLA's 75 %): half a device, held start to end */
 	return total && a->bytes * 2 >= total && lifetime(c->m, a) * 10 >= c->span_ns * 9 &&
 	       vt_model_copies(c->m, a)->h2d_bytes < a->bytes / 2;
+}
+
+/* The VMM handle mapped right before or after handle `a`, that the
+ * allocator-region rules made a pool? */
+static int next_to_pool_chunk(const struct ctx *c, const struct vt_alloc *a)
+{
+	uint64_t at = vt_model_copies(c->m, a)->mapped_at;
+	if (!at)
+		return 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *b = &c->m->allocs[i];
+		uint64_t b_at = vt_model_copies(c->m, b)->mapped_at;
+		if (b == a || !(b->flags & VT_AF_HANDLE) || b->category != VT_CAT_POOL || !b_at ||
+		    b->device != a->device)
+			continue;
+		if (b_at + b->bytes == at || at + a->bytes == b_at)
+			return 1;
+	}
+	return 0;
+}
+
+/* Physical chunks mapped back to back into one reservation make one arena
+ * (XLA's GpuVirtualMemAllocator, PyTorch's expandable segments): a chunk
+ * next to one that is an allocator's region is part of that region too,
+ * whatever it held at the peak, unless the host filled it (then what filled
+ * it says what it is). Where a chunk sits is evidence no size can
+ * fake. Repeated until no chunk joins (an arena grows one chunk at a time). */
+static void arena_chunks(struct ctx *c)
+{
+	int joined = 1;
+	while (joined) {
+		joined = 0;
+		for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+			struct vt_alloc *a = &c->m->allocs[i];
+			struct facts *f = &c->f[i - c->p->alloc_begin];
+			/* a chunk the host filled is judged by what filled it */
+			if (!(a->flags & VT_AF_HANDLE) || !f->charged || f->host_filled ||
+			    a->category == VT_CAT_POOL || !next_to_pool_chunk(c, a))
+				continue;
+			set_cat(a, f, VT_CAT_POOL, 75, R_ARENA_CHUNK);
+			joined = 1;
+		}
+	}
 }
 
 static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct facts *f)
@@ -1181,6 +1228,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};
 	gather(&c, devs);
+	arena_chunks(&c);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		if (devs[d])

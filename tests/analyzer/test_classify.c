@@ -592,6 +592,43 @@ static void test_bucket_written_from_gradients_is_gradients(void **state)
 	vt_model_free(m);
 }
 
+/* One VMM handle mapped at va. */
+static void b_chunk(struct builder *b, uint64_t t, uint64_t handle, uint64_t va, uint64_t bytes)
+{
+	b_event(b, VT_REC_ALLOC, t, handle, bytes, 0, VT_ALLOC_VMM, 0, API_CREATE);
+	b_event(b, VT_REC_MAP, t + 1, va, bytes, handle, 0, 0, API_MAP);
+}
+
+/* An arena of physical chunks mapped back to back (XLA's virtual-memory
+ * allocator): the chunk next to one with batches at several offsets is the
+ * same allocator's, though nothing was copied into it; a chunk the host
+ * filled whole is judged by that upload; a chunk mapped apart is not the
+ * arena's. */
+static void test_chunk_next_to_a_pool_chunk_is_pool(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	const uint64_t va = 0x7000000000ull;
+	b_chunk(&b, 10, 0x11, va, 16 * MIB);
+	b_chunk(&b, 20, 0x12, va + 16 * MIB, 32 * MIB);
+	b_chunk(&b, 30, 0x13, va + 48 * MIB, 8 * MIB);
+	b_chunk(&b, 40, 0x14, va + 256 * MIB, 4 * MIB);
+	for (int k = 0; k < 4; k++) /* batches at offsets of the first chunk */
+		b_htod(&b, 100 + (uint64_t)k, va + (uint64_t)k * 2 * MIB, 2 * MIB, 0);
+	b_htod(&b, 200, va + 48 * MIB, 8 * MIB, 0); /* the third filled whole */
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, 0x11), VT_CAT_POOL);
+	assert_int_equal(category_of(m, 0x12), VT_CAT_POOL);
+	assert_int_not_equal(category_of(m, 0x13), VT_CAT_POOL);
+	assert_int_not_equal(category_of(m, 0x14), VT_CAT_POOL);
+	vt_model_free(m);
+}
+
 static void test_pool_region(void **state)
 {
 	(void)state;
@@ -701,6 +738,7 @@ int main(void)
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
+	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
