@@ -79,6 +79,7 @@ void vtc_check(CUresult rc, const char *what)
 	X(MemsetD8, cuMemsetD8_v2, "cuMemsetD8_v2", "cuMemsetD8", 3020)           \
 	X(MemAllocHost, cuMemAllocHost_v2, "cuMemAllocHost_v2", "cuMemAllocHost", 3020) \
 	X(MemFreeHost, cuMemFreeHost, "cuMemFreeHost", "cuMemFreeHost", 2000)     \
+	X(MemGetInfo, cuMemGetInfo_v2, "cuMemGetInfo_v2", "cuMemGetInfo", 3020)   \
 	X(StreamCreate, cuStreamCreate, "cuStreamCreate", "cuStreamCreate", 2000) \
 	X(StreamSynchronize, cuStreamSynchronize, "cuStreamSynchronize", "cuStreamSynchronize", 2000) \
 	X(MemAddressReserve, cuMemAddressReserve, "cuMemAddressReserve", "cuMemAddressReserve", 10020) \

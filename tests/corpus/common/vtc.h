@@ -48,6 +48,7 @@ struct vtc_driver {
 	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
 	CUresult (*MemAllocHost)(void **, size_t);
 	CUresult (*MemFreeHost)(void *);
+	CUresult (*MemGetInfo)(size_t *, size_t *); /* sizing a region from free memory */
 	CUresult (*StreamCreate)(CUstream *, unsigned);
 	CUresult (*StreamSynchronize)(CUstream);
 	CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
