@@ -136,9 +136,15 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 3; k++)
 			vtc_cache_free(&cache, in[k]);
 	}
-	(void)teacher;
-	(void)student;
 	VTC_CHECK(vtc.MemFreeHost(pinned));
+	/* del teacher, student, optimizer; torch.cuda.empty_cache() */
+	for (int i = 0; i < T_PARAMS; i++)
+		vtc_cache_free(&cache, teacher[i]);
+	for (int i = 0; i < S_PARAMS; i++) {
+		vtc_cache_free(&cache, student[i]);
+		vtc_cache_free(&cache, adam[2 * i]);
+		vtc_cache_free(&cache, adam[2 * i + 1]);
+	}
 	vtc_cache_empty(&cache);
 	vtc_line("no_finding whole_dataset_upload");
 	vtc_line("finding prefetch_depth 0 1 %llu", (unsigned long long)(2 * input + 32 * 8));

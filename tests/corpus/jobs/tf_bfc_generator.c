@@ -127,8 +127,15 @@ int main(int argc, char **argv)
 				vtc_step(e * steps_per_epoch + s);
 			train_step(e * steps_per_epoch + s, slots, &iterations, xb, yb);
 		}
-	(void)var;
-	(void)metrics;
+	/* the process ends: every tensor released, then the region */
+	for (int i = 0; i < NVARS; i++) {
+		vtc_region_give(&region, var[i]);
+		vtc_region_give(&region, slots[2 * i]);
+		vtc_region_give(&region, slots[2 * i + 1]);
+	}
+	vtc_region_give(&region, iterations);
+	for (int k = 0; k < 4; k++)
+		vtc_region_give(&region, metrics[k]);
 	vtc_region_settle(&region);
 	vtc_free(0, base);
 	vtc_line("no_finding whole_dataset_upload");
