@@ -23,8 +23,8 @@ compared with it:
             allocations (`failed_alloc` lines) against totals.failed_allocs.
   a job that dies on purpose writes `exit_code N`: that exit status is its
   success.
-Sets (jobs.txt's second column): no = tuning, yes = hold1, hold2 = hold2;
---set holdout takes hold1 and hold2.
+Sets (jobs.txt's second column): no = tuning, yes = hold1, hold2 = hold2,
+hold3 = hold3; --set holdout takes hold1, hold2 and hold3.
 
 Report-only (default): exit 0 when every job ran and left a trace, 1 when a
 job failed or the scorer broke. --require: also exit 1 unless every job is
@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REQ_MIN, REQ_MEAN = 0.90, 0.97
 SIZE_TOLERANCE = 0.02
 # jobs.txt's set column -> the set's name; every set but `tuning` is holdout
-SETS = {"no": "tuning", "yes": "hold1", "hold2": "hold2"}
+SETS = {"no": "tuning", "yes": "hold1", "hold2": "hold2", "hold3": "hold3"}
 
 
 def read_manifest(path):
@@ -315,8 +315,8 @@ def main():
     ap.add_argument("--bindir", required=True, help="the built corpus jobs (build/tests/corpus)")
     ap.add_argument("--simdriver", required=True, help="folder of the simulated libcuda.so.1")
     ap.add_argument("--jobs", default=os.path.join(HERE, "jobs.txt"))
-    ap.add_argument("--set", choices=("all", "tuning", "holdout", "hold1", "hold2"), default="all",
-                    help="holdout: hold1 and hold2 (jobs.txt's set column yes and hold2)")
+    ap.add_argument("--set", choices=("all", "tuning", "holdout", "hold1", "hold2", "hold3"), default="all",
+                    help="holdout: hold1, hold2 and hold3 (jobs.txt's set column yes, hold2, hold3)")
     ap.add_argument("--only", help="jobs whose name contains this")
     ap.add_argument("--require", action="store_true",
                     help="fail unless each job >= 90%%, mean >= 97%%, no false whole_dataset_upload")
@@ -344,7 +344,7 @@ def main():
     counts = {"whole_tp": 0, "whole_missed": 0, "prefetch_ok": 0, "steps_ok": 0}
     print("%-26s %-4s %-10s %8s %8s  %s" % ("job", "set", "mode", "accuracy", "rpeak", "details"))
     for r in results:
-        tag = {"tuning": "tune", "hold1": "hold", "hold2": "hld2"}[r["set"]]
+        tag = {"tuning": "tune", "hold1": "hold", "hold2": "hld2", "hold3": "hld3"}[r["set"]]
         if r["error"]:
             failed += 1
             print("%-26s %-4s %-10s %8s %8s  ERROR %s" % (r["name"], tag, "?", "-", "-", r["error"]))

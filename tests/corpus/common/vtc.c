@@ -38,6 +38,10 @@ static struct {
 	void (*mark)(const char *);
 	unsigned char *host;
 	uint64_t host_bytes;
+	/* outgrown host buffers, kept to the end: a job's other thread may
+	 * still be copying from one when this one grows the buffer */
+	unsigned char **retired;
+	size_t nretired;
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER, .markers = 1};
 
 static void die(const char *fmt, ...)
@@ -79,6 +83,7 @@ void vtc_check(CUresult rc, const char *what)
 	X(MemsetD8, cuMemsetD8_v2, "cuMemsetD8_v2", "cuMemsetD8", 3020)           \
 	X(MemAllocHost, cuMemAllocHost_v2, "cuMemAllocHost_v2", "cuMemAllocHost", 3020) \
 	X(MemFreeHost, cuMemFreeHost, "cuMemFreeHost", "cuMemFreeHost", 2000)     \
+	X(MemGetInfo, cuMemGetInfo_v2, "cuMemGetInfo_v2", "cuMemGetInfo", 3020)   \
 	X(StreamCreate, cuStreamCreate, "cuStreamCreate", "cuStreamCreate", 2000) \
 	X(StreamSynchronize, cuStreamSynchronize, "cuStreamSynchronize", "cuStreamSynchronize", 2000) \
 	X(MemAddressReserve, cuMemAddressReserve, "cuMemAddressReserve", "cuMemAddressReserve", 10020) \
@@ -364,7 +369,13 @@ const void *vtc_host(uint64_t bytes)
 {
 	pthread_mutex_lock(&S.lock);
 	if (bytes > S.host_bytes) {
-		free(S.host);
+		if (S.host) {
+			unsigned char **kept = realloc(S.retired, (S.nretired + 1) * sizeof *kept);
+			if (!kept)
+				die("no host memory to keep an outgrown buffer");
+			S.retired = kept;
+			S.retired[S.nretired++] = S.host;
+		}
 		S.host = malloc(bytes);
 		if (!S.host)
 			die("no host memory for %" PRIu64 " bytes", bytes);

@@ -48,6 +48,7 @@ struct vtc_driver {
 	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
 	CUresult (*MemAllocHost)(void **, size_t);
 	CUresult (*MemFreeHost)(void *);
+	CUresult (*MemGetInfo)(size_t *, size_t *); /* sizing a region from free memory */
 	CUresult (*StreamCreate)(CUstream *, unsigned);
 	CUresult (*StreamSynchronize)(CUstream);
 	CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
@@ -97,6 +98,8 @@ void vtc_vmm_release(int dev, CUmemGenericAllocationHandle h);
 void vtc_vmm_map(int dev, CUdeviceptr va, uint64_t bytes, CUmemGenericAllocationHandle h);
 
 /* copies and fills; host bytes come from one patterned buffer */
+/* at least `bytes` of the pattern; a buffer it outgrows stays valid to the
+ * end, so threads may copy from their own while another grows it */
 const void *vtc_host(uint64_t bytes);
 void vtc_htod(int dev, CUdeviceptr dst, uint64_t bytes);
 void vtc_htod_from(int dev, CUdeviceptr dst, const void *src, uint64_t bytes, CUstream s); /* async when s */
