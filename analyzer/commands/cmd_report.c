@@ -94,10 +94,8 @@ static int parse(int argc, char **argv, struct report_args *a)
 		return vt_cli_usage_error("report",
 		                          "--stream keeps only what was live at each peak: "
 		                          "no --at, --allocs or --html with it");
-	if (a->traces.n > 1 && (a->stream || a->html))
-		return vt_cli_usage_error("report",
-		                          "--stream and --html read one trace; for several, "
-		                          "`vramtrace export --format html DIR...`");
+	if (a->traces.n > 1 && a->stream)
+		return vt_cli_usage_error("report", "--stream reads one trace, not several");
 	return 0;
 }
 
@@ -176,9 +174,10 @@ static int report_traces(const struct report_args *a)
 		vt_report_free(&reports[i]);
 	free(reports);
 	char err[512] = "";
-	/* --html FILE: `vramtrace export DIR --format html -o FILE` (export part) */
-	if (a->html &&
-	    vt_export_html_file(models[0], a->traces.dir[0], a->html, err, sizeof err) != 0) {
+	/* --html FILE: `vramtrace export DIR... --format html -o FILE` (export
+	 * part); a job's page has the rank view above its first trace's */
+	if (a->html && vt_export_html_file(models, a->traces.dir, a->traces.n, a->html, err,
+	                                   sizeof err) != 0) {
 		fprintf(stderr, "vramtrace report: %s\n", err);
 		rc = 1;
 	}

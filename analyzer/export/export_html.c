@@ -499,14 +499,38 @@ static int write_html_job(FILE *out, void *ctx)
 	return vt_export_html(job->x, job->dir, out);
 }
 
-int vt_export_html_file(struct vt_model *m, const char *dir, const char *path, char *err,
-                        size_t errlen)
+static int write_html_of_job(FILE *out, void *ctx)
 {
-	struct vt_export x;
-	if (vt_export_open(&x, m, NULL, err, errlen) != 0)
-		return -1;
-	struct html_job job = {&x, dir};
-	int rc = vt_export_write_file(path, write_html_job, &job, err, errlen);
-	vt_export_close(&x);
+	return vt_export_html_job(ctx, out);
+}
+
+/* Each model opened as an export, the job over them (when they make one:
+ * several traces, or one with ranked processes), the page written. */
+int vt_export_html_file(struct vt_model *const *models, const char *const *dirs, uint32_t n,
+                        const char *path, char *err, size_t errlen)
+{
+	struct vt_export *x = calloc(n, sizeof *x);
+	uint32_t opened = 0;
+	int rc = -1;
+	if (!x)
+		snprintf(err, errlen, "out of memory");
+	while (x && opened < n &&
+	       vt_export_open(&x[opened], models[opened], NULL, err, errlen) == 0)
+		opened++;
+	struct vt_export_job job;
+	if (x && opened == n && !vt_export_job_wanted(x, n)) { /* one trace, no ranks */
+		struct html_job one = {&x[0], dirs[0]};
+		rc = vt_export_write_file(path, write_html_job, &one, err, errlen);
+	} else if (x && opened == n) {
+		if (vt_export_job_open(&job, x, dirs, n) == 0) {
+			rc = vt_export_write_file(path, write_html_of_job, &job, err, errlen);
+			vt_export_job_close(&job);
+		} else {
+			snprintf(err, errlen, "out of memory");
+		}
+	}
+	while (opened-- > 0)
+		vt_export_close(&x[opened]);
+	free(x);
 	return rc;
 }

@@ -25,9 +25,11 @@ int vt_export_html(const struct vt_export *x, const char *dir, FILE *out);
  * were aligned) above the full view of its first trace. */
 int vt_export_html_job(const struct vt_export_job *e, FILE *out);
 
-/* The whole page from a loaded model into path (written beside it, then
- * renamed): `report --html FILE`. 0, or -1 and a one-line reason. */
-int vt_export_html_file(struct vt_model *m, const char *dir, const char *path, char *err,
-                        size_t errlen);
+/* The page from the traces' loaded models into path (written beside it,
+ * then renamed): `report --html FILE`. A job (several traces, or one with
+ * ranked processes) gets vt_export_html_job's page, a trace on its own
+ * vt_export_html's. 0, or -1 and a one-line reason. */
+int vt_export_html_file(struct vt_model *const *models, const char *const *dirs, uint32_t n,
+                        const char *path, char *err, size_t errlen);
 
 #endif

@@ -101,6 +101,13 @@ check(text.startswith("== ranks: 4 processes"), "report JOB_FOLDER leads with th
 check("dataset     rank 0 holds 512 MiB" in text, "the text names rank 0's dataset imbalance")
 check("aligned by step markers" in text, "the text says how the ranks were aligned")
 
+# report --html of the job writes the job's page, with a row per rank
+page = f"{work}/report.html"
+vramtrace("report", "--html", page, f"{work}/base")
+html = open(page).read() if os.path.exists(page) else ""
+check('"ranks"' in html and html.count('"label": "rank ') + html.count('"label":"rank ') >= 4,
+      "report --html of a job writes the rank view's data for 4 ranks")
+
 # the job folder exports as one page and one Perfetto trace with a track per rank
 vramtrace("export", f"{work}/base", "-o", f"{work}/job.json")
 tracks = {}
