@@ -28,7 +28,10 @@ complete_words() { # the words offered for the command line "$@" (its last word 
 }
 offers() { # what the command line should offer, the command line...
 	local want=$1; shift
-	complete_words "$@" | grep -qxF -- "$want" || fail "'vramtrace $*<TAB>' does not offer $want"
+	# grep reads every word (no -q): quitting at the first match would end
+	# printf with SIGPIPE, which pipefail reports as a failed pipeline
+	complete_words "$@" | grep -xF -- "$want" >/dev/null ||
+		fail "'vramtrace $*<TAB>' does not offer $want"
 }
 
 commands=$("$vt" --help | awk '/^commands:/ {on=1; next} /^$/ {on=0} on {print $1}')
