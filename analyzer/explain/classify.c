@@ -126,6 +126,7 @@ enum reason {
 	R_FROZEN_WEIGHTS,
 	R_GRAD_BUCKET,
 	R_ARENA_CHUNK,
+	R_FROZEN_COPY,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -211,6 +212,10 @@ static const struct reason_row {
                           "was loaded or where nothing trains: frozen or inference weights, "
                           "or data it also keeps on the device",
                           {VT_CAT_DATASET, NO_ALT}},
+    [R_FROZEN_COPY] = {"long-lived, made before training, the size of a trained weight, "
+                       "beyond the weights its gradients and slots account for: a copy "
+                       "that does not train (a target network, an EMA)",
+                       {VT_CAT_OPTIMIZER, NO_ALT}},
     [R_ARENA_CHUNK] = {"a physical chunk mapped next to an allocator region's chunk: the "
                        "same arena",
                        {NO_ALT, NO_ALT}},
@@ -667,37 +672,53 @@ static uint32_t weights_of_size(const struct size_count *s)
 }
 
 /* Gradients kept between steps (PyTorch's zero_grad(set_to_none=False), its
- * default before 2.0) are long-lived: training gives each weight T twins of
- * its size, its gradient (backward) and then its optimizer slots (the
- * optimizer's first step). T is the same for every size (one optimizer):
- * the count where a size has one weight settles it, also for a size a
- * dataset array shares with a weight (on an H200, PyTorch 2.11 with Adam:
- * T = 3, and a 64 KiB label array the size of a weight). Only T >= 3 is
- * taken: T = 2 is also Adam's two slots beside recurring gradients, which
+ * default before 2.0) are long-lived: training gives each trained weight T
+ * twins of its size, its gradient (backward) and then its optimizer slots
+ * (the optimizer's first step). T is the same for every size (one
+ * optimizer): the count of twins made during training, a multiple of T
+ * (two trained weights of a size have 2T), not more than T for each tensor
+ * of that size made before training (a frozen copy beside the trained one:
+ * a target network, an EMA, which have no twins of their own), settles it,
+ * also for a size a dataset array shares with a weight (on an H200, PyTorch
+ * 2.11 with Adam: T = 3, and a 64 KiB label array the size of a weight).
+ * The T that fits the most sizes wins, then the one by which more sizes
+ * are all trained (twins = T x tensors made before), then the smallest;
+ * it must fit more than half of the sizes. Only T >= 3 is taken: T = 2
+ * is also Adam's two slots beside recurring gradients, which
  * weights_by_twin reads. Same-size allocations that recur are then the
  * optimizer's temporaries, not gradients. 0: no such pattern. */
 #define MAX_TWINS_PER_WEIGHT 8
+static int twins_fit(const struct size_count *s, uint32_t t)
+{
+	return s->ll_during % t == 0 && s->ll_during / t <= s->ll_before;
+}
+
 static uint32_t twins_per_weight(struct size_count *sizes)
 {
-	uint32_t votes[MAX_TWINS_PER_WEIGHT + 1] = {0}, voters = 0, best = 0;
+	uint32_t votes[MAX_TWINS_PER_WEIGHT + 1] = {0}, exact[MAX_TWINS_PER_WEIGHT + 1] = {0};
+	uint32_t voters = 0, best = 0;
 	struct size_count *s, *tmp;
 	HASH_ITER(hh, sizes, s, tmp)
 	{
-		if (s->ll_before == 1 && s->ll_during >= 1 &&
-		    s->ll_during <= MAX_TWINS_PER_WEIGHT) {
-			votes[s->ll_during]++;
-			voters++;
+		if (!s->ll_before || !s->ll_during ||
+		    s->ll_during > MAX_TWINS_PER_WEIGHT * s->ll_before)
+			continue;
+		voters++;
+		for (uint32_t t = 2; t <= MAX_TWINS_PER_WEIGHT; t++) {
+			votes[t] += twins_fit(s, t);
+			exact[t] += s->ll_during == t * s->ll_before;
 		}
 	}
-	for (uint32_t k = 3; k <= MAX_TWINS_PER_WEIGHT; k++)
-		if (votes[k] > votes[best])
-			best = k;
-	return best && votes[best] * 2 > voters ? best : 0;
+	for (uint32_t t = 2; t <= MAX_TWINS_PER_WEIGHT; t++)
+		if (votes[t] > votes[best] || (votes[t] == votes[best] && exact[t] > exact[best]))
+			best = t;
+	return best >= 3 && votes[best] * 2 > voters ? best : 0;
 }
 
-/* The earliest of a size are its weights (ll_during / T of them); of its
- * twins the last W * T are gradients then slots, earlier ones first-step
- * set-up (library workspaces of that size). */
+/* The earliest of a size are its weights (ll_during / T of them), the
+ * others made before training frozen copies of them; of its twins the last
+ * W * T are gradients then slots, earlier ones first-step set-up (library
+ * workspaces of that size). */
 static void weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
                                   uint32_t n)
 {
@@ -717,7 +738,9 @@ static void weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const
 			if (s->weights < weights) {
 				s->weights++;
 				set_cat(a, f, VT_CAT_WEIGHTS, 80, R_KEPT_WEIGHT);
-			}
+			} else if (!f->host_filled) { /* slots are among the twins: not it */
+				set_cat(a, f, VT_CAT_WEIGHTS, 65, R_FROZEN_COPY);
+			} /* filled from the host: what the upload rules make of it */
 			continue;
 		}
 		uint32_t idx = s->kept_seen++, first_twin = s->ll_during - weights * per;
