@@ -127,6 +127,7 @@ enum reason {
 	R_GRAD_BUCKET,
 	R_ARENA_CHUNK,
 	R_FROZEN_COPY,
+	R_CACHING_SEGMENT,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -216,6 +217,10 @@ static const struct reason_row {
                        "beyond the weights its gradients and slots account for: a copy "
                        "that does not train (a target network, an EMA)",
                        {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_CACHING_SEGMENT] = {"a 2 MiB or 20 MiB segment of a device whose every allocation is a "
+                           "multiple of 2 MiB: PyTorch's caching allocator, its small and "
+                           "large segments (tensors are carved out of it)",
+                           {VT_CAT_UNKNOWN, NO_ALT}},
     [R_ARENA_CHUNK] = {"a physical chunk mapped next to an allocator region's chunk: the "
                        "same arena",
                        {NO_ALT, NO_ALT}},
@@ -339,6 +344,54 @@ static void arena_chunks(struct ctx *c)
 				continue;
 			set_cat(a, f, VT_CAT_POOL, 75, R_ARENA_CHUNK);
 			joined = 1;
+		}
+	}
+}
+
+/* PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp) asks the
+ * driver only for segments of three shapes: 2 MiB (kSmallBuffer) for
+ * tensors up to 1 MiB, 20 MiB (kLargeBuffer) for tensors up to 10 MiB, and
+ * larger tensors rounded up to 2 MiB (kRoundLarge). A device whose every
+ * allocation is a multiple of 2 MiB, with segments of both fixed sizes,
+ * shows that allocator: a per-tensor job would have its biases, scalars and
+ * odd-sized activations at the driver. Its 2 MiB and 20 MiB segments hold
+ * many tensors each: pools, whatever one tensor in them happens to do,
+ * unless the host filled one whole in one upload (then that upload says
+ * what it is). The larger ones hold one tensor each until freed and are
+ * left to the other rules. */
+#define CACHING_SMALL_SEGMENT (2ull << 20)
+#define CACHING_LARGE_SEGMENT (20ull << 20)
+static int caching_allocator_sizes(const struct ctx *c, int dev)
+{
+	uint32_t small = 0, large = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device != dev || !f->charged || (a->flags & VT_AF_HANDLE))
+			continue;
+		if (a->bytes % CACHING_SMALL_SEGMENT)
+			return 0;
+		small += a->bytes == CACHING_SMALL_SEGMENT;
+		large += a->bytes == CACHING_LARGE_SEGMENT;
+	}
+	return small && large;
+}
+
+static void caching_segments(struct ctx *c, const int *devs)
+{
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		if (!devs[d] || !caching_allocator_sizes(c, d))
+			continue;
+		for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+			struct vt_alloc *a = &c->m->allocs[i];
+			struct facts *f = &c->f[i - c->p->alloc_begin];
+			if (f->device != d || !f->charged || (a->flags & VT_AF_HANDLE) ||
+			    f->decided || f->host_filled ||
+			    (a->bytes != CACHING_SMALL_SEGMENT &&
+			     a->bytes != CACHING_LARGE_SEGMENT))
+				continue;
+			set_cat(a, f, VT_CAT_POOL, 70, R_CACHING_SEGMENT);
+			c->p->pool_mode = 1;
 		}
 	}
 }
@@ -1252,6 +1305,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	int devs[VT_MAX_DEVICES] = {0};
 	gather(&c, devs);
 	arena_chunks(&c);
+	caching_segments(&c, devs);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		if (devs[d])

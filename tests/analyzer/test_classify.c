@@ -653,6 +653,47 @@ static void test_kept_gradients_beside_a_target_network(void **state)
 	vt_model_free(m);
 }
 
+/* PyTorch's caching allocator at the driver: 2 MiB and 20 MiB segments and
+ * larger tensors rounded to 2 MiB. The fixed-size segments are pools; a
+ * rounded segment the host filled whole is the tensor it holds. On a device
+ * with one allocation of another size (a per-tensor job's bias), the same
+ * sizes are tensors. */
+static void caching_device(struct builder *b, uint8_t dev, uint64_t base, int odd)
+{
+	uint64_t t = 1000 + dev * 100;
+	b_alloc(b, t++, base, 20 * MIB, dev);
+	b_alloc(b, t++, base + 0x10000000ull, 2 * MIB, dev);
+	b_htod(b, t++, base + 0x10000000ull + 4096, 64 << 10, dev);
+	b_alloc(b, t++, base + 0x20000000ull, 48 * MIB, dev);
+	b_htod(b, t++, base + 0x20000000ull, 48 * MIB, dev);
+	b_alloc(b, t++, base + 0x30000000ull, 20 * MIB, dev);
+	if (odd)
+		b_alloc(b, t++, base + 0x40000000ull, 1 * MIB, dev);
+}
+
+static void test_caching_allocator_segments_are_pools(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	b_device(&b, 1, 16ull << 30, "test GPU");
+	caching_device(&b, 0, 0x100000000ull, 0);
+	caching_device(&b, 1, 0x900000000ull, 1);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, 0x100000000ull), VT_CAT_POOL);
+	assert_int_equal(category_of(m, 0x110000000ull), VT_CAT_POOL);
+	assert_int_equal(category_of(m, 0x130000000ull), VT_CAT_POOL);
+	assert_int_not_equal(category_of(m, 0x120000000ull), VT_CAT_POOL);
+	for (uint64_t k = 0; k < 5; k++)
+		assert_int_not_equal(category_of(m, 0x900000000ull + k * 0x10000000ull),
+		                     VT_CAT_POOL);
+	vt_model_free(m);
+}
+
 /* One VMM handle mapped at va. */
 static void b_chunk(struct builder *b, uint64_t t, uint64_t handle, uint64_t va, uint64_t bytes)
 {
@@ -800,6 +841,7 @@ int main(void)
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
 	    cmocka_unit_test(test_kept_gradients_beside_a_target_network),
+	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
