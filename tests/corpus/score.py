@@ -34,6 +34,7 @@ finding with the right bytes per step and no other job has any.
 """
 import argparse
 import concurrent.futures
+import itertools
 import json
 import os
 import shlex
@@ -178,17 +179,18 @@ def score_whole(truth, flags):
     tp = fp = 0
     matched = set()
     for d, b in reported:
-        sizes = exp.get(d, [])
-        hit = [i for i, e in enumerate(sizes) if near(b, e) and (d, i) not in matched]
-        # x and y reported as one: the sum is nearer than any one array
-        if hit and len(sizes) > 1 and abs(b - sum(sizes)) < abs(b - sizes[hit[0]]):
-            hit = []
-        if hit:
-            matched.add((d, hit[0]))
-            tp += 1
-        elif sizes and near(b, sum(sizes)):  # several arrays reported as one
-            for i in range(len(sizes)):
-                matched.add((d, i))
+        # the true arrays of that device not yet found whose sizes add up
+        # nearest to the reported bytes: one array, or several reported as
+        # one finding (x and y uploaded together, the findings merged)
+        free = [i for i in range(len(exp.get(d, []))) if (d, i) not in matched]
+        best = None
+        for r in range(1, min(len(free), 6) + 1):
+            for combo in itertools.combinations(free, r):
+                total = sum(exp[d][i] for i in combo)
+                if near(b, total) and (best is None or abs(b - total) < best[0]):
+                    best = (abs(b - total), combo)
+        if best:
+            matched.update((d, i) for i in best[1])
             tp += 1
         else:
             fp += 1
