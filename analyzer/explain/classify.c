@@ -736,10 +736,11 @@ static uint32_t weights_of_size(const struct size_count *s)
  * 2.11 with Adam: T = 3, and a 64 KiB label array the size of a weight).
  * The T that fits the most sizes wins, then the one by which more sizes
  * are all trained (twins = T x tensors made before), then the smallest;
- * it must fit more than half of the sizes. Only T >= 3 is taken: T = 2
- * is also Adam's two slots beside recurring gradients, which
- * weights_by_twin reads. Same-size allocations that recur are then the
- * optimizer's temporaries, not gradients. 0: no such pattern. */
+ * it must fit more than half of the sizes. T = 2 is also Adam's two slots
+ * beside recurring gradients, which weights_by_twin reads: it is taken
+ * only where most of those sizes have no per-step twin. Same-size
+ * allocations that recur are then the optimizer's temporaries, not
+ * gradients. 0: no such pattern. */
 #define MAX_TWINS_PER_WEIGHT 8
 static int twins_fit(const struct size_count *s, uint32_t t)
 {
@@ -749,7 +750,7 @@ static int twins_fit(const struct size_count *s, uint32_t t)
 static uint32_t twins_per_weight(struct size_count *sizes)
 {
 	uint32_t votes[MAX_TWINS_PER_WEIGHT + 1] = {0}, exact[MAX_TWINS_PER_WEIGHT + 1] = {0};
-	uint32_t voters = 0, best = 0;
+	uint32_t voters = 0, best = 0, untwinned = 0;
 	struct size_count *s, *tmp;
 	HASH_ITER(hh, sizes, s, tmp)
 	{
@@ -757,6 +758,7 @@ static uint32_t twins_per_weight(struct size_count *sizes)
 		    s->ll_during > MAX_TWINS_PER_WEIGHT * s->ll_before)
 			continue;
 		voters++;
+		untwinned += !s->recurring;
 		for (uint32_t t = 2; t <= MAX_TWINS_PER_WEIGHT; t++) {
 			votes[t] += twins_fit(s, t);
 			exact[t] += s->ll_during == t * s->ll_before;
@@ -765,7 +767,11 @@ static uint32_t twins_per_weight(struct size_count *sizes)
 	for (uint32_t t = 2; t <= MAX_TWINS_PER_WEIGHT; t++)
 		if (votes[t] > votes[best] || (votes[t] == votes[best] && exact[t] > exact[best]))
 			best = t;
-	return best >= 3 && votes[best] * 2 > voters ? best : 0;
+	/* T = 2 reads as a gradient and one slot (SGD with momentum) only
+	 * where most sizes have no per-step twin: no per-step gradients, so
+	 * not Adam's two slots beside them */
+	int two_ok = untwinned * 2 > voters;
+	return (best >= 3 || (best == 2 && two_ok)) && votes[best] * 2 > voters ? best : 0;
 }
 
 /* The earliest of a size are its weights (ll_during / T of them), the

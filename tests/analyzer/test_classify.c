@@ -592,19 +592,40 @@ static void test_bucket_written_from_gradients_is_gradients(void **state)
 	vt_model_free(m);
 }
 
-/* A DQN: the policy's weights uploaded, the target network a copy of them
- * made on the device before training (a frozen twin of each weight), and
- * the policy's gradients kept between steps (zero_grad(set_to_none=False))
- * then Adam's two slots, all made by the first step. Each size has two
- * tensors before training and three twins during it: one trained weight of
- * three twins, not one twin each of two. */
+/* Gradients kept between steps (zero_grad(set_to_none=False)) and the
+ * optimizer's slots (`slots` per weight), all made by the first step;
+ * `target`: a DQN's target network beside the policy, a copy of each weight
+ * made on the device before training (a frozen twin of each weight). */
 #define TARGET_ADDR(l) (0x600000000ull + (uint64_t)(l)*0x10000000ull)
 #define GRAD_ADDR(l) (0x500000000ull + (uint64_t)(l)*0x10000000ull)
 #define SLOT_ADDR(l, k) (0xa00000000ull + (uint64_t)(2 * (l) + (k)) * 0x10000000ull)
-static void test_kept_gradients_beside_a_target_network(void **state)
+static const uint64_t kept_wbytes[3] = {1 * MIB, 3 * MIB, 2 * MIB};
+
+static void kept_step(struct builder *b, uint64_t *t, int s, int slots)
 {
-	(void)state;
-	const uint64_t wbytes[3] = {1 * MIB, 3 * MIB, 2 * MIB};
+	char text[16];
+	snprintf(text, sizeof text, "step %d", s);
+	b_mark(b, *t += 1000, text);
+	b->stack = 4;
+	b_alloc(b, (*t)++, 0x200000000ull, 512 << 10, 0);
+	b_htod(b, (*t)++, 0x200000000ull, 512 << 10, 0);
+	b->stack = 5;
+	for (int l = 0; l < 3; l++)
+		b_alloc(b, (*t)++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 768 << 10, 0);
+	b->stack = 6;
+	for (int l = 2; l >= 0 && s == 0; l--)
+		b_alloc(b, (*t)++, GRAD_ADDR(l), kept_wbytes[l], 0);
+	for (int l = 0; l < 3; l++)
+		b_free(b, (*t)++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
+	b->stack = 3;
+	for (int l = 0; l < 3 && s == 0; l++)
+		for (int k = 0; k < slots; k++)
+			b_alloc(b, (*t)++, SLOT_ADDR(l, k), kept_wbytes[l], 0);
+	b_free(b, (*t)++, 0x200000000ull, 0);
+}
+
+static struct vt_model *kept_grads_job(int slots, int target)
+{
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 7, 0, 0);
@@ -612,44 +633,52 @@ static void test_kept_gradients_beside_a_target_network(void **state)
 	uint64_t t = 1000;
 	for (int l = 0; l < 3; l++) {
 		b.stack = 1;
-		b_alloc(&b, t++, W_ADDR(l), wbytes[l], 0);
-		b_htod(&b, t++, W_ADDR(l), wbytes[l], 0);
+		b_alloc(&b, t++, W_ADDR(l), kept_wbytes[l], 0);
+		b_htod(&b, t++, W_ADDR(l), kept_wbytes[l], 0);
 		b.stack = 2;
-		b_alloc(&b, t++, TARGET_ADDR(l), wbytes[l], 0);
-		b_dtod(&b, t++, TARGET_ADDR(l), W_ADDR(l), wbytes[l], 0);
+		if (!target)
+			continue;
+		b_alloc(&b, t++, TARGET_ADDR(l), kept_wbytes[l], 0);
+		b_dtod(&b, t++, TARGET_ADDR(l), W_ADDR(l), kept_wbytes[l], 0);
 	}
-	for (int s = 0; s < 8; s++) {
-		char text[16];
-		snprintf(text, sizeof text, "step %d", s);
-		b_mark(&b, t += 1000, text);
-		b.stack = 4;
-		b_alloc(&b, t++, 0x200000000ull, 512 << 10, 0);
-		b_htod(&b, t++, 0x200000000ull, 512 << 10, 0);
-		b.stack = 5;
-		for (int l = 0; l < 3; l++)
-			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 768 << 10,
-			        0);
-		b.stack = 6;
-		for (int l = 2; l >= 0 && s == 0; l--)
-			b_alloc(&b, t++, GRAD_ADDR(l), wbytes[l], 0);
-		for (int l = 0; l < 3; l++)
-			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
-		b.stack = 3;
-		for (int l = 0; l < 3 && s == 0; l++)
-			for (int k = 0; k < 2; k++)
-				b_alloc(&b, t++, SLOT_ADDR(l, k), wbytes[l], 0);
-		b_free(&b, t++, 0x200000000ull, 0);
-	}
+	for (int s = 0; s < 8; s++)
+		kept_step(&b, &t, s, slots);
 	vt_model_end_process(m, b.proc);
 	vt_model_finish(m);
 	vt_classify(m);
+	return m;
+}
+
+static void check_kept(const struct vt_model *m, int slots, int target)
+{
 	for (int l = 0; l < 3; l++) {
 		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
-		assert_int_equal(category_of(m, TARGET_ADDR(l)), VT_CAT_WEIGHTS);
+		if (target)
+			assert_int_equal(category_of(m, TARGET_ADDR(l)), VT_CAT_WEIGHTS);
 		assert_int_equal(category_of(m, GRAD_ADDR(l)), VT_CAT_GRADIENTS);
-		assert_int_equal(category_of(m, SLOT_ADDR(l, 0)), VT_CAT_OPTIMIZER);
-		assert_int_equal(category_of(m, SLOT_ADDR(l, 1)), VT_CAT_OPTIMIZER);
+		for (int k = 0; k < slots; k++)
+			assert_int_equal(category_of(m, SLOT_ADDR(l, k)), VT_CAT_OPTIMIZER);
 	}
+}
+
+/* Adam beside a target network: each size has two tensors before training
+ * and three twins during it, one trained weight of three twins, not one
+ * twin each of two. */
+static void test_kept_gradients_beside_a_target_network(void **state)
+{
+	(void)state;
+	struct vt_model *m = kept_grads_job(2, 1);
+	check_kept(m, 2, 1);
+	vt_model_free(m);
+}
+
+/* SGD with momentum: two twins per weight, a gradient and one slot; no
+ * per-step gradient, so not Adam's two slots. */
+static void test_kept_gradients_with_momentum(void **state)
+{
+	(void)state;
+	struct vt_model *m = kept_grads_job(1, 0);
+	check_kept(m, 1, 0);
 	vt_model_free(m);
 }
 
@@ -841,6 +870,7 @@ int main(void)
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
 	    cmocka_unit_test(test_kept_gradients_beside_a_target_network),
+	    cmocka_unit_test(test_kept_gradients_with_momentum),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
