@@ -384,19 +384,35 @@ static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint
 		f->t_ns = t;
 }
 
-/* The finding already raised for process proc on device dev, or NULL. */
-static struct vt_finding *dataset_on(struct vt_findings *out, uint32_t first, uint32_t proc,
-                                     uint8_t dev)
+/* The finding a small dataset array a joins, or NULL: the one on its
+ * device uploaded through the same call path (the conversion that made x
+ * made y); else the one uploaded nearest in time, within half a step of it
+ * (x and y converted one after the other on two lines of the job's code, a
+ * validation pair uploaded together when the first evaluation starts). */
+static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findings *out,
+                                       uint32_t first, const struct vt_alloc *a,
+                                       const struct vt_alloc_copies *c)
 {
+	uint32_t stack = c->h2d_stack_id ? c->h2d_stack_id : a->stack_id;
+	uint64_t window = m->procs[a->proc].step_period_ns / 2, best_gap = UINT64_MAX;
+	struct vt_finding *best = NULL;
 	for (uint32_t i = first; i < out->n; i++) {
 		struct vt_finding *f = &out->v[i];
-		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != proc)
-			continue;
+		int on_dev = 0;
 		for (uint32_t k = 0; k < f->ndev; k++)
-			if (f->devices[k] == dev)
-				return f;
+			on_dev |= f->devices[k] == a->device;
+		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != a->proc || !on_dev)
+			continue;
+		if (f->stack_id == stack)
+			return f;
+		uint64_t t = c->t_first_h2d;
+		uint64_t gap = t > f->t_ns ? t - f->t_ns : f->t_ns - t;
+		if (t != VT_T_NEVER && gap < window && gap < best_gap) {
+			best_gap = gap;
+			best = f;
+		}
 	}
-	return NULL;
+	return best;
 }
 
 static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
@@ -426,8 +442,8 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		    big_enough(m, ds, a->device, a->bytes))
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
-		struct vt_finding *f = dataset_on(out, first, a->proc, a->device);
-		if (!f || f->stack_id != (c->h2d_stack_id ? c->h2d_stack_id : a->stack_id))
+		struct vt_finding *f = companion_of(m, out, first, a, c);
+		if (!f)
 			continue;
 		add_device(f, a->device, a->bytes);
 		f->copies += c->h2d_copies;
