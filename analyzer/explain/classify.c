@@ -128,6 +128,7 @@ enum reason {
 	R_ARENA_CHUNK,
 	R_FROZEN_COPY,
 	R_CACHING_SEGMENT,
+	R_FLATTENED,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -221,6 +222,10 @@ static const struct reason_row {
                            "multiple of 2 MiB: PyTorch's caching allocator, its small and "
                            "large segments (tensors are carved out of it)",
                            {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_FLATTENED] = {"long-lived, filled by device-to-device copies from tensors the host "
+                     "filled, which were freed before training: parameters flattened into "
+                     "one buffer (FSDP, apex, Megatron)",
+                     {VT_CAT_OPTIMIZER, NO_ALT}},
     [R_ARENA_CHUNK] = {"a physical chunk mapped next to an allocator region's chunk: the "
                        "same arena",
                        {NO_ALT, NO_ALT}},
@@ -736,7 +741,12 @@ static uint32_t weights_of_size(const struct size_count *s)
  * 2.11 with Adam: T = 3, and a 64 KiB label array the size of a weight).
  * The T that fits the most sizes wins, then the one by which more sizes
  * are all trained (twins = T x tensors made before), then the smallest;
- * it must fit more than half of the sizes. T = 2 is also Adam's two slots
+ * it must fit more than half of the sizes, and two sizes at least unless
+ * the one fits exactly with T >= 3 (every tensor of it made before
+ * training trains: a caching allocator leaves only its big tensors outside
+ * its segments; one size with two twins is as often Adam's two slots of a
+ * flat buffer whose gradients come per step).
+ * T = 2 is also Adam's two slots
  * beside recurring gradients, which weights_by_twin reads: it is taken
  * only where most of those sizes have no per-step twin. Same-size
  * allocations that recur are then the optimizer's temporaries, not
@@ -771,7 +781,9 @@ static uint32_t twins_per_weight(struct size_count *sizes)
 	 * where most sizes have no per-step twin: no per-step gradients, so
 	 * not Adam's two slots beside them */
 	int two_ok = untwinned * 2 > voters;
-	return (best >= 3 || (best == 2 && two_ok)) && votes[best] * 2 > voters ? best : 0;
+	int enough = voters >= 2 || (exact[best] == voters && best >= 3);
+	return enough && (best >= 3 || (best == 2 && two_ok)) && votes[best] * 2 > voters ? best
+	                                                                                  : 0;
 }
 
 /* The earliest of a size are its weights (ll_during / T of them), the
@@ -947,6 +959,26 @@ static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct fac
 		set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
 }
 
+/* Whether long-lived allocation i (not from the host) was filled by
+ * device-to-device copies, most of its bytes, from tensors the host filled
+ * that were gone before training: a model's parameters packed into one
+ * flat buffer, each parameter then a view into it (FSDP's FlatParameter,
+ * apex's and Megatron's flattened buffers). Who wrote the bytes says
+ * weights where no size or twin can: the flat buffer's size is no
+ * parameter's. The first copy's source speaks for the rest. */
+static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts *f)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	if (f->host_filled || cp->d2d_in_copies < 2 || cp->d2d_in_bytes * 10 < a->bytes * 9 ||
+	    cp->d2d_src < c->p->alloc_begin || cp->d2d_src >= c->p->alloc_end)
+		return 0;
+	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
+	const struct facts *sf = &c->f[cp->d2d_src - c->p->alloc_begin];
+	return sf->host_filled && src->t_free != VT_T_NEVER && src->t_free < first_step;
+}
+
 /* What the twin rules left: optimizer slots (a weight's size, made after
  * it), datasets (host-filled, no twin), weights without a visible twin. */
 static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
@@ -962,6 +994,11 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		uint32_t stack = vt_model_copies(c->m, a)->h2d_stack_id;
 		if (by_name(c, a, f, stack))
 			continue;
+		if (flattened_weights(c, ll[i], f)) {
+			set_cat(a, f, VT_CAT_WEIGHTS, 80, R_FLATTENED);
+			size_find(sizes, a->bytes)->weights++; /* count_sizes made it */
+			continue;
+		}
 		if (f->kept && !f->host_filled)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
 		else if (s->weights > 0 && !f->host_filled)

@@ -718,6 +718,53 @@ static void test_kept_gradients_with_momentum(void **state)
 	vt_model_free(m);
 }
 
+/* Parameters uploaded one by one, packed into one flat buffer by
+ * device-to-device copies and freed (FSDP's FlatParameter, apex): the flat
+ * buffer is the weights, and Adam's two flat slots made by the first step
+ * are optimizer state, though no tensor of their size has a gradient. */
+#define FLAT_ADDR 0x700000000ull
+static void test_flattened_parameters_are_weights(void **state)
+{
+	(void)state;
+	const uint64_t wbytes[3] = {1 * MIB, 3 * MIB, 2 * MIB}, flat = 6 * MIB;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 7, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000, off = 0;
+	b.stack = 1;
+	for (int l = 0; l < 3; l++) {
+		b_alloc(&b, t++, W_ADDR(l), wbytes[l], 0);
+		b_htod(&b, t++, W_ADDR(l), wbytes[l], 0);
+	}
+	b.stack = 2;
+	b_alloc(&b, t++, FLAT_ADDR, flat, 0);
+	for (int l = 0; l < 3; off += wbytes[l++])
+		b_dtod(&b, t++, FLAT_ADDR + off, W_ADDR(l), wbytes[l], 0);
+	for (int l = 0; l < 3; l++)
+		b_free(&b, t++, W_ADDR(l), 0);
+	for (int s = 0; s < 6; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		b.stack = 6;
+		for (int l = 2; l >= 0; l--)
+			b_alloc(&b, t++, GRAD_ADDR(l), wbytes[l], 0);
+		for (int l = 2; l >= 0; l--)
+			b_free(&b, t++, GRAD_ADDR(l), 0);
+		b.stack = 3;
+		for (int k = 0; k < 2 && s == 0; k++)
+			b_alloc(&b, t++, SLOT_ADDR(0, k), flat, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, FLAT_ADDR), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, SLOT_ADDR(0, 0)), VT_CAT_OPTIMIZER);
+	assert_int_equal(category_of(m, SLOT_ADDR(0, 1)), VT_CAT_OPTIMIZER);
+	vt_model_free(m);
+}
+
 /* PyTorch's caching allocator at the driver: 2 MiB and 20 MiB segments and
  * larger tensors rounded to 2 MiB. The fixed-size segments are pools; a
  * rounded segment the host filled whole is the tensor it holds. On a device
@@ -908,6 +955,7 @@ int main(void)
 	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
 	    cmocka_unit_test(test_kept_gradients_beside_a_target_network),
 	    cmocka_unit_test(test_kept_gradients_with_momentum),
+	    cmocka_unit_test(test_flattened_parameters_are_weights),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
