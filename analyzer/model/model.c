@@ -293,6 +293,14 @@ static void copy_index_grow(struct vt_model *m)
 	m->copy_slots = slots;
 }
 
+void vt_model_reindex_copies(struct vt_model *m)
+{
+	if (!m->copy_slots)
+		return;
+	m->copy_slots /= 2; /* the grow doubles it back, hashing every entry anew */
+	copy_index_grow(m);
+}
+
 static struct vt_alloc_copies *copies_find(const struct vt_model *m, uint32_t alloc)
 {
 	if (!m->copy_slots)

@@ -311,6 +311,9 @@ struct vt_model {
 	/* set for a streaming model (model_stream.h): freed records are reused,
 	 * and allocs, free_order and ranges do not hold the whole trace */
 	struct vt_stream *stream;
+	/* set for a folding model (model_fold.h): allocs holds the records not
+	 * folded, the folded ones are counted in its groups */
+	struct vt_fold *fold;
 	uint32_t site_funnel_stacks[2]; /* stacks they were counted over */
 	int site_funnels_ready;
 };
