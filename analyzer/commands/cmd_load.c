@@ -45,7 +45,7 @@ enum load_mode { LOAD_FULL, LOAD_STREAMING, LOAD_FOLDING };
 
 static struct vt_model *load(const char *cmd, const char *dir, enum load_mode mode)
 {
-	if (mode == LOAD_FULL)
+	if (mode != LOAD_STREAMING) /* a folding model may need the full one's memory */
 		warn_if_too_big(dir);
 	char err[1024] = "";
 	struct vt_progress bar;

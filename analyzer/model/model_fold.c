@@ -50,6 +50,7 @@ struct vt_fold {
 	struct size_entry *sizes; /* uthash */
 	struct size_entry *size_cache[256];
 	struct group_entry *group_hash;
+	struct group_entry *group_cache[256];
 	struct vt_fold_group *groups;
 	uint32_t ngroups, cap_groups;
 	uint32_t *free_records; /* folded records to reuse */
@@ -98,9 +99,16 @@ static struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
 /* The step of time t from the markers seen so far (vt_step_of's rule). */
 static int step_at(const struct fold_proc *fp, uint64_t t)
 {
-	if (!fp->nsteps || t < fp->step_t[0])
+	uint32_t n = fp->nsteps;
+	if (!n || t < fp->step_t[0])
 		return -1;
-	uint32_t lo = 0, hi = fp->nsteps;
+	/* nearly every event is of the latest step or the one before: the
+	 * search per allocation and free was most of the folding's time */
+	if (t >= fp->step_t[n - 1])
+		return (int)n - 1;
+	if (n >= 2 && t >= fp->step_t[n - 2])
+		return (int)n - 2;
+	uint32_t lo = 0, hi = n;
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (fp->step_t[mid] <= t)
@@ -226,7 +234,15 @@ static void add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t p
 	probe.key.api = a->api;
 	probe.key.rt_api = a->rt_api;
 	probe.key.kind = a->kind;
-	HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
+	/* a direct-mapped cache before the hash: a loop folds the same few
+	 * groups over and over */
+	uint64_t h = (a->bytes ^ ((uint64_t)a->stack_id << 32) ^ ((uint64_t)place << 48) ^
+	              ((uint64_t)span << 62) ^ a->proc) *
+	             0x9e3779b97f4a7c15ull;
+	struct group_entry **slot = &f->group_cache[h >> 56];
+	e = *slot && !memcmp(&(*slot)->key, &probe.key, sizeof probe.key) ? *slot : NULL;
+	if (!e)
+		HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
 	if (!e) {
 		e = calloc(1, sizeof *e);
 		if (!e)
@@ -248,6 +264,7 @@ static void add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t p
 		};
 		HASH_ADD(hh, f->group_hash, key, sizeof e->key, e);
 	}
+	*slot = e;
 	f->groups[e->index].count++;
 }
 
