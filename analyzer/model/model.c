@@ -102,6 +102,7 @@ static void free_proc(struct vt_proc *p)
 	free_thread_times(p);
 	for (uint32_t i = 0; i < p->nmarks; i++)
 		free(p->marks[i].text);
+	free(p->step_marks);
 	for (uint32_t i = 0; i < p->nmodules; i++)
 		free(p->modules[i].path);
 	free(p->marks);

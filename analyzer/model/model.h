@@ -206,6 +206,10 @@ struct vt_proc {
 	struct vt_thread_time *last_thread;  /* the entry of the last event's thread */
 	struct vt_mark *marks;
 	uint32_t nmarks, cap_marks;
+	/* step markers (kind VT_MARK_STEP) a folding model keeps as their times
+	 * only, not in marks (model_fold.h): one a step, with no text */
+	uint64_t *step_marks;
+	uint32_t nstep_marks, cap_step_marks;
 	struct vt_module *modules;
 	uint32_t nmodules, cap_modules;
 	struct vt_meminfo *meminfo;

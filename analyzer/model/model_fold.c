@@ -347,13 +347,20 @@ static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struc
 static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t)
 {
 	count_pending(m);
-	if (vt_mark_is_step(r->kind, r->text, r->text_len)) {
+	if (vt_mark_is_step(r->kind, r->text, strnlen(r->text, r->text_len))) {
 		struct fold_proc *fp = proc_of(m->fold, (uint32_t)(p - m->procs));
 		if (t < fp->last_t || (fp->nsteps && t < fp->step_t[fp->nsteps - 1]))
 			fp->inexact = 1;
 		fp->step_t =
 		    vt_model_grow(fp->step_t, &fp->cap_steps, fp->nsteps, sizeof(uint64_t));
 		fp->step_t[fp->nsteps++] = t;
+	}
+	/* a marker per step, kept with its text, was most of what a long loop
+	 * of folded steps still grew by: only the steps read a step marker */
+	if (r->kind == VT_MARK_STEP) {
+		GROW(p->step_marks, p->cap_step_marks, p->nstep_marks);
+		p->step_marks[p->nstep_marks++] = t;
+		return;
 	}
 	full()->mark(m, p, r, t);
 }
