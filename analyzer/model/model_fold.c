@@ -47,6 +47,8 @@ struct group_entry {
 struct vt_fold {
 	struct fold_proc **procs;
 	uint32_t nprocs;
+	struct fold_proc *last; /* procs[last_proc] */
+	uint32_t last_proc;
 	struct size_entry *sizes; /* uthash */
 	struct size_entry *size_cache[256];
 	struct group_entry *group_hash;
@@ -77,7 +79,7 @@ int vt_model_is_folding(const struct vt_model *m)
 
 /* ---- per process -------------------------------------------------------- */
 
-static struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
+static struct fold_proc *proc_of_slow(struct vt_fold *f, uint32_t proc)
 {
 	if (proc >= f->nprocs) {
 		struct fold_proc **v = realloc(f->procs, (proc + 1) * sizeof *v);
@@ -93,7 +95,14 @@ static struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
 			vt_nomem();
 		f->procs[proc]->last_born = -1;
 	}
-	return f->procs[proc];
+	f->last_proc = proc;
+	return f->last = f->procs[proc];
+}
+
+/* The replay asks for one process many times an event. */
+static inline struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
+{
+	return f->last && f->last_proc == proc ? f->last : proc_of_slow(f, proc);
 }
 
 /* The step of time t from the markers seen so far (vt_step_of's rule). */
