@@ -12,8 +12,12 @@
  * under heaptrack), when heaptrack is installed. The streaming model
  * (report --stream) in a child of its own, so its peak memory is its own:
  *   bench_analyzer --stream-only TRACE_DIR
- * and then on a trace of 100 million events of its own (the issue's case;
- * VT_BENCH_STREAM_EVENTS=N for another count, 0 to skip it). */
+ * and then on a trace of 100 million events of its own (VT_BENCH_STREAM_EVENTS=N
+ * for another count, 0 to skip it). The classifying report as
+ * `vramtrace report` makes it (the folding model, model_fold.h, the full
+ * model where that cannot classify), in a child of its own too:
+ *   bench_analyzer --report-only TRACE_DIR
+ * on both traces, each beside heaptrack_print on as many events. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -32,6 +36,7 @@
 #include "log_reader.h"
 #include "trace_dir.h"
 #include "model.h"
+#include "model_fold.h"
 #include "model_load.h"
 #include "model_stream.h"
 #include "report.h"
@@ -213,10 +218,14 @@ static void row_na(const char *name, const char *why)
 }
 
 /* heaptrack_print on heaptrack's log of `events` malloc/free events: its
- * events per CPU second and its peak memory, beside ours. */
-static void peer_heaptrack_print(const char *self, uint64_t events)
+ * events per CPU second and its peak memory, beside ours; `scale` names the
+ * rows of the at-scale case ("" for the first). */
+static void peer_heaptrack_print(const char *self, uint64_t events, const char *scale)
 {
-	const char *name = "peer: heaptrack_print, same event count of malloc+free (CPU)";
+	char name[160], rss_name[160];
+	snprintf(name, sizeof name,
+	         "%speer: heaptrack_print, same event count of malloc+free (CPU)", scale);
+	snprintf(rss_name, sizeof rss_name, "%speer: heaptrack_print peak RSS", scale);
 	if (system("command -v heaptrack >/dev/null 2>&1 && "
 	           "command -v heaptrack_print >/dev/null 2>&1") != 0) {
 		row_na(name, "heaptrack not installed: apt-get install heaptrack");
@@ -242,7 +251,7 @@ static void peer_heaptrack_print(const char *self, uint64_t events)
 		else {
 			row(name, (double)(events / 2 * 2) / (cpu > 0 ? cpu : 1e-9) / 1e6, "%.2f",
 			    "M ev/s");
-			row("peer: heaptrack_print peak RSS", (double)rss / 1024.0, "%.0f", "MiB");
+			row(rss_name, (double)rss / 1024.0, "%.0f", "MiB");
 		}
 	}
 	unlink(file);
@@ -292,6 +301,56 @@ static void streaming(const char *self, const char *dir, uint64_t events, double
 		row("streaming model vs the floor (CPU)", r.cpu / c_floor, "%.1f", "x");
 }
 
+/* `vramtrace report`'s classifying report of dir: the folding model, and
+ * the full model when the folded evidence cannot classify (cmd_report.c). */
+static int report_only(const char *dir)
+{
+	char err[512];
+	struct vt_model *m = vt_model_load_trace_folding(dir, err, sizeof err);
+	struct vt_report r;
+	struct vt_report_options opt = {.top = 10, .title = dir};
+	if (!m || vt_report_build(&r, m, &opt, err, sizeof err) != 0) {
+		fprintf(stderr, "bench_analyzer: %s\n", err);
+		return 1;
+	}
+	int exact = vt_fold_exact(m, NULL);
+	vt_report_free(&r);
+	vt_model_free(m);
+	if (exact)
+		return 0;
+	if (!(m = vt_model_load_trace(dir, err, sizeof err)) ||
+	    vt_report_build(&r, m, &opt, err, sizeof err) != 0)
+		return 1;
+	vt_report_free(&r);
+	vt_model_free(m);
+	return 3; /* classified, by the full model */
+}
+
+/* The classifying report of dir in a child, best of 3 (stream_runs' way):
+ * events per CPU second and peak RSS, rows named after `scale`. */
+static void classifying(const char *self, const char *dir, uint64_t events, const char *scale)
+{
+	char name[160], rss_name[160];
+	snprintf(name, sizeof name,
+	         "%sclassifying report (report, report --json), per CPU second, best of 3", scale);
+	snprintf(rss_name, sizeof rss_name, "%sclassifying report peak RSS", scale);
+	char *argv[] = {(char *)self, "--report-only", (char *)dir, NULL};
+	double best = 1e30;
+	long rss = 0;
+	for (int i = 0; i < STREAM_RUNS; i++) {
+		double cpu = 0;
+		long r = 0;
+		if (run_quiet(argv, &cpu, &r) != 0) {
+			row_na(name, "the folding model could not classify it, or the load failed");
+			return;
+		}
+		best = cpu < best ? cpu : best;
+		rss = r > rss ? r : rss;
+	}
+	row(name, (double)events / (best > 0 ? best : 1e-9) / 1e6, "%.2f", "M ev/s");
+	row(rss_name, (double)rss / 1024.0, "%.0f", "MiB");
+}
+
 /* A row of the at-scale case: its name starts with the event count. */
 static void scale_row(uint64_t events, const char *what, double v, const char *fmt,
                       const char *unit)
@@ -337,6 +396,10 @@ static void streaming_at_scale(const char *self, uint64_t events)
 			scale_row(events, "cat of the logs", t_cat, "%.3f", "s");
 			row("streaming model vs cat (wall)", r.wall / t_cat, "%.1f", "x");
 		}
+		char scale[32];
+		snprintf(scale, sizeof scale, "%.0f M events, ", (double)events / 1e6);
+		classifying(self, dir, events, scale);
+		peer_heaptrack_print(self, events, scale);
 	}
 	remove_trace(dir);
 }
@@ -357,6 +420,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--stream-only"))
 		return stream_only(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--report-only"))
+		return report_only(argv[2]);
 	char tmp[] = "/tmp/vt-bench-analyzer-XXXXXX";
 	const char *env = getenv("VT_BENCH_ANALYZER_EVENTS");
 	uint64_t want = env ? strtoull(env, NULL, 10) : 10000000ull;
@@ -433,7 +498,10 @@ int main(int argc, char **argv)
 	if (len > 0) {
 		self[len] = '\0'; /* heaptrack is a script: the path must name this program */
 		streaming(self, dir, n_events, c_floor);
-		peer_heaptrack_print(self, n_events);
+		char scale[32];
+		snprintf(scale, sizeof scale, "%.0f M events, ", (double)n_events / 1e6);
+		classifying(self, dir, n_events, scale);
+		peer_heaptrack_print(self, n_events, scale);
 		const char *big = getenv("VT_BENCH_STREAM_EVENTS");
 		uint64_t n_big = big ? strtoull(big, NULL, 10) : 100000000ull;
 		if (n_big > 0)

@@ -41,21 +41,35 @@ static void warn_if_too_big(const char *dir)
 	        l, n, h);
 }
 
-struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming)
+enum load_mode { LOAD_FULL, LOAD_STREAMING, LOAD_FOLDING };
+
+static struct vt_model *load(const char *cmd, const char *dir, enum load_mode mode)
 {
-	if (!streaming)
+	if (mode != LOAD_STREAMING) /* a folding model may need the full one's memory */
 		warn_if_too_big(dir);
 	char err[1024] = "";
 	struct vt_progress bar;
 	vt_progress_begin(&bar, "reading trace");
 	vt_model_set_load_progress(vt_progress_hook, &bar);
-	struct vt_model *m = streaming ? vt_model_load_trace_streaming(dir, err, sizeof err)
-	                               : vt_model_load_trace(dir, err, sizeof err);
+	struct vt_model *m =
+	    mode == LOAD_STREAMING ? vt_model_load_trace_streaming(dir, err, sizeof err)
+	    : mode == LOAD_FOLDING ? vt_model_load_trace_folding(dir, err, sizeof err)
+	                           : vt_model_load_trace(dir, err, sizeof err);
 	vt_model_set_load_progress(NULL, NULL);
 	vt_progress_end(&bar);
 	if (!m)
 		fprintf(stderr, "vramtrace %s: %s\n", cmd, err[0] ? err : "cannot read the trace");
 	return m;
+}
+
+struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming)
+{
+	return load(cmd, dir, streaming ? LOAD_STREAMING : LOAD_FULL);
+}
+
+struct vt_model *vt_cmd_load_folding(const char *cmd, const char *dir)
+{
+	return load(cmd, dir, LOAD_FOLDING);
 }
 
 int vt_cmd_load_all(const char *cmd, const struct vt_cli_traces *t, struct vt_model **models)

@@ -8,6 +8,8 @@ struct vt_model;
 /* The trace in dir as a finished model (streaming: the streaming model),
  * or NULL after one line on stderr that names cmd. */
 struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming);
+/* The same with a folding model (model_fold.h). */
+struct vt_model *vt_cmd_load_folding(const char *cmd, const char *dir);
 
 /* Every trace of t as a full model into models[0..t->n): 0, or 1 after
  * one line on stderr (none left loaded). */

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "export_html.h" /* --html (export/) */
 #include "model.h"
+#include "model_fold.h"
 #include "model_stream.h"
 #include "ranks.h"
 #include "ranks_out.h"
@@ -113,6 +114,39 @@ static int report_stream(const char *dir, const struct vt_report_options *opt)
 	return rc ? 1 : 0;
 }
 
+/* Whether a folding model (model_fold.h) can make this report: it answers
+ * what the classifying report asks, not --at, --allocs or --html, which
+ * read every allocation. VRAMTRACE_FOLD=0 turns it off. */
+static int folding_wanted(const struct report_args *a)
+{
+	const char *env = getenv("VRAMTRACE_FOLD");
+	return !a->opt.at && !a->opt.with_allocs && !a->html && !(env && !strcmp(env, "0"));
+}
+
+/* A folding model whose folded evidence could not give the full model's
+ * classification is replaced by the full model, and the report built
+ * again: 0, or 1 when the full model could not be loaded. */
+static int unfold(struct vt_report *r, struct vt_model **m, const char *dir,
+                  const struct vt_report_options *opt, char *err, size_t errlen)
+{
+	const char *why;
+	int exact = vt_fold_exact(*m, &why);
+	if (getenv("VRAMTRACE_FOLD_VERBOSE")) { /* the tests: which model answered */
+		uint64_t folded = 0;
+		for (uint32_t i = 0; i < (*m)->nprocs; i++)
+			folded += vt_fold_folded(*m, i);
+		fprintf(stderr, "vramtrace report: %llu allocations folded; %s\n",
+		        (unsigned long long)folded, exact ? "exact" : why);
+	}
+	if (exact)
+		return 0;
+	vt_report_free(r);
+	vt_model_free(*m);
+	if (!(*m = vt_cmd_load("report", dir, 0)))
+		return 1;
+	return vt_report_build(r, *m, opt, err, errlen) == 0 ? 0 : 2;
+}
+
 /* Each trace's report into reports[0..n): 0, or 2 after a line on
  * stderr (a malformed --at), none left built. */
 static int build_reports(struct vt_report *reports, struct vt_model **models,
@@ -122,7 +156,8 @@ static int build_reports(struct vt_report *reports, struct vt_model **models,
 	for (unsigned i = 0; i < a->traces.n; i++) {
 		struct vt_report_options opt = a->opt;
 		opt.title = a->traces.dir[i];
-		if (vt_report_build(&reports[i], models[i], &opt, err, sizeof err) == 0)
+		if (vt_report_build(&reports[i], models[i], &opt, err, sizeof err) == 0 &&
+		    unfold(&reports[i], &models[i], a->traces.dir[i], &opt, err, sizeof err) == 0)
 			continue;
 		fprintf(stderr, "vramtrace report: %s\n", err);
 		while (i-- > 0)
@@ -149,6 +184,21 @@ static int write_reports(const struct vt_report *reports, unsigned n, const stru
 	return rc;
 }
 
+/* Every trace of a as the model its report needs: 0, or 1 after a line
+ * on stderr (none left loaded). */
+static int load_all(const struct report_args *a, struct vt_model **models)
+{
+	if (!folding_wanted(a))
+		return vt_cmd_load_all("report", &a->traces, models);
+	for (unsigned i = 0; i < a->traces.n; i++) {
+		if (!(models[i] = vt_cmd_load_folding("report", a->traces.dir[i]))) {
+			vt_cmd_free_all(models, i);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* The report of a's traces: 0, or the command's exit code. */
 static int report_traces(const struct report_args *a)
 {
@@ -157,7 +207,7 @@ static int report_traces(const struct report_args *a)
 	struct vt_model *models[VT_CLI_MAX_TRACES];
 	/* a report holds per-device tables: on the heap, not hundreds on the stack */
 	struct vt_report *reports = calloc(a->traces.n, sizeof *reports);
-	if (!reports || vt_cmd_load_all("report", &a->traces, models) != 0) {
+	if (!reports || load_all(a, models) != 0) {
 		free(reports);
 		return 1;
 	}

@@ -9,6 +9,7 @@
 #include <uthash.h>
 
 #include "frame_evidence.h"
+#include "model_fold.h"
 #include "steps.h"
 #include "upload_sites.h"
 #include "model_query.h"
@@ -41,6 +42,9 @@ struct key_count {
 	uint32_t count, steps_seen, freed;
 	int last_step;
 	uint32_t index; /* in ctx.keys */
+	/* a folding model's counters of this key, NULL when none was folded:
+	 * its allocations from the era on are counted there (model_fold.h) */
+	const struct vt_fold_size *fold;
 	UT_hash_handle hh;
 };
 
@@ -506,6 +510,22 @@ static void count_keys(struct ctx *c)
 			k->last_step = s;
 		}
 	}
+	/* a folding model counted every allocation of a folded key as it came
+	 * (a key may have been folded whole: it needs its counter too) */
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc)
+			key_index(c, g[i].bytes, g[i].device);
+	for (uint32_t i = 0; i < c->nkeys; i++) {
+		struct key_count *k = c->keys[i];
+		k->fold = vt_fold_size_of(c->m, c->proc, k->key.bytes, (uint8_t)k->key.device);
+		if (!k->fold)
+			continue;
+		k->count = k->fold->count;
+		k->steps_seen = k->fold->steps_seen;
+		k->freed += (uint32_t)k->fold->folded;
+	}
 }
 
 /* Made again in most steps, and this one does not live through most of the
@@ -547,6 +567,26 @@ static int kept_per_step(const struct ctx *c, const struct key_count *k, const s
 	       k->steps_seen * 2 >= steps;
 }
 
+/* Whether a folding model's group recurs, as recurs() and transient() say
+ * of each of its allocations (freed, within a step or two of its making);
+ * transient_only: only as transient() says. 0: they would be long-lived,
+ * which the folded evidence cannot tell the full model's way. */
+static int group_recurs(struct ctx *c, const struct vt_fold_group *g, int *transient_only)
+{
+	const struct key_count *k = c->keys[key_index(c, g->bytes, g->device)];
+	uint32_t steps = c->p->nsteps;
+	*transient_only = 0;
+	if (steps < 3)
+		return 0;
+	if (k->steps_seen >= 3 && k->steps_seen * 2 >= steps)
+		return 1; /* and a span of one step at most is under 3/4 of them */
+	if (g->span == 0 && k->count >= 3 && k->freed * 2 >= k->count) {
+		*transient_only = 1;
+		return 1;
+	}
+	return 0;
+}
+
 static void mark_recurring(struct ctx *c)
 {
 	count_keys(c);
@@ -557,6 +597,13 @@ static void mark_recurring(struct ctx *c)
 		if (!f->recurring && transient(c, k, f))
 			f->recurring = f->transient = 1;
 		f->kept = kept_per_step(c, k, f);
+	}
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++) {
+		int transient_only;
+		if (g[i].proc == c->proc && !group_recurs(c, &g[i], &transient_only))
+			vt_fold_set_inexact(c->m, "a folded allocation would be long-lived");
 	}
 }
 
@@ -680,6 +727,48 @@ static int find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 	return 0;
 }
 
+/* A kept record of a folded key's era: the folding model counted it with
+ * the folded ones, which is right only if it counts as they do (recurring,
+ * not host-filled, undecided). */
+static int folded_era(struct ctx *c, const struct facts *f)
+{
+	const struct key_count *k = c->keys[f->key];
+	if (!k->fold || f->born < (int)vt_fold_keep_steps(c->m))
+		return 0;
+	if (!f->recurring || f->host_filled || f->decided)
+		vt_fold_set_inexact(c->m, "a folded size has other allocations in its steps");
+	return 1;
+}
+
+/* steps more steps that made count of a size (close_step, many at once). */
+static void close_steps(struct size_count *s, uint32_t count, uint32_t steps)
+{
+	for (int i = 0; i < PER_STEP_HIST; i++) {
+		if (s->hist[i].steps && s->hist[i].count != count)
+			continue;
+		s->hist[i].count = count;
+		s->hist[i].steps += steps;
+		break;
+	}
+}
+
+/* The steps a folding model counted for a folded key of dev, after the
+ * steps its kept records made (the steps come in that order). */
+static void merge_folded_sizes(struct ctx *c, int dev, struct size_count **sizes)
+{
+	for (uint32_t i = 0; i < c->nkeys; i++) {
+		const struct key_count *k = c->keys[i];
+		if (!k->fold || (int)k->key.device != dev)
+			continue;
+		struct size_count *s = size_entry(sizes, k->key.bytes);
+		c->size_by_key[i] = s;
+		close_step(s);
+		for (uint32_t h = 0; h < k->fold->nhist; h++)
+			close_steps(s, k->fold->hist[h].count, k->fold->hist[h].steps);
+		s->recurring += (uint32_t)k->fold->era_allocs;
+	}
+}
+
 /* Per size: how many recurring (not host-filled) allocations each step makes,
  * how many long-lived allocations exist. */
 static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const uint32_t *ll,
@@ -687,7 +776,9 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (f->device != dev || f->decided || !f->recurring || f->host_filled)
+		if (f->device != dev || folded_era(c, f))
+			continue;
+		if (f->decided || !f->recurring || f->host_filled)
 			continue;
 		struct size_count **slot = &c->size_by_key[f->key];
 		if (!*slot)
@@ -702,6 +793,7 @@ static void count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 		}
 		s->in_step++;
 	}
+	merge_folded_sizes(c, dev, sizes);
 	struct size_count *s, *tmp;
 	HASH_ITER(hh, *sizes, s, tmp) close_step(s);
 	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
@@ -1069,6 +1161,52 @@ static void gradient_buckets(struct ctx *c, int dev)
 	}
 }
 
+/* A kept record of a folded key's era, of a size whose place in the step
+ * decides (activations sharing a gradient size): its place counts the
+ * folded ones too, which the classifier does not see. */
+static int activation_in_step(struct ctx *c, const struct facts *f, struct size_count *s)
+{
+	int act = activation_of_weight_size(s, f->born);
+	if (c->keys[f->key]->fold && f->born >= (int)vt_fold_keep_steps(c->m) &&
+	    s->grads_per_step && s->grads_per_step < s->made)
+		vt_fold_set_inexact(c->m, "a kept allocation's place in its step is not known");
+	return act;
+}
+
+static void set_group(struct vt_fold_group *g, int cat, int conf, enum reason why)
+{
+	g->category = (uint8_t)cat;
+	g->confidence = (uint8_t)conf;
+	g->reason = (uint8_t)why;
+}
+
+/* The folded groups of dev, as recurring_ones decides each of their
+ * allocations (none was filled from the host). */
+static void recurring_groups(struct ctx *c, int dev, struct size_count *sizes)
+{
+	uint32_t ng;
+	struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++) {
+		if (g[i].proc != c->proc || g[i].device != dev)
+			continue;
+		int transient_only;
+		group_recurs(c, &g[i], &transient_only);
+		struct size_count *s = size_find(sizes, g[i].bytes);
+		int grad = s && s->gradient_size;
+		if (s && !s->made)
+			s->made = per_step(s);
+		if (transient_only && !grad)
+			set_group(&g[i], VT_CAT_ACTIVATIONS, 70, R_TRANSIENT);
+		else if (grad && s->grads_per_step && s->grads_per_step < s->made &&
+		         g[i].place < s->made - s->grads_per_step)
+			set_group(&g[i], VT_CAT_ACTIVATIONS, 60, R_FORWARD);
+		else if (grad)
+			set_group(&g[i], VT_CAT_GRADIENTS, 85, R_GRADIENTS);
+		else
+			set_group(&g[i], VT_CAT_ACTIVATIONS, 75, R_ACTIVATIONS);
+	}
+}
+
 static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
@@ -1088,7 +1226,7 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);
 		else if (f->transient && !(s && s->gradient_size))
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 70, R_TRANSIENT);
-		else if (s && s->gradient_size && activation_of_weight_size(s, f->born))
+		else if (s && s->gradient_size && activation_in_step(c, f, s))
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 60, R_FORWARD);
 		else if (s && s->gradient_size)
 			set_cat(a, f, VT_CAT_GRADIENTS, 85, R_GRADIENTS);
@@ -1169,6 +1307,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
 	recurring_ones(c, dev, sizes);
+	recurring_groups(c, dev, sizes);
 	gradient_buckets(c, dev);
 	free(c->size_by_key);
 	c->size_by_key = NULL;
@@ -1289,6 +1428,22 @@ static int twins_category(const struct twin_key *k)
 	return -1;
 }
 
+/* A folding model's groups of this process, twins like their records. */
+static void twin_groups(const struct ctx *c, struct twin_key **twins)
+{
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++) {
+		if (g[i].proc != c->proc || !g[i].stack_id)
+			continue;
+		struct vt_alloc a = {
+		    .bytes = g[i].bytes, .stack_id = g[i].stack_id, .device = g[i].device};
+		struct twin_key *k = twin_of(twins, &a, 1);
+		k->n += (uint32_t)g[i].count;
+		k->by_cat[g[i].category] += (uint32_t)g[i].count;
+	}
+}
+
 /* An allocation of the unfinished step takes the category of its recurring
  * twins from earlier steps: same site (stack), size and device. */
 static void unfinished_step(struct ctx *c)
@@ -1314,6 +1469,7 @@ static void unfinished_step(struct ctx *c)
 		k->n++;
 		k->by_cat[a->category]++;
 	}
+	twin_groups(c, &twins);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
@@ -1347,6 +1503,11 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};
 	gather(&c, devs);
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == pi)
+			devs[g[i].device] = 1;
 	arena_chunks(&c);
 	caching_segments(&c, devs);
 	mark_recurring(&c);

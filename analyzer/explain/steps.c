@@ -59,7 +59,7 @@ static int is_step_mark(const struct vt_mark *mk)
 
 static int steps_from_markers(struct vt_proc *p)
 {
-	uint32_t n = 0;
+	uint32_t n = p->nstep_marks; /* a folding model's, kept as times */
 	for (uint32_t i = 0; i < p->nmarks; i++)
 		n += is_step_mark(&p->marks[i]);
 	if (!n)
@@ -67,6 +67,8 @@ static int steps_from_markers(struct vt_proc *p)
 	p->step_t = malloc(n * sizeof *p->step_t);
 	if (!p->step_t)
 		return 0;
+	for (uint32_t i = 0; i < p->nstep_marks; i++)
+		p->step_t[p->nsteps++] = p->step_marks[i];
 	for (uint32_t i = 0; i < p->nmarks; i++)
 		if (is_step_mark(&p->marks[i]))
 			p->step_t[p->nsteps++] = p->marks[i].t_ns;

@@ -102,6 +102,7 @@ static void free_proc(struct vt_proc *p)
 	free_thread_times(p);
 	for (uint32_t i = 0; i < p->nmarks; i++)
 		free(p->marks[i].text);
+	free(p->step_marks);
 	for (uint32_t i = 0; i < p->nmodules; i++)
 		free(p->modules[i].path);
 	free(p->marks);
@@ -291,6 +292,14 @@ static void copy_index_grow(struct vt_model *m)
 	free(m->copy_index);
 	m->copy_index = idx;
 	m->copy_slots = slots;
+}
+
+void vt_model_reindex_copies(struct vt_model *m)
+{
+	if (!m->copy_slots)
+		return;
+	m->copy_slots /= 2; /* the grow doubles it back, hashing every entry anew */
+	copy_index_grow(m);
 }
 
 static struct vt_alloc_copies *copies_find(const struct vt_model *m, uint32_t alloc)

@@ -206,6 +206,10 @@ struct vt_proc {
 	struct vt_thread_time *last_thread;  /* the entry of the last event's thread */
 	struct vt_mark *marks;
 	uint32_t nmarks, cap_marks;
+	/* step markers (kind VT_MARK_STEP) a folding model keeps as their times
+	 * only, not in marks (model_fold.h): one a step, with no text */
+	uint64_t *step_marks;
+	uint32_t nstep_marks, cap_step_marks;
 	struct vt_module *modules;
 	uint32_t nmodules, cap_modules;
 	struct vt_meminfo *meminfo;
@@ -311,6 +315,9 @@ struct vt_model {
 	/* set for a streaming model (model_stream.h): freed records are reused,
 	 * and allocs, free_order and ranges do not hold the whole trace */
 	struct vt_stream *stream;
+	/* set for a folding model (model_fold.h): allocs holds the records not
+	 * folded, the folded ones are counted in its groups */
+	struct vt_fold *fold;
 	uint32_t site_funnel_stacks[2]; /* stacks they were counted over */
 	int site_funnels_ready;
 };

@@ -268,6 +268,11 @@ static const struct vt_replay_consumer history = {
     .destroy = destroy,
 };
 
+const struct vt_replay_consumer *vt_model_history_consumer(void)
+{
+	return &history;
+}
+
 struct vt_model *vt_model_new(void)
 {
 	return vt_model_create(&history);

@@ -13,4 +13,9 @@ struct vt_model;
 /* An empty full model; vt_model_free frees it. NULL when out of memory. */
 struct vt_model *vt_model_new(void);
 
+/* The full model's consumer (model_consumer.h): the folding model
+ * (model_fold.h) hands it every record it keeps. */
+struct vt_replay_consumer;
+const struct vt_replay_consumer *vt_model_history_consumer(void);
+
 #endif

@@ -79,6 +79,9 @@ void *vt_model_grow(void *arr, uint32_t *cap, uint32_t n, size_t elem);
 void vt_model_drop_range_index(struct vt_model *m);
 /* Allocation idx's copy statistics go (its record is about to be reused). */
 void vt_model_forget_copies(struct vt_model *m, uint32_t idx);
+/* The copy statistics' index again, after the allocations were renumbered
+ * (their vt_alloc_copies.alloc rewritten). */
+void vt_model_reindex_copies(struct vt_model *m);
 
 /* ---- for the replay's consumers (model_consumer.h) ------------------- */
 struct vt_replay_consumer;

@@ -12,6 +12,7 @@
 #include "proc_alive.h"
 #include "trace_dir.h"
 #include "model.h"
+#include "model_fold.h"
 #include "model_history.h"
 #include "model_stream.h"
 #include "nomem.h"
@@ -163,6 +164,11 @@ static struct vt_model *load_into(struct vt_model *m, const char *dir, char *err
 struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen)
 {
 	return load_into(vt_model_new(), dir, err, errlen);
+}
+
+struct vt_model *vt_model_load_trace_folding(const char *dir, char *err, size_t errlen)
+{
+	return load_into(vt_model_new_folding(), dir, err, errlen);
 }
 
 struct vt_model *vt_model_load_trace_streaming(const char *dir, char *err, size_t errlen)

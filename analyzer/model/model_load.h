@@ -17,6 +17,10 @@ struct vt_model *vt_model_load_trace(const char *dir, char *err, size_t errlen);
 typedef void (*vt_load_progress_fn)(uint64_t done, uint64_t total, void *ctx);
 void vt_model_set_load_progress(vt_load_progress_fn fn, void *ctx);
 
+/* vt_model_load_trace with a folding model (model_fold.h): what the
+ * classifying report needs, in memory that does not grow with the steps.
+ * Check vt_fold_exact after classifying; if 0, load the full model. */
+struct vt_model *vt_model_load_trace_folding(const char *dir, char *err, size_t errlen);
 /* vt_model_load_trace with a streaming model. */
 struct vt_model *vt_model_load_trace_streaming(const char *dir, char *err, size_t errlen);
 

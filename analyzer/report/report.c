@@ -11,6 +11,7 @@
 #include "classify.h"
 #include "units.h"
 #include "site_names.h"
+#include "model_fold.h"
 #include "model_query.h"
 
 struct vt_report_stack_site {
@@ -259,6 +260,28 @@ uint32_t vt_report_site_of(const struct vt_report *r, uint32_t proc, uint32_t st
 	return e ? e->site : VT_NO_INDEX;
 }
 
+/* A folding model's groups (model_fold.h): allocations of their sites,
+ * never live at a peak nor at --at (which a folding model is not asked). A
+ * site with nothing live at a peak takes its category from the trace's
+ * allocations, these too. */
+static void fold_sites(struct vt_report *r, struct name_entry **by_name, uint32_t *cap)
+{
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(r->m, &ng);
+	for (uint32_t i = 0; i < ng; i++) {
+		struct vt_alloc a = {.bytes = g[i].bytes,
+		                     .stack_id = g[i].stack_id,
+		                     .proc = g[i].proc,
+		                     .device = g[i].device,
+		                     .flags = VT_AF_CHARGED};
+		struct vt_site_stat *st =
+		    &r->sites[site_index(r, &r->stack_sites, by_name, cap, &a)];
+		st->allocs += g[i].count;
+		if (st->bytes_at_peak == 0)
+			st->bytes_by_cat[g[i].category] += g[i].count;
+	}
+}
+
 static void build_sites(struct vt_report *r)
 {
 	struct name_entry *by_name = NULL, *n, *ntmp;
@@ -314,6 +337,7 @@ static void build_sites(struct vt_report *r)
 			st->bytes_by_cat[a->category] += 1;
 		}
 	}
+	fold_sites(r, &by_name, &cap);
 	for (uint32_t s = 0; s < r->nsites; s++) {
 		int best = VT_CAT_UNKNOWN;
 		for (int c = 0; c < VT_CAT_COUNT; c++)
@@ -330,12 +354,17 @@ static void build_sites(struct vt_report *r)
 	}
 }
 
+/* Its allocations: the records, and those a folding model folded. */
+static uint64_t proc_allocs(const struct vt_model *m, uint32_t i)
+{
+	return m->procs[i].alloc_end - m->procs[i].alloc_begin + vt_fold_folded(m, i);
+}
+
 static uint32_t busiest_proc(const struct vt_model *m)
 {
 	uint32_t best = 0;
 	for (uint32_t i = 1; i < m->nprocs; i++)
-		if (m->procs[i].alloc_end - m->procs[i].alloc_begin >
-		    m->procs[best].alloc_end - m->procs[best].alloc_begin)
+		if (proc_allocs(m, i) > proc_allocs(m, best))
 			best = i;
 	return best;
 }

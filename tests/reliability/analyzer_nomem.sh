@@ -32,8 +32,10 @@ if ! "$vt" report "$work/trace" >/dev/null 2>"$work/err"; then
 	echo "FAIL: report without a limit: $(head -c 300 "$work/err")"
 	exit 1
 fi
-check "report" 3 "$vt" report "$work/trace"
-check "report --json" 3 "$vt" report --json "$work/trace"
+# the full model (report folds this generated loop: VRAMTRACE_FOLD=0 keeps
+# every record, as --allocs and --at do)
+check "report" 3 env VRAMTRACE_FOLD=0 "$vt" report "$work/trace"
+check "report --json" 3 env VRAMTRACE_FOLD=0 "$vt" report --json "$work/trace"
 check "oom" 3 "$vt" oom "$work/trace"
 check "diff --fail-over" 3 "$vt" diff --fail-over 10 "$work/trace" "$work/trace"
 check "export csv" 3 "$vt" export "$work/trace" --format csv -o "$work/x.csv"

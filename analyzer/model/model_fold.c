@@ -1,0 +1,609 @@
+/* The folding model (see model_fold.h): the full model's consumer
+ * (model_history.c) for every record it keeps, and the groups and
+ * (size, device) counters of the allocations it folds. */
+#include "model_fold.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_consumer.h"
+#include "model_history.h"
+#include "model_internal.h"
+
+/* One process's replay state. */
+struct fold_proc {
+	uint64_t *step_t; /* its step markers' times, in the order they came */
+	uint32_t nsteps, cap_steps;
+	uint64_t last_t; /* latest allocation or free time seen */
+	int last_born;   /* step of its latest allocation */
+	int inexact;     /* a step marker came late: no more folding */
+	uint64_t folded; /* allocations folded */
+	/* per device, its latest failed allocation or cuMemGetInfo reading, +1:
+	 * the OOM post-mortem and the used-memory accounting read what was
+	 * live then */
+	uint64_t pin_seq[VT_MAX_DEVICES];
+	uint8_t charged[VT_MAX_DEVICES]; /* it charged the device */
+};
+
+struct size_entry {
+	struct {
+		uint64_t bytes;
+		uint32_t proc, device;
+	} key;
+	struct vt_fold_size s;
+	UT_hash_handle hh;
+};
+
+struct group_entry {
+	struct {
+		uint64_t bytes;
+		uint32_t proc, stack_id, place;
+		uint8_t device, span, api, rt_api, kind, pad[3];
+	} key;
+	uint32_t index; /* in vt_fold.groups */
+	UT_hash_handle hh;
+};
+
+struct vt_fold {
+	struct fold_proc **procs;
+	uint32_t nprocs;
+	struct fold_proc *last; /* procs[last_proc] */
+	uint32_t last_proc;
+	struct size_entry *sizes; /* uthash */
+	struct size_entry *size_cache[256];
+	struct group_entry *group_hash;
+	struct group_entry *group_cache[256];
+	struct vt_fold_group *groups;
+	uint32_t ngroups, cap_groups;
+	uint32_t *free_records; /* folded records to reuse */
+	uint32_t nfree, cap_free;
+	uint64_t *order; /* per record: when it was made, to sort the kept ones back */
+	uint32_t *place; /* per record: its place in its step (VT_NO_INDEX: before the era) */
+	uint32_t cap_side;
+	uint64_t made;
+	uint32_t pending; /* the record being made: counted at the next call */
+	uint32_t keep_steps;
+	const char *why; /* inexact: why */
+	uint32_t high;   /* records held at most */
+};
+
+static const struct vt_replay_consumer *full(void)
+{
+	return vt_model_history_consumer();
+}
+
+int vt_model_is_folding(const struct vt_model *m)
+{
+	return m->fold != NULL;
+}
+
+/* ---- per process -------------------------------------------------------- */
+
+static struct fold_proc *proc_of_slow(struct vt_fold *f, uint32_t proc)
+{
+	if (proc >= f->nprocs) {
+		struct fold_proc **v = realloc(f->procs, (proc + 1) * sizeof *v);
+		if (!v)
+			vt_nomem();
+		memset(v + f->nprocs, 0, (proc + 1 - f->nprocs) * sizeof *v);
+		f->procs = v;
+		f->nprocs = proc + 1;
+	}
+	if (!f->procs[proc]) {
+		f->procs[proc] = calloc(1, sizeof *f->procs[proc]);
+		if (!f->procs[proc])
+			vt_nomem();
+		f->procs[proc]->last_born = -1;
+	}
+	f->last_proc = proc;
+	return f->last = f->procs[proc];
+}
+
+/* The replay asks for one process many times an event. */
+static inline struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
+{
+	return f->last && f->last_proc == proc ? f->last : proc_of_slow(f, proc);
+}
+
+/* The step of time t from the markers seen so far (vt_step_of's rule). */
+static int step_at(const struct fold_proc *fp, uint64_t t)
+{
+	uint32_t n = fp->nsteps;
+	if (!n || t < fp->step_t[0])
+		return -1;
+	/* nearly every event is of the latest step or the one before: the
+	 * search per allocation and free was most of the folding's time */
+	if (t >= fp->step_t[n - 1])
+		return (int)n - 1;
+	if (n >= 2 && t >= fp->step_t[n - 2])
+		return (int)n - 2;
+	uint32_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (fp->step_t[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (int)lo;
+}
+
+/* ---- (size, device) counters --------------------------------------------- */
+
+static struct size_entry *size_entry(struct vt_fold *f, uint32_t proc, uint64_t bytes,
+                                     uint8_t device)
+{
+	uint64_t h =
+	    (bytes ^ ((uint64_t)device << 56) ^ ((uint64_t)proc << 40)) * 0x9e3779b97f4a7c15ull;
+	struct size_entry **slot = &f->size_cache[h >> 56];
+	if (*slot && (*slot)->key.bytes == bytes && (*slot)->key.proc == proc &&
+	    (*slot)->key.device == device)
+		return *slot;
+	struct size_entry probe, *e;
+	memset(&probe.key, 0, sizeof probe.key);
+	probe.key.bytes = bytes;
+	probe.key.proc = proc;
+	probe.key.device = device;
+	HASH_FIND(hh, f->sizes, &probe.key, sizeof probe.key, e);
+	if (!e) {
+		e = calloc(1, sizeof *e);
+		if (!e)
+			vt_nomem();
+		e->key = probe.key;
+		e->s = (struct vt_fold_size){.bytes = bytes,
+		                             .proc = proc,
+		                             .device = device,
+		                             .last_step = -2,
+		                             .era_step = -2};
+		HASH_ADD(hh, f->sizes, key, sizeof e->key, e);
+	}
+	return *slot = e;
+}
+
+/* The era's step just left made in_step of this size: count it, as the
+ * classifier's close_step does (the first VT_FOLD_HIST values). */
+static void close_era_step(struct vt_fold_size *s)
+{
+	if (!s->in_step)
+		return;
+	uint32_t i = 0;
+	while (i < s->nhist && s->hist[i].count != s->in_step)
+		i++;
+	if (i == s->nhist && s->nhist < VT_FOLD_HIST)
+		s->hist[s->nhist++].count = s->in_step;
+	if (i < s->nhist)
+		s->hist[i].steps++;
+	s->in_step = 0;
+}
+
+static void grow_side(struct vt_fold *f, uint32_t idx)
+{
+	if (idx < f->cap_side)
+		return;
+	uint32_t cap = f->cap_side ? f->cap_side : 1024;
+	while (cap <= idx)
+		cap *= 2;
+	uint64_t *o = realloc(f->order, cap * sizeof *o);
+	if (o)
+		f->order = o;
+	uint32_t *p = realloc(f->place, cap * sizeof *p);
+	if (!o || !p)
+		vt_nomem();
+	f->place = p;
+	f->cap_side = cap;
+}
+
+/* The record made last is complete now: count it as count_keys would. */
+static void count_pending(struct vt_model *m)
+{
+	struct vt_fold *f = m->fold;
+	uint32_t idx = f->pending;
+	if (idx == VT_NO_INDEX || idx >= m->nallocs)
+		return;
+	f->pending = VT_NO_INDEX;
+	const struct vt_alloc *a = &m->allocs[idx];
+	struct fold_proc *fp = proc_of(f, a->proc);
+	grow_side(f, idx);
+	f->order[idx] = f->made++;
+	f->place[idx] = VT_NO_INDEX;
+	int born = step_at(fp, a->t_alloc);
+	if (born < fp->last_born)
+		fp->inexact = 1; /* time went back across a step: the cursor's case */
+	fp->last_born = born;
+	if (a->t_alloc > fp->last_t)
+		fp->last_t = a->t_alloc;
+	struct vt_fold_size *s = &size_entry(f, a->proc, a->bytes, a->device)->s;
+	s->count++;
+	if (born >= 0 && born != s->last_step) {
+		s->steps_seen++;
+		s->last_step = born;
+	}
+	if (born < (int)f->keep_steps)
+		return;
+	if (born != s->era_step) {
+		close_era_step(s);
+		s->era_step = born;
+	}
+	f->place[idx] = s->in_step++;
+	s->era_allocs++;
+}
+
+/* ---- folding -------------------------------------------------------------- */
+
+static void add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t place, int span)
+{
+	struct group_entry probe, *e;
+	memset(&probe.key, 0, sizeof probe.key);
+	probe.key.bytes = a->bytes;
+	probe.key.proc = a->proc;
+	probe.key.stack_id = a->stack_id;
+	probe.key.place = place;
+	probe.key.device = a->device;
+	probe.key.span = (uint8_t)span;
+	probe.key.api = a->api;
+	probe.key.rt_api = a->rt_api;
+	probe.key.kind = a->kind;
+	/* a direct-mapped cache before the hash: a loop folds the same few
+	 * groups over and over */
+	uint64_t h = (a->bytes ^ ((uint64_t)a->stack_id << 32) ^ ((uint64_t)place << 48) ^
+	              ((uint64_t)span << 62) ^ a->proc) *
+	             0x9e3779b97f4a7c15ull;
+	struct group_entry **slot = &f->group_cache[h >> 56];
+	e = *slot && !memcmp(&(*slot)->key, &probe.key, sizeof probe.key) ? *slot : NULL;
+	if (!e)
+		HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
+	if (!e) {
+		e = calloc(1, sizeof *e);
+		if (!e)
+			vt_nomem();
+		e->key = probe.key;
+		f->groups = vt_model_grow(f->groups, &f->cap_groups, f->ngroups, sizeof *f->groups);
+		e->index = f->ngroups++;
+		f->groups[e->index] = (struct vt_fold_group){
+		    .bytes = a->bytes,
+		    .proc = a->proc,
+		    .stack_id = a->stack_id,
+		    .place = place,
+		    .device = a->device,
+		    .span = (uint8_t)span,
+		    .api = a->api,
+		    .rt_api = a->rt_api,
+		    .kind = a->kind,
+		    .category = VT_CAT_UNKNOWN,
+		};
+		HASH_ADD(hh, f->group_hash, key, sizeof e->key, e);
+	}
+	*slot = e;
+	f->groups[e->index].count++;
+}
+
+/* Can freed allocation idx be folded (model_fold.h says when)? Its span. */
+static int foldable(const struct vt_model *m, const struct fold_proc *fp, uint32_t idx,
+                    uint32_t keep, int *span)
+{
+	const struct vt_alloc *a = &m->allocs[idx];
+	if (fp->inexact || !fp->nsteps || a->flags != VT_AF_CHARGED ||
+	    a->device == VT_DEVICE_UNKNOWN || m->fold->place[idx] == VT_NO_INDEX)
+		return 0;
+	int born = step_at(fp, a->t_alloc), died = step_at(fp, a->t_free);
+	if (born < (int)keep || died < born || died - born > 1)
+		return 0;
+	/* live at the peak so far, at a failed allocation or at a reading of
+	 * the device's memory: the report, the OOM post-mortem and the
+	 * accounting read it */
+	const struct vt_replay_peak *r = &m->replay_peaks[a->device];
+	if (a->seq_alloc <= r->seq || a->seq_alloc < fp->pin_seq[a->device])
+		return 0;
+	*span = died - born;
+	return 1;
+}
+
+static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
+{
+	struct vt_fold *f = m->fold;
+	count_pending(m);
+	struct fold_proc *fp = proc_of(f, (uint32_t)(p - m->procs));
+	const struct vt_alloc *a = &m->allocs[idx];
+	if (a->t_free > fp->last_t)
+		fp->last_t = a->t_free;
+	int span;
+	if (!foldable(m, fp, idx, f->keep_steps, &span)) {
+		full()->freed(m, p, idx);
+		return;
+	}
+	add_to_group(f, a, f->place[idx], span);
+	size_entry(f, a->proc, a->bytes, a->device)->s.folded++;
+	fp->folded++;
+	f->free_records = vt_model_grow(f->free_records, &f->cap_free, f->nfree, sizeof(uint32_t));
+	f->free_records[f->nfree++] = idx;
+}
+
+/* ---- the replay's consumer ------------------------------------------------ */
+
+static uint32_t take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id)
+{
+	struct vt_fold *f = m->fold;
+	count_pending(m);
+	(void)proc, (void)stack_id;
+	f->pending = f->nfree ? f->free_records[--f->nfree] : m->nallocs;
+	return f->pending == m->nallocs ? VT_NO_INDEX : f->pending;
+}
+
+static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
+                   uint64_t seq)
+{
+	count_pending(m);
+	proc_of(m->fold, a->proc)->charged[a->device] = 1;
+	full()->charge(m, a, is_free, t, seq);
+}
+
+static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
+{
+	count_pending(m);
+	proc_of(m->fold, proc)->pin_seq[dev] = seq + 1;
+	full()->failed(m, proc, dev, t, seq);
+}
+
+static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struct vt_event *ev,
+                     uint64_t t, int first, int partial)
+{
+	count_pending(m);
+	full()->uploaded(m, idx, off, ev, t, first, partial);
+}
+
+/* A step marker earlier than an allocation or free already counted would
+ * move that one's step: the counts are then not the classifier's. */
+static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t)
+{
+	count_pending(m);
+	if (vt_mark_is_step(r->kind, r->text, strnlen(r->text, r->text_len))) {
+		struct fold_proc *fp = proc_of(m->fold, (uint32_t)(p - m->procs));
+		if (t < fp->last_t || (fp->nsteps && t < fp->step_t[fp->nsteps - 1]))
+			fp->inexact = 1;
+		fp->step_t =
+		    vt_model_grow(fp->step_t, &fp->cap_steps, fp->nsteps, sizeof(uint64_t));
+		fp->step_t[fp->nsteps++] = t;
+	}
+	/* a marker per step, kept with its text, was most of what a long loop
+	 * of folded steps still grew by: only the steps read a step marker */
+	if (r->kind == VT_MARK_STEP) {
+		GROW(p->step_marks, p->cap_step_marks, p->nstep_marks);
+		p->step_marks[p->nstep_marks++] = t;
+		return;
+	}
+	full()->mark(m, p, r, t);
+}
+
+static void meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_meminfo_rec *r,
+                    uint64_t t)
+{
+	count_pending(m);
+	proc_of(m->fold, (uint32_t)(p - m->procs))->pin_seq[r->device] = r->seq + 1;
+	full()->meminfo(m, p, r, t);
+}
+
+static void end_process(struct vt_model *m, uint32_t proc)
+{
+	count_pending(m);
+	full()->end_process(m, proc);
+}
+
+/* ---- finish: the kept records back in the order they were made ---------- */
+
+struct kept_record {
+	uint64_t order;
+	uint32_t idx;
+};
+
+static int by_order(const void *pa, const void *pb)
+{
+	const struct kept_record *a = pa, *b = pb;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Folded records are holes in m->allocs: the kept ones move down, in the
+ * order they were made, and every index of them is renumbered. */
+static void compact(struct vt_model *m)
+{
+	struct vt_fold *f = m->fold;
+	uint8_t *hole = calloc(m->nallocs ? m->nallocs : 1, 1);
+	struct kept_record *kept = malloc((m->nallocs ? m->nallocs : 1) * sizeof *kept);
+	uint32_t *to = malloc((m->nallocs ? m->nallocs : 1) * sizeof *to);
+	if (!hole || !kept || !to)
+		vt_nomem();
+	for (uint32_t i = 0; i < f->nfree; i++)
+		hole[f->free_records[i]] = 1;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (!hole[i])
+			kept[n++] = (struct kept_record){f->order[i], i};
+	qsort(kept, n, sizeof *kept, by_order);
+	struct vt_alloc *v = malloc((n ? n : 1) * sizeof *v);
+	if (!v)
+		vt_nomem();
+	for (uint32_t i = 0; i < n; i++) {
+		v[i] = m->allocs[kept[i].idx];
+		to[kept[i].idx] = i;
+	}
+	for (uint32_t i = 0; i < m->ncopies; i++) {
+		m->copies[i].alloc = to[m->copies[i].alloc];
+		if (m->copies[i].d2d_src != VT_NO_INDEX)
+			m->copies[i].d2d_src = to[m->copies[i].d2d_src];
+	}
+	for (uint32_t i = 0; i < m->nranges; i++)
+		m->ranges[i].alloc = to[m->ranges[i].alloc];
+	for (uint32_t i = 0; i < m->nfree_order; i++)
+		m->free_order[i] = to[m->free_order[i]];
+	vt_model_reindex_copies(m);
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		m->procs[i].alloc_begin = m->procs[i].alloc_end = 0;
+	for (uint32_t i = n; i-- > 0;) /* each process's records are one run */
+		m->procs[v[i].proc].alloc_begin = i;
+	for (uint32_t i = 0; i < n; i++)
+		m->procs[v[i].proc].alloc_end = i + 1;
+	free(m->allocs);
+	m->allocs = v;
+	m->nallocs = m->cap_allocs = n;
+	f->nfree = 0;
+	free(hole);
+	free(kept);
+	free(to);
+}
+
+/* The peaks of a device several processes charged are merged in time from
+ * every allocation: the folded ones are missing there. */
+static void check_shared_devices(struct vt_model *m)
+{
+	struct vt_fold *f = m->fold;
+	uint32_t users[VT_MAX_DEVICES] = {0};
+	uint64_t folded = 0;
+	for (uint32_t i = 0; i < f->nprocs; i++) {
+		for (int d = 0; f->procs[i] && d < VT_MAX_DEVICES; d++)
+			users[d] += f->procs[i]->charged[d];
+		folded += f->procs[i] ? f->procs[i]->folded : 0;
+	}
+	for (int d = 0; folded && d < VT_MAX_DEVICES; d++)
+		if (users[d] > 1)
+			vt_fold_set_inexact(m, "processes share a device");
+	for (uint32_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i] && f->procs[i]->inexact && f->procs[i]->folded)
+			vt_fold_set_inexact(m, "step markers out of time order");
+}
+
+static void finish(struct vt_model *m)
+{
+	struct vt_fold *f = m->fold;
+	count_pending(m);
+	struct size_entry *e, *tmp;
+	HASH_ITER(hh, f->sizes, e, tmp) close_era_step(&e->s);
+	check_shared_devices(m);
+	f->high = m->nallocs;
+	compact(m);
+	full()->finish(m); /* peaks, end bytes, stack uses of the kept records */
+	for (uint32_t i = 0; i < f->ngroups; i++) {
+		const struct vt_fold_group *g = &f->groups[i];
+		struct vt_stack_entry *s;
+		HASH_FIND(hh, m->procs[g->proc].stacks, &g->stack_id, sizeof g->stack_id, s);
+		if (s)
+			s->s.alloc_uses += (uint32_t)g->count;
+	}
+}
+
+static void destroy(struct vt_model *m)
+{
+	struct vt_fold *f = m->fold;
+	if (!f)
+		return;
+	for (uint32_t i = 0; i < f->nprocs; i++) {
+		if (f->procs[i])
+			free(f->procs[i]->step_t);
+		free(f->procs[i]);
+	}
+	struct size_entry *e, *etmp;
+	HASH_ITER(hh, f->sizes, e, etmp)
+	{
+		HASH_DEL(f->sizes, e);
+		free(e);
+	}
+	struct group_entry *g, *gtmp;
+	HASH_ITER(hh, f->group_hash, g, gtmp)
+	{
+		HASH_DEL(f->group_hash, g);
+		free(g);
+	}
+	free(f->procs);
+	free(f->groups);
+	free(f->free_records);
+	free(f->order);
+	free(f->place);
+	free(f);
+	m->fold = NULL;
+}
+
+static const struct vt_replay_consumer folding = {
+    .take_record = take_record,
+    .charge = charge,
+    .freed = freed,
+    .failed = failed,
+    .uploaded = uploaded,
+    .mark = mark,
+    .meminfo = meminfo,
+    .end_process = end_process,
+    .finish = finish,
+    .destroy = destroy,
+};
+
+/* VT_FOLD_KEEP_STEPS, or VRAMTRACE_FOLD_KEEP_STEPS (at least 1): the tests
+ * fold the corpus's short jobs to compare with the full model. */
+static uint32_t keep_steps(void)
+{
+	const char *env = getenv("VRAMTRACE_FOLD_KEEP_STEPS");
+	long v = env ? strtol(env, NULL, 10) : 0;
+	return v >= 1 && v < 1000000 ? (uint32_t)v : VT_FOLD_KEEP_STEPS;
+}
+
+struct vt_model *vt_model_new_folding(void)
+{
+	struct vt_model *m = vt_model_create(&folding);
+	if (!m)
+		return NULL;
+	if (!(m->fold = calloc(1, sizeof *m->fold)) ||
+	    !(m->replay_peaks = calloc(VT_MAX_DEVICES, sizeof *m->replay_peaks))) {
+		vt_model_free(m);
+		return NULL;
+	}
+	m->fold->pending = VT_NO_INDEX;
+	m->fold->keep_steps = keep_steps();
+	return m;
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+uint32_t vt_fold_keep_steps(const struct vt_model *m)
+{
+	return m->fold ? m->fold->keep_steps : 0;
+}
+
+struct vt_fold_group *vt_fold_groups(const struct vt_model *m, uint32_t *n)
+{
+	*n = m->fold ? m->fold->ngroups : 0;
+	return m->fold ? m->fold->groups : NULL;
+}
+
+const struct vt_fold_size *vt_fold_size_of(const struct vt_model *m, uint32_t proc, uint64_t bytes,
+                                           uint8_t device)
+{
+	if (!m->fold)
+		return NULL;
+	struct size_entry probe, *e;
+	memset(&probe.key, 0, sizeof probe.key);
+	probe.key.bytes = bytes;
+	probe.key.proc = proc;
+	probe.key.device = device;
+	HASH_FIND(hh, m->fold->sizes, &probe.key, sizeof probe.key, e);
+	return e && e->s.folded ? &e->s : NULL;
+}
+
+uint64_t vt_fold_folded(const struct vt_model *m, uint32_t proc)
+{
+	const struct vt_fold *f = m->fold;
+	return f && proc < f->nprocs && f->procs[proc] ? f->procs[proc]->folded : 0;
+}
+
+int vt_fold_exact(const struct vt_model *m, const char **why)
+{
+	if (why)
+		*why = m->fold ? m->fold->why : NULL;
+	return !m->fold || !m->fold->why;
+}
+
+void vt_fold_set_inexact(struct vt_model *m, const char *why)
+{
+	if (m->fold && !m->fold->why)
+		m->fold->why = why;
+}
+
+uint32_t vt_fold_records_high(const struct vt_model *m)
+{
+	return m->fold ? m->fold->high : 0;
+}

@@ -1,0 +1,96 @@
+/* The folding model: the full model's history, less the short-lived
+ * allocations of a steady training loop, which are counted instead.
+ *
+ * A full model (model_history.h) keeps a 64-byte record per allocation of
+ * the trace: 4 GiB at 100 M events, and most of them are the activations
+ * and gradients of step after step, each made and freed within a step or
+ * two. The classifier reads such an allocation only through its (size,
+ * device) counts, its step, its place among its size's allocations of that
+ * step, and its stack. A folding model replays with the same code
+ * (model.c) and keeps every record the full model keeps, except that an
+ * allocation freed
+ *   - in a process whose steps come from step markers (so its step is
+ *     known when it is freed), born in step VT_FOLD_KEEP_STEPS or later
+ *     and freed in the same or the next step,
+ *   - with no copies, no mapping, no handle, charged to a known device,
+ *   - not live at its device's peak so far nor at a failed allocation,
+ * is folded into a group (struct vt_fold_group) of allocations alike in
+ * all of those, and its record is reused. What the classifier's counting
+ * rules read over all allocations of a (size, device) is counted as the
+ * replay goes, for every allocation (struct vt_fold_size).
+ *
+ * The classifier (explain/classify.c) reads the groups where it reads
+ * records; where the folded evidence cannot give the full model's answer
+ * (a folded allocation that would be long-lived, processes sharing a
+ * device, step markers out of time order...) it says so
+ * (vt_fold_set_inexact) and the caller loads the full model instead, so
+ * the classification never differs from the full model's.
+ *
+ * Memory: the records the full model would keep that are not folded (the
+ * first steps, the long-lived, those live at the peak, those with copies),
+ * the groups (per process, device, size, stack, place in step) and the
+ * (size, device) counters; the free list reuses folded records, so a
+ * steady loop faults in no fresh pages. Step markers are still kept one
+ * by one (vt_proc.marks). */
+#ifndef VT_MODEL_FOLD_H
+#define VT_MODEL_FOLD_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+#define VT_FOLD_KEEP_STEPS 8 /* the first steps, kept whole */
+#define VT_FOLD_HIST 16      /* distinct per-step counts kept per (size, device) */
+
+/* Folded allocations alike in all the classifier and the report read. */
+struct vt_fold_group {
+	uint64_t bytes;
+	uint32_t proc, stack_id;
+	uint32_t place;       /* its place among its (size, device)'s allocations of its step */
+	uint8_t device, span; /* span: step of the free - step of the allocation (0, 1) */
+	uint8_t api, rt_api, kind;
+	/* set by the classifier, as in struct vt_alloc */
+	uint8_t category, confidence, reason;
+	uint64_t count;
+};
+
+/* Every allocation of one (size, device) of a process, counted as the
+ * classifier's count_keys and count_sizes count them. */
+struct vt_fold_size {
+	uint64_t bytes;
+	uint32_t proc;
+	uint8_t device;
+	uint32_t count, steps_seen; /* allocations; steps that made one */
+	int last_step;
+	uint64_t folded; /* of them folded */
+	/* from step VT_FOLD_KEEP_STEPS on: how many steps made n of them, for
+	 * the first VT_FOLD_HIST values of n in the order they came */
+	int era_step;
+	uint32_t in_step;
+	uint64_t era_allocs;
+	struct {
+		uint32_t count, steps;
+	} hist[VT_FOLD_HIST];
+	uint32_t nhist;
+};
+
+struct vt_model *vt_model_new_folding(void);
+int vt_model_is_folding(const struct vt_model *m);
+
+/* The first step whose allocations may be folded. */
+uint32_t vt_fold_keep_steps(const struct vt_model *m);
+/* The groups (NULL, 0 for another model). */
+struct vt_fold_group *vt_fold_groups(const struct vt_model *m, uint32_t *n);
+/* The counters of (proc, bytes, device), NULL when none was folded there. */
+const struct vt_fold_size *vt_fold_size_of(const struct vt_model *m, uint32_t proc, uint64_t bytes,
+                                           uint8_t device);
+/* Allocations of process proc that were folded. */
+uint64_t vt_fold_folded(const struct vt_model *m, uint32_t proc);
+/* 1 while the folded evidence gives the full model's answers; 0 and why
+ * once a rule found it cannot. */
+int vt_fold_exact(const struct vt_model *m, const char **why);
+void vt_fold_set_inexact(struct vt_model *m, const char *why);
+/* Allocation records held at most at once: the model's memory bound. */
+uint32_t vt_fold_records_high(const struct vt_model *m);
+
+#endif

@@ -1,0 +1,138 @@
+/* The folding model (analyzer/model/model_fold.h): fed a training loop of
+ * many steps, its classifying report must be the full model's, byte for
+ * byte, and the records it holds must not grow with the steps. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "model_builder.h"
+#include "model_fold.h"
+#include "model_history.h"
+#include "report.h"
+#include "report_json.h"
+#include "report_text.h"
+
+#define LAYERS 6
+#define MIB (1ull << 20)
+
+/* Weights and two optimizer slots per layer, then `steps` steps that each
+ * make an activation per layer (one of a weight's size: the place in the
+ * step decides) and a gradient per weight, all freed within the step, and
+ * an activation kept into the next step. */
+static void feed_job(struct vt_model *m, uint32_t steps)
+{
+	struct builder b;
+	b_begin(&b, m, 4242, 0, 0);
+	b_device(&b, 0, 80ull << 30, "Test GPU");
+	uint64_t t = 1000, addr = 0x100000000ull, w[LAYERS];
+	for (int l = 0; l < LAYERS; l++) {
+		w[l] = (uint64_t)(1 + l % 3) * MIB;
+		b.stack = 1;
+		b_alloc(&b, t += 100, addr += 64 * MIB, w[l], 0);
+		b.stack = 2;
+		for (int k = 0; k < 2; k++)
+			b_alloc(&b, t += 100, addr += 64 * MIB, w[l], 0);
+	}
+	uint64_t base = addr + 64 * MIB, carried = 0, spare = addr + 16 * MIB;
+	for (uint32_t s = 0; s < steps; s++) {
+		char text[32];
+		snprintf(text, sizeof text, "step %u", s);
+		b_mark(&b, t += 100, text);
+		uint64_t a = base, act[LAYERS], grad[LAYERS];
+		b.stack = 3;
+		for (int l = 0; l < LAYERS; l++)
+			b_alloc(&b, t += 100, act[l] = a += 64 * MIB, 2 * MIB, 0);
+		b.stack = 4;
+		for (int l = LAYERS - 1; l >= 0; l--) {
+			b_alloc(&b, t += 100, grad[l] = a += 64 * MIB, w[l], 0);
+			b_free(&b, t += 100, act[l], 0);
+		}
+		for (int l = 0; l < LAYERS; l++)
+			b_free(&b, t += 100, grad[l], 0);
+		if (carried)
+			b_free(&b, t += 100, carried, 0);
+		b.stack = 5;
+		carried = spare + (s % 2 ? 0 : 24 * MIB); /* two addresses in turn */
+		b_alloc(&b, t += 100, carried, 4 * MIB, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+}
+
+/* The report of m as JSON and text, one string (the caller frees it). */
+static char *report_of(struct vt_model *m)
+{
+	struct vt_report r;
+	struct vt_report_options opt = {.top = 10, .title = "job"};
+	char err[256];
+	assert_int_equal(vt_report_build(&r, m, &opt, err, sizeof err), 0);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(vt_report_write_json(&r, f), 0);
+	assert_int_equal(vt_report_write_text(&r, f), 0);
+	fclose(f);
+	vt_report_free(&r);
+	return text;
+}
+
+static void same_report(uint32_t steps, uint32_t *records)
+{
+	struct vt_model *full = vt_model_new(), *fold = vt_model_new_folding();
+	feed_job(full, steps);
+	feed_job(fold, steps);
+	char *a = report_of(full), *b = report_of(fold);
+	const char *why = NULL;
+	assert_true(vt_fold_exact(fold, &why));
+	assert_true(vt_fold_folded(fold, 0) > 0);
+	assert_string_equal(a, b);
+	*records = vt_fold_records_high(fold);
+	assert_true(*records < full->nallocs);
+	free(a);
+	free(b);
+	vt_model_free(full);
+	vt_model_free(fold);
+}
+
+/* Twenty steps or two thousand: the same records held at most, and the
+ * same report as the full model's. */
+static void test_bounded_and_same(void **state)
+{
+	(void)state;
+	uint32_t short_job, long_job;
+	same_report(20, &short_job);
+	same_report(2000, &long_job);
+	assert_int_equal(short_job, long_job);
+	/* the weights and slots, the steps kept whole and a step in flight */
+	assert_true(long_job <= 3 * LAYERS + (VT_FOLD_KEEP_STEPS + 2) * (2 * LAYERS + 1));
+}
+
+/* Too few steps to fold: nothing folded, the full model's records. */
+static void test_short_job_keeps_all(void **state)
+{
+	(void)state;
+	struct vt_model *full = vt_model_new(), *fold = vt_model_new_folding();
+	feed_job(full, VT_FOLD_KEEP_STEPS - 1);
+	feed_job(fold, VT_FOLD_KEEP_STEPS - 1);
+	assert_int_equal(vt_fold_folded(fold, 0), 0);
+	assert_int_equal(fold->nallocs, full->nallocs);
+	vt_model_free(full);
+	vt_model_free(fold);
+}
+
+int main(void)
+{
+	unsetenv("VRAMTRACE_FOLD_KEEP_STEPS");
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bounded_and_same),
+	    cmocka_unit_test(test_short_job_keeps_all),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
