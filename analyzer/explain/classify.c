@@ -383,6 +383,11 @@ static int caching_allocator_sizes(const struct ctx *c, int dev)
 		small += a->bytes == CACHING_SMALL_SEGMENT;
 		large += a->bytes == CACHING_LARGE_SEGMENT;
 	}
+	uint32_t ng; /* a folding model's per-step allocations count too */
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc && g[i].device == dev && g[i].bytes % CACHING_SMALL_SEGMENT)
+			return 0;
 	return small && large;
 }
 
