@@ -133,6 +133,7 @@ enum reason {
 	R_FROZEN_COPY,
 	R_CACHING_SEGMENT,
 	R_FLATTENED,
+	R_GROWING_REGION,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -230,6 +231,10 @@ static const struct reason_row {
                      "filled, which were freed before training: parameters flattened into "
                      "one buffer (FSDP, apex, Megatron)",
                      {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_GROWING_REGION] = {"one of a device's allocations that each double the one before and "
+                          "are kept to the end: an allocator growing its regions "
+                          "(TensorFlow's BFC with allow_growth); tensors are carved out of it",
+                          {VT_CAT_UNKNOWN, NO_ALT}},
     [R_ARENA_CHUNK] = {"a physical chunk mapped next to an allocator region's chunk: the "
                        "same arena",
                        {NO_ALT, NO_ALT}},
@@ -405,6 +410,64 @@ static void caching_segments(struct ctx *c, const int *devs)
 			     a->bytes != CACHING_LARGE_SEGMENT))
 				continue;
 			set_cat(a, f, VT_CAT_POOL, 70, R_CACHING_SEGMENT);
+			c->p->pool_mode = 1;
+		}
+	}
+}
+
+/* An allocator that grows (TensorFlow's BFC allocator with allow_growth:
+ * its first region 2 MiB, each Extend() asking for at least twice the one
+ * before) leaves a telling trace at the driver: every allocation of the
+ * device a power of two of at least 1 MiB, each at least twice the one
+ * before it, three or more, all kept to the end. Tensors of a job that
+ * allocates per tensor repeat sizes, shrink, or are freed. Each such region
+ * is a pool, unless one upload filled it whole (then that upload says what
+ * it is). */
+#define GROWING_REGION_MIN (1ull << 20)
+static int is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+static int growing_regions(const struct ctx *c, int dev)
+{
+	uint64_t last = 0;
+	uint32_t n = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device != dev || !f->charged)
+			continue;
+		int kept = a->t_free == VT_T_NEVER ||
+		           lifetime(c->m, a) * 10 >= (c->p->last_t_ns - a->t_alloc) * 9;
+		if ((a->flags & VT_AF_HANDLE) || !is_pow2(a->bytes) ||
+		    a->bytes < GROWING_REGION_MIN || a->bytes < 2 * last || !kept)
+			return 0;
+		last = a->bytes;
+		n++;
+	}
+	uint32_t ng; /* a folding model's groups are freed per-step tensors: not regions */
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc && g[i].device == dev)
+			return 0;
+	return n >= 3;
+}
+
+static void growing_allocator(struct ctx *c, const int *devs)
+{
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		if (!devs[d] || !growing_regions(c, d))
+			continue;
+		for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+			struct vt_alloc *a = &c->m->allocs[i];
+			struct facts *f = &c->f[i - c->p->alloc_begin];
+			const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+			int filled_whole =
+			    cp->h2d_copies == 1 && cp->h2d_bytes * 10 >= a->bytes * 9;
+			if (f->device != d || !f->charged || f->decided || filled_whole)
+				continue;
+			set_cat(a, f, VT_CAT_POOL, 70, R_GROWING_REGION);
 			c->p->pool_mode = 1;
 		}
 	}
@@ -845,7 +908,8 @@ static uint32_t weights_of_size(const struct size_count *s)
  * flat buffer whose gradients come per step).
  * T = 2 is also Adam's two slots
  * beside recurring gradients, which weights_by_twin reads: it is taken
- * only where most of those sizes have no per-step twin. Same-size
+ * only where most of those sizes have no per-step twin and no flat
+ * gradient bucket is made every step (two_may_be_kept). Same-size
  * allocations that recur are then the optimizer's temporaries, not
  * gradients. 0: no such pattern. */
 #define MAX_TWINS_PER_WEIGHT 8
@@ -854,7 +918,7 @@ static int twins_fit(const struct size_count *s, uint32_t t)
 	return s->ll_during % t == 0 && s->ll_during / t <= s->ll_before;
 }
 
-static uint32_t twins_per_weight(struct size_count *sizes)
+static uint32_t twins_per_weight(struct size_count *sizes, int two_may_be_kept)
 {
 	uint32_t votes[MAX_TWINS_PER_WEIGHT + 1] = {0}, exact[MAX_TWINS_PER_WEIGHT + 1] = {0};
 	uint32_t voters = 0, best = 0, untwinned = 0;
@@ -877,7 +941,7 @@ static uint32_t twins_per_weight(struct size_count *sizes)
 	/* T = 2 reads as a gradient and one slot (SGD with momentum) only
 	 * where most sizes have no per-step twin: no per-step gradients, so
 	 * not Adam's two slots beside them */
-	int two_ok = untwinned * 2 > voters;
+	int two_ok = two_may_be_kept && untwinned * 2 > voters;
 	int enough = voters >= 2 || (exact[best] == voters && best >= 3);
 	return enough && (best >= 3 || (best == 2 && two_ok)) && votes[best] * 2 > voters ? best
 	                                                                                  : 0;
@@ -888,9 +952,9 @@ static uint32_t twins_per_weight(struct size_count *sizes)
  * W * T are gradients then slots, earlier ones first-step set-up (library
  * workspaces of that size). */
 static void weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
-                                  uint32_t n)
+                                  uint32_t n, int two_may_be_kept)
 {
-	uint32_t per = c->p->nsteps ? twins_per_weight(sizes) : 0;
+	uint32_t per = c->p->nsteps ? twins_per_weight(sizes, two_may_be_kept) : 0;
 	if (!per)
 		return;
 	uint64_t first_step = c->p->step_t[0];
@@ -1299,8 +1363,9 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 		vt_nomem();
 	count_sizes(c, dev, &sizes, ll_buf, n);
 	/* a flat bucket is evidence of its own: the sum of a run of tensors */
-	if (find_flat_bucket(c, sizes, ll_buf, n) || twins_believable(c, sizes, ll_buf, n)) {
-		weights_by_kept_twins(c, sizes, ll_buf, n);
+	int flat = find_flat_bucket(c, sizes, ll_buf, n);
+	if (flat || twins_believable(c, sizes, ll_buf, n)) {
+		weights_by_kept_twins(c, sizes, ll_buf, n, !flat);
 		weights_by_twin(c, sizes, ll_buf, n);
 	}
 	c->dev = dev;
@@ -1515,6 +1580,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 			devs[g[i].device] = 1;
 	arena_chunks(&c);
 	caching_segments(&c, devs);
+	growing_allocator(&c, devs);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		if (devs[d])

@@ -806,6 +806,38 @@ static void test_caching_allocator_segments_are_pools(void **state)
 	vt_model_free(m);
 }
 
+/* TensorFlow's BFC allocator with allow_growth: regions of 2, 4 and then
+ * 64 MiB (the first request that did not fit rounded up), each kept: pools,
+ * the last one though most of it is one dataset upload. On a device whose
+ * sizes repeat (2, 4, 4 MiB) the same tensors are not regions. */
+static void test_growing_regions_are_pools(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	b_device(&b, 1, 16ull << 30, "test GPU");
+	const uint64_t grow[3] = {2 * MIB, 4 * MIB, 64 * MIB},
+	               flat[3] = {2 * MIB, 4 * MIB, 4 * MIB};
+	uint64_t t = 1000;
+	for (int k = 0; k < 3; k++) {
+		b_alloc(&b, t++, 0x100000000ull + (uint64_t)k * 0x10000000ull, grow[k], 0);
+		b_alloc(&b, t++, 0x900000000ull + (uint64_t)k * 0x10000000ull, flat[k], 1);
+	}
+	b_htod(&b, t++, 0x120000000ull, 40 * MIB, 0);
+	b_htod(&b, t++, 0x120000000ull + 48 * MIB, 256 << 10, 0);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t k = 0; k < 3; k++) {
+		assert_int_equal(category_of(m, 0x100000000ull + k * 0x10000000ull), VT_CAT_POOL);
+		assert_int_not_equal(category_of(m, 0x900000000ull + k * 0x10000000ull),
+		                     VT_CAT_POOL);
+	}
+	vt_model_free(m);
+}
+
 /* One VMM handle mapped at va. */
 static void b_chunk(struct builder *b, uint64_t t, uint64_t handle, uint64_t va, uint64_t bytes)
 {
@@ -957,6 +989,7 @@ int main(void)
 	    cmocka_unit_test(test_kept_gradients_with_momentum),
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
+	    cmocka_unit_test(test_growing_regions_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
