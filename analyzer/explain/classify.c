@@ -396,23 +396,12 @@ static int caching_allocator_sizes(const struct ctx *c, int dev)
 	return small && large;
 }
 
-static void caching_segments(struct ctx *c, const int *devs)
+/* A 2 MiB or 20 MiB segment the host did not fill. */
+static int caching_segment(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
 {
-	for (int d = 0; d < VT_MAX_DEVICES; d++) {
-		if (!devs[d] || !caching_allocator_sizes(c, d))
-			continue;
-		for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-			struct vt_alloc *a = &c->m->allocs[i];
-			struct facts *f = &c->f[i - c->p->alloc_begin];
-			if (f->device != d || !f->charged || (a->flags & VT_AF_HANDLE) ||
-			    f->decided || f->host_filled ||
-			    (a->bytes != CACHING_SMALL_SEGMENT &&
-			     a->bytes != CACHING_LARGE_SEGMENT))
-				continue;
-			set_cat(a, f, VT_CAT_POOL, 70, R_CACHING_SEGMENT);
-			c->p->pool_mode = 1;
-		}
-	}
+	(void)c;
+	return !(a->flags & VT_AF_HANDLE) && !f->host_filled &&
+	       (a->bytes == CACHING_SMALL_SEGMENT || a->bytes == CACHING_LARGE_SEGMENT);
 }
 
 /* An allocator that grows (TensorFlow's BFC allocator with allow_growth:
@@ -454,20 +443,31 @@ static int growing_regions(const struct ctx *c, int dev)
 	return n >= 3;
 }
 
-static void growing_allocator(struct ctx *c, const int *devs)
+/* A region no single upload filled whole. */
+static int growing_region(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	(void)f;
+	return !(cp->h2d_copies == 1 && cp->h2d_bytes * 10 >= a->bytes * 9);
+}
+
+/* On each device whose allocations show the allocator (device_shows), the
+ * undecided ones that are its regions (is_region) are pools. */
+static void allocator_regions(struct ctx *c, const int *devs,
+                              int (*device_shows)(const struct ctx *, int),
+                              int (*is_region)(const struct ctx *, const struct vt_alloc *,
+                                               const struct facts *),
+                              enum reason why)
 {
 	for (int d = 0; d < VT_MAX_DEVICES; d++) {
-		if (!devs[d] || !growing_regions(c, d))
+		if (!devs[d] || !device_shows(c, d))
 			continue;
 		for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 			struct vt_alloc *a = &c->m->allocs[i];
 			struct facts *f = &c->f[i - c->p->alloc_begin];
-			const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
-			int filled_whole =
-			    cp->h2d_copies == 1 && cp->h2d_bytes * 10 >= a->bytes * 9;
-			if (f->device != d || !f->charged || f->decided || filled_whole)
+			if (f->device != d || !f->charged || f->decided || !is_region(c, a, f))
 				continue;
-			set_cat(a, f, VT_CAT_POOL, 70, R_GROWING_REGION);
+			set_cat(a, f, VT_CAT_POOL, 70, why);
 			c->p->pool_mode = 1;
 		}
 	}
@@ -1579,8 +1579,8 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		if (g[i].proc == pi)
 			devs[g[i].device] = 1;
 	arena_chunks(&c);
-	caching_segments(&c, devs);
-	growing_allocator(&c, devs);
+	allocator_regions(&c, devs, caching_allocator_sizes, caching_segment, R_CACHING_SEGMENT);
+	allocator_regions(&c, devs, growing_regions, growing_region, R_GROWING_REGION);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		if (devs[d])
