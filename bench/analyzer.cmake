@@ -1,9 +1,9 @@
-# Analyzer throughput (issues 6 and 10): bench_analyzer generates a trace
+# Analyzer throughput: bench_analyzer generates a trace
 # (gen_trace.c) and times load, replay, classification and the report, per
 # wall-clock and per CPU second, with peak RSS and the ratio to `cat` of the
 # logs. 10 million events by default for the full model, so `make bench`
 # stays short (VT_BENCH_ANALYZER_EVENTS=100000000 or --events N for the
-# issue's 100 million: 2.6 GiB of packed logs in /tmp, 4.2 GiB of RSS, 0.5-1
+# 100 million case: 2.6 GiB of packed logs in /tmp, 4.2 GiB of RSS, 0.5-1
 # min); the streaming model also runs on 100 million events of its own
 # (VT_BENCH_STREAM_EVENTS). It also prints the floor: the same logs only read
 # and decoded.

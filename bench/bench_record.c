@@ -641,7 +641,7 @@ static void bench_pairs(void)
 		row_pair("  ... the same against a do-nothing driver (the shim alone)",
 		         (nul[1].wall - nul[0].wall) / 2, (nul[1].cpu - nul[0].cpu) / 2, "ns/call");
 	if (on.ok) {
-		/* the measure: a pair unwinds once (the allocation) */
+		/* the measure: a pair unwinds once (the allocation) */
 		double wall = on.wall - base.wall, cpu = on.cpu - base.cpu;
 		row_pair("vramtrace 24-frame stacks: extra per alloc+free pair", wall, cpu,
 		         "ns/pair");
