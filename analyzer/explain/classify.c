@@ -373,6 +373,18 @@ static void arena_chunks(struct ctx *c)
  * unless the host filled one whole in one upload (then that upload says
  * what it is). The larger ones hold one tensor each until freed and are
  * left to the other rules. */
+/* Whether a folding model folded, on device dev of this process, an
+ * allocation whose size is not a multiple of `unit` (0: any allocation). */
+static int folded_size_on(const struct ctx *c, int dev, uint64_t unit)
+{
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc && g[i].device == dev && (!unit || g[i].bytes % unit))
+			return 1;
+	return 0;
+}
+
 #define CACHING_SMALL_SEGMENT (2ull << 20)
 #define CACHING_LARGE_SEGMENT (20ull << 20)
 static int caching_allocator_sizes(const struct ctx *c, int dev)
@@ -388,12 +400,8 @@ static int caching_allocator_sizes(const struct ctx *c, int dev)
 		small += a->bytes == CACHING_SMALL_SEGMENT;
 		large += a->bytes == CACHING_LARGE_SEGMENT;
 	}
-	uint32_t ng; /* a folding model's per-step allocations count too */
-	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
-	for (uint32_t i = 0; i < ng; i++)
-		if (g[i].proc == c->proc && g[i].device == dev && g[i].bytes % CACHING_SMALL_SEGMENT)
-			return 0;
-	return small && large;
+	/* a folding model's per-step allocations count too */
+	return small && large && !folded_size_on(c, dev, CACHING_SMALL_SEGMENT);
 }
 
 /* A 2 MiB or 20 MiB segment the host did not fill. */
@@ -435,12 +443,8 @@ static int growing_regions(const struct ctx *c, int dev)
 		last = a->bytes;
 		n++;
 	}
-	uint32_t ng; /* a folding model's groups are freed per-step tensors: not regions */
-	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
-	for (uint32_t i = 0; i < ng; i++)
-		if (g[i].proc == c->proc && g[i].device == dev)
-			return 0;
-	return n >= 3;
+	/* a folding model's groups are freed per-step tensors: not regions */
+	return n >= 3 && !folded_size_on(c, dev, 0);
 }
 
 /* A region no single upload filled whole. */

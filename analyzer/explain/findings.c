@@ -347,6 +347,15 @@ static void growth_flags(const struct vt_model *m, struct vt_findings *out)
 
 /* ---- whole-dataset uploads ------------------------------------------------ */
 
+/* Whether finding f names device dev. */
+static int on_device(const struct vt_finding *f, uint8_t dev)
+{
+	for (uint32_t k = 0; k < f->ndev; k++)
+		if (f->devices[k] == dev)
+			return 1;
+	return 0;
+}
+
 /* The flag already made for the same dataset on another device: same proc,
  * same size and site. */
 static struct vt_finding *same_dataset(struct vt_findings *out, uint32_t first, uint32_t proc,
@@ -357,10 +366,7 @@ static struct vt_finding *same_dataset(struct vt_findings *out, uint32_t first, 
 		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != proc ||
 		    f->stack_id != stack_id || f->bytes[0] != bytes)
 			continue;
-		int has_dev = 0;
-		for (uint32_t k = 0; k < f->ndev; k++)
-			has_dev |= f->devices[k] == dev;
-		if (!has_dev)
+		if (!on_device(f, dev))
 			return f;
 	}
 	return NULL;
@@ -398,10 +404,8 @@ static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findi
 	struct vt_finding *best = NULL;
 	for (uint32_t i = first; i < out->n; i++) {
 		struct vt_finding *f = &out->v[i];
-		int on_dev = 0;
-		for (uint32_t k = 0; k < f->ndev; k++)
-			on_dev |= f->devices[k] == a->device;
-		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != a->proc || !on_dev)
+		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != a->proc ||
+		    !on_device(f, a->device))
 			continue;
 		if (f->stack_id == stack)
 			return f;
