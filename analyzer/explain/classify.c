@@ -64,6 +64,10 @@ struct size_count {
 	                                  are gradients (the rest: activations of that size) */
 	int cur_step;                  /* recurring_ones: the step being walked */
 	uint32_t idx_in_step;
+	uint8_t *is_grad;     /* of the step being walked, by place: a gradient (the
+	                         grads_per_step that outlive the rest) */
+	uint32_t is_grad_cap; /* entries is_grad holds */
+	uint32_t is_grad_n;   /* entries set for cur_step */
 	uint32_t made;      /* per_step() once asked (the histogram is final by
 	                       then: count_sizes closed every step), 0 before */
 	uint8_t kept;       /* weights_by_kept_twins decided this size */
@@ -711,6 +715,7 @@ static void free_sizes(struct size_count **sizes)
 	HASH_ITER(hh, *sizes, s, tmp)
 	{
 		HASH_DEL(*sizes, s);
+		free(s->is_grad);
 		free(s);
 	}
 }
@@ -1179,11 +1184,82 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 	}
 }
 
-/* Within a step, the allocations of a gradient size that come before its
- * gradients are the forward pass's activations of that size. */
-static int activation_of_weight_size(struct size_count *s, int step)
+/* Does allocation j of the process walk with allocation i through
+ * recurring_ones' gradient-size branch in i's step? */
+static int same_walk(const struct ctx *c, const struct facts *fi, uint32_t j)
 {
-	if (step != s->cur_step) {
+	const struct facts *f = &c->f[j - c->p->alloc_begin];
+	return f->key == fi->key && f->born == fi->born && f->recurring && !f->decided &&
+	       !f->host_filled;
+}
+
+struct lifetime {
+	uint64_t t_free;
+	uint32_t place;
+};
+
+static int by_later_free(const void *x, const void *y)
+{
+	const struct lifetime *a = x, *b = y;
+	if ((a->place == 0) != (b->place == 0))
+		return a->place == 0 ? 1 : -1;
+	if (a->t_free != b->t_free)
+		return a->t_free < b->t_free ? 1 : -1;
+	return a->place < b->place ? 1 : a->place > b->place ? -1 : 0;
+}
+
+/* The gradients among the allocations of s in allocation i's step: the
+ * grads_per_step that are freed last (a gradient lives until the optimizer
+ * has used it; the forward pass's activations die in the backward pass),
+ * later place first among equals, but never the step's first of the size
+ * while others remain: the forward pass comes first, and a tensor it makes
+ * may outlive the gradients (a GAN's generated batch, used by both
+ * models' updates). "The last made" is wrong under gradient accumulation
+ * (the kept .grad is made by the first micro-batch's backward, before the
+ * activations of the next three) and under activation checkpointing (the
+ * recomputed forward of an early segment comes after the gradients of the
+ * later ones). Sets s->is_grad by place. */
+static void mark_step_gradients(struct ctx *c, struct size_count *s, uint32_t i)
+{
+	const struct facts *fi = &c->f[i - c->p->alloc_begin];
+	int step = fi->born;
+	uint64_t end = (uint32_t)step + 1 < c->p->nsteps ? c->p->step_t[step + 1] : VT_T_NEVER;
+	struct lifetime *l = NULL;
+	uint32_t n = 0, cap = 0;
+	for (uint32_t j = i; j < c->p->alloc_end && c->m->allocs[j].t_alloc < end; j++) {
+		if (!same_walk(c, fi, j))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			l = realloc(l, cap * sizeof *l);
+			if (!l)
+				vt_nomem();
+		}
+		l[n].t_free = c->m->allocs[j].t_free;
+		l[n].place = n;
+		n++;
+	}
+	if (n > s->is_grad_cap) {
+		s->is_grad = realloc(s->is_grad, n);
+		if (!s->is_grad)
+			vt_nomem();
+		s->is_grad_cap = n;
+	}
+	memset(s->is_grad, 0, n);
+	qsort(l, n, sizeof *l, by_later_free);
+	for (uint32_t k = 0; k < n && k < s->grads_per_step; k++)
+		s->is_grad[l[k].place] = 1;
+	s->is_grad_n = n;
+	free(l);
+}
+
+/* Within a step, the allocations of a gradient size that are not its
+ * gradients are the forward pass's activations of that size. */
+static int activation_of_weight_size(struct ctx *c, struct size_count *s, uint32_t i)
+{
+	int step = c->f[i - c->p->alloc_begin].born;
+	int first = step != s->cur_step;
+	if (first) {
 		s->cur_step = step;
 		s->idx_in_step = 0;
 	}
@@ -1191,7 +1267,11 @@ static int activation_of_weight_size(struct size_count *s, int step)
 	if (!s->made) /* asked once per recurring allocation: worth keeping */
 		s->made = per_step(s);
 	uint32_t made = s->made;
-	return s->grads_per_step && s->grads_per_step < made && idx < made - s->grads_per_step;
+	if (!s->grads_per_step || s->grads_per_step >= made)
+		return 0;
+	if (first)
+		mark_step_gradients(c, s, i);
+	return idx < s->is_grad_n ? !s->is_grad[idx] : idx < made - s->grads_per_step;
 }
 
 /* A tensor of a size that recurs, filled from the host under a framework's
@@ -1239,7 +1319,7 @@ static void gradient_buckets(struct ctx *c, int dev)
  * folded ones too, which the classifier does not see. */
 static int activation_in_step(struct ctx *c, const struct facts *f, struct size_count *s)
 {
-	int act = activation_of_weight_size(s, f->born);
+	int act = activation_of_weight_size(c, s, (uint32_t)(f - c->f) + c->p->alloc_begin);
 	if (c->keys[f->key]->fold && f->born >= (int)vt_fold_keep_steps(c->m) &&
 	    s->grads_per_step && s->grads_per_step < s->made)
 		vt_fold_set_inexact(c->m, "a kept allocation's place in its step is not known");

@@ -302,6 +302,40 @@ static uint32_t all_valleys(const struct valley *v, uint32_t n, uint64_t *ends, 
 	return n;
 }
 
+/* Where the first step begins by its own tensors: step 1's first transient
+ * tensor (site and size) seen n times in step 1, the n-th latest of that
+ * site and size freed within step 0 is step 0's counterpart. A first step
+ * longer than the period (optimizer state made lazily, slow first kernels)
+ * starts there instead of one period before its end, which would leave its
+ * first tensors, and the state it makes, before training. VT_T_NEVER when
+ * step 1 has no transient tensor or step 0 fewer of its kind. */
+static uint64_t first_step_counterpart(const struct vt_model *m, const struct vt_proc *p, int dev,
+                                       uint64_t end0, uint64_t end1)
+{
+	const struct vt_alloc *first = NULL;
+	uint32_t i = p->alloc_begin, n = 0;
+	while (i < p->alloc_end && m->allocs[i].t_alloc <= end0)
+		i++;
+	uint32_t step1 = i;
+	for (; i < p->alloc_end && m->allocs[i].t_alloc <= end1; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->device != dev || !(a->flags & VT_AF_CHARGED) || a->t_free > end1)
+			continue;
+		if (!first)
+			first = a;
+		n += a->stack_id == first->stack_id && a->bytes == first->bytes;
+	}
+	if (!first)
+		return VT_T_NEVER;
+	for (i = step1; i-- > p->alloc_begin;) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->device == dev && (a->flags & VT_AF_CHARGED) && a->t_free <= end0 &&
+		    a->stack_id == first->stack_id && a->bytes == first->bytes && --n == 0)
+			return a->t_alloc;
+	}
+	return VT_T_NEVER;
+}
+
 /* Steps from k step ends (q valleys a step before every_qth). Step i
  * starts where step i-1 ended; the first starts one period earlier, but not
  * before its first transient tensor: a first step shorter than the period
@@ -329,6 +363,10 @@ static int set_steps(const struct vt_model *m, struct vt_proc *p, int dev, const
 	uint64_t transient = first_transient(m, p, dev, ends[0]);
 	if (transient != VT_T_NEVER && (transient > p->step_t[0] || q > 1))
 		p->step_t[0] = transient;
+	uint64_t counterpart =
+	    k >= 2 ? first_step_counterpart(m, p, dev, ends[0], ends[1]) : VT_T_NEVER;
+	if (counterpart < p->step_t[0])
+		p->step_t[0] = counterpart;
 	p->nsteps = nsteps;
 	p->step_source = VT_STEPS_PERIOD;
 	return 1;

@@ -27,6 +27,11 @@ struct job {
 	int stop_mid_step;      /* the last step stops after its forward pass */
 	int stop_before_upload; /* the last step stops between a batch's alloc and upload */
 	uint64_t step_gap;      /* ns before each step but the first (default 1000) */
+	uint64_t lazy_opt_ns;   /* ns each optimizer tensor made in the first step takes */
+	int outliver;           /* each step opens with a tensor of the activations' size that
+	                           outlives its gradients (a GAN's generated batch) */
+	int micro; /* gradient accumulation: micro-batches a step, the gradients made by the
+	              first one's backward and kept through the others' */
 	int frozen;             /* 8 MiB tensors uploaded by one site, no gradient (LoRA base) */
 	int ring;               /* 4 MiB buffers made once, one refilled every step */
 	int dataset_first;      /* the 64 MiB upload comes before the weights' */
@@ -40,6 +45,7 @@ struct job {
 };
 
 #define BUCKET_ADDR 0xd00000000ull
+#define OUTLIVER_ADDR 0x680000000ull
 #define CHANNEL_ADDR 0xe00000000ull
 
 /* A job like the simulated trainer, prefetch 2, Adam, all on device 0. */
@@ -128,6 +134,9 @@ static struct vt_model *run_job(const struct job *j)
 				b_htod(&b, t++, LABEL_ADDR(batch[s + 1]), 256 << 10, 0);
 			}
 		}
+		b.stack = 14;
+		if (j->outliver)
+			b_alloc(&b, t++, OUTLIVER_ADDR, j->act, 0);
 		b.stack = 5;
 		for (int l = 0; l < j->layers; l++)
 			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
@@ -149,6 +158,14 @@ static struct vt_model *run_job(const struct job *j)
 				        j->wbytes[l], 0);
 			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
 		}
+		for (int k = 1; k < j->micro; k++) {
+			b.stack = 5;
+			for (int l = 0; l < j->layers; l++)
+				b_alloc(&b, t++, 0x600000000ull + (uint64_t)l * 0x10000000ull,
+				        j->act ? j->act : 768 << 10, 0);
+			for (int l = j->layers - 1; l >= 0; l--)
+				b_free(&b, t++, 0x600000000ull + (uint64_t)l * 0x10000000ull, 0);
+		}
 		for (uint64_t l = 0, off = 0; j->bucket && l < (uint64_t)j->layers; l++) {
 			b_dtod(&b, t++, BUCKET_ADDR + off, 0x500000000ull + l * 0x10000000ull,
 			       j->wbytes[l], 0);
@@ -159,8 +176,10 @@ static struct vt_model *run_job(const struct job *j)
 		b.stack = 3;
 		if (s == 0 && !j->opt_early)
 			for (int l = 0; l < j->layers; l++)
-				for (int k = 0; k < 2; k++, opt += 0x10000000ull)
+				for (int k = 0; k < 2; k++, opt += 0x10000000ull) {
+					t += j->lazy_opt_ns;
 					b_alloc(&b, t++, opt, j->wbytes[l], 0);
+				}
 		if (j->flat)
 			b_free(&b, t++, 0x400000000ull, 0);
 		for (int l = 0; !j->flat && l < j->layers; l++)
@@ -168,6 +187,8 @@ static struct vt_model *run_job(const struct job *j)
 		b_free(&b, t++, batch[s], 0);
 		if (j->labels)
 			b_free(&b, t++, LABEL_ADDR(batch[s]), 0);
+		if (j->outliver)
+			b_free(&b, t++, OUTLIVER_ADDR, 0);
 		b.stack = 8;
 		if (j->leak)
 			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x1000000ull, j->leak, 0);
@@ -315,6 +336,67 @@ static void test_first_step_shorter_than_period(void **state)
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
 	check_roles(m, &j);
+	vt_model_free(m);
+}
+
+/* No markers, square layers, and the first step makes Adam's state slowly
+ * (zeroing each slot): it lasts many periods. Placed one period before its
+ * end, it began after most of the slots, which then read as weights made
+ * before training. */
+static void test_first_step_longer_than_period(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4,
+	                .steps = 10,
+	                .act = 2 * MIB,
+	                .lazy_opt_ns = 20000,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	check_roles(m, &j);
+	vt_model_free(m);
+}
+
+/* Gradient accumulation over square layers: the gradients are made by the
+ * first micro-batch's backward and kept through three more forward passes
+ * of activations their size. The last of a size made in a step is an
+ * activation; the gradients are the ones that outlive the rest. */
+static void test_accumulated_gradients_outlive_activations(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4,
+	                .steps = 6,
+	                .markers = 1,
+	                .act = 2 * MIB,
+	                .micro = 4,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), j.layers);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 2 * j.layers);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), j.layers * j.steps);
+	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), j.layers * j.steps * j.micro);
+	for (int l = 0; l < j.layers; l++)
+		assert_int_equal(category_of(m, 0x500000000ull + (uint64_t)l * 0x10000000ull),
+		                 VT_CAT_GRADIENTS);
+	vt_model_free(m);
+}
+
+/* The step's first tensor of the weights' size outlives the gradients
+ * (a GAN's fake batch, used by both models' updates): the forward pass
+ * made it, so it is no gradient though it is freed last. */
+static void test_first_tensor_of_a_step_is_no_gradient(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4,
+	                .steps = 6,
+	                .markers = 1,
+	                .act = 2 * MIB,
+	                .outliver = 1,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), j.layers * j.steps);
+	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), (j.layers + 1) * j.steps);
+	assert_int_equal(category_of(m, OUTLIVER_ADDR), VT_CAT_ACTIVATIONS);
 	vt_model_free(m);
 }
 
@@ -972,6 +1054,9 @@ int main(void)
 	    cmocka_unit_test(test_period_with_steep_drift),
 	    cmocka_unit_test(test_activations_of_weight_size),
 	    cmocka_unit_test(test_first_step_shorter_than_period),
+	    cmocka_unit_test(test_first_step_longer_than_period),
+	    cmocka_unit_test(test_accumulated_gradients_outlive_activations),
+	    cmocka_unit_test(test_first_tensor_of_a_step_is_no_gradient),
 	    cmocka_unit_test(test_stopped_mid_step),
 	    cmocka_unit_test(test_killed_before_upload),
 	    cmocka_unit_test(test_host_weights_per_tensor),
