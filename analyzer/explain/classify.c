@@ -1287,8 +1287,9 @@ static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
 
 /* Is allocation i of this process (not filled from the host, long-lived)
  * written in most steps by device-to-device copies whose first source is a
- * gradient? Who writes the bytes, and how often: evidence a size cannot give
- * by coincidence. Chained buffers (NCCL's channel, filled from the bucket)
+ * gradient (made every step, or kept between steps: `zero_grad(set_to_none=
+ * False)` under DDP)? Who writes the bytes, and how often: evidence a size
+ * cannot give by coincidence. Chained buffers (NCCL's channel, filled from the bucket)
  * are not: their source is not a gradient. */
 static int written_from_gradients(const struct ctx *c, uint32_t i, const struct facts *f)
 {
@@ -1300,7 +1301,8 @@ static int written_from_gradients(const struct ctx *c, uint32_t i, const struct 
 	    cp->d2d_src >= c->p->alloc_end)
 		return 0;
 	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
-	return src->category == VT_CAT_GRADIENTS && src->reason == R_GRADIENTS;
+	return src->category == VT_CAT_GRADIENTS &&
+	       (src->reason == R_GRADIENTS || src->reason == R_KEPT_GRADIENT);
 }
 
 /* Gradient buckets of device dev: decided after the per-step gradients are,

@@ -336,6 +336,92 @@ static uint64_t first_step_counterpart(const struct vt_model *m, const struct vt
 	return VT_T_NEVER;
 }
 
+struct tensor_kind {
+	uint64_t bytes;
+	uint32_t stack_id;
+};
+
+static int by_kind(const void *x, const void *y)
+{
+	const struct tensor_kind *a = x, *b = y;
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? -1 : 1;
+	return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
+}
+
+static struct tensor_kind *kinds_grow(struct tensor_kind *k, uint32_t n, uint32_t *cap)
+{
+	if (n < *cap)
+		return k;
+	*cap = *cap ? 2 * *cap : 16;
+	return realloc(k, *cap * sizeof *k);
+}
+
+/* The transient tensors of dev made in [from, to) and freed by `to`, sorted
+ * by kind (size, site); NULL (n 0) when none or out of memory. */
+static struct tensor_kind *step_kinds(const struct vt_model *m, const struct vt_proc *p, int dev,
+                                      uint64_t from, uint64_t to, uint32_t *n)
+{
+	struct tensor_kind *k = NULL;
+	uint32_t cap = 0;
+	*n = 0;
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end && m->allocs[i].t_alloc < to; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->t_alloc < from || a->device != dev || !(a->flags & VT_AF_CHARGED) ||
+		    a->t_free > to)
+			continue;
+		struct tensor_kind *g = kinds_grow(k, *n, &cap);
+		if (!g) {
+			free(k);
+			*n = 0;
+			return NULL;
+		}
+		k = g;
+		k[(*n)++] = (struct tensor_kind){a->bytes, a->stack_id};
+	}
+	qsort(k, *n, sizeof *k, by_kind);
+	return k;
+}
+
+/* A step before the first one found: the last n tensors freed by the first
+ * step's start (tensors made then and kept are skipped: a first step makes
+ * lazy state) are, kind for kind, the n transient tensors of the first step
+ * found. A first step that makes its optimizer state after its transient
+ * tensors died ends in a valley below the level the later steps return to,
+ * so the level finds every step but that one. When it starts, or
+ * VT_T_NEVER. At least two tensors, so one batch-sized setup upload from
+ * the same site does not make a step. */
+static uint64_t step_before(const struct vt_model *m, const struct vt_proc *p, int dev,
+                            uint64_t start, uint64_t next)
+{
+	uint32_t n, got = 0, cap = 0;
+	struct tensor_kind *want = step_kinds(m, p, dev, start, next, &n), *k = NULL;
+	uint64_t first = VT_T_NEVER;
+	uint32_t i = p->alloc_begin;
+	while (i < p->alloc_end && m->allocs[i].t_alloc < start)
+		i++;
+	while (n >= 2 && got < n && i-- > p->alloc_begin) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->device != dev || !(a->flags & VT_AF_CHARGED) || a->t_free > start)
+			continue;
+		struct tensor_kind *g = kinds_grow(k, got, &cap);
+		if (!g)
+			break;
+		k = g;
+		k[got++] = (struct tensor_kind){a->bytes, a->stack_id};
+		first = a->t_alloc;
+	}
+	int same = n >= 2 && got == n;
+	if (same) {
+		qsort(k, n, sizeof *k, by_kind);
+		for (uint32_t j = 0; same && j < n; j++)
+			same = by_kind(&k[j], &want[j]) == 0;
+	}
+	free(want);
+	free(k);
+	return same ? first : VT_T_NEVER;
+}
+
 /* Steps from k step ends (q valleys a step before every_qth). Step i
  * starts where step i-1 ended; the first starts one period earlier, but not
  * before its first transient tensor: a first step shorter than the period
@@ -367,6 +453,17 @@ static int set_steps(const struct vt_model *m, struct vt_proc *p, int dev, const
 	    k >= 2 ? first_step_counterpart(m, p, dev, ends[0], ends[1]) : VT_T_NEVER;
 	if (counterpart < p->step_t[0])
 		p->step_t[0] = counterpart;
+	uint64_t before =
+	    nsteps >= 2 ? step_before(m, p, dev, p->step_t[0], p->step_t[1]) : VT_T_NEVER;
+	if (before != VT_T_NEVER) {
+		uint64_t *t = realloc(p->step_t, (nsteps + 1) * sizeof *t);
+		if (t) {
+			memmove(t + 1, t, nsteps * sizeof *t);
+			t[0] = before;
+			p->step_t = t;
+			nsteps++;
+		}
+	}
 	p->nsteps = nsteps;
 	p->step_source = VT_STEPS_PERIOD;
 	return 1;

@@ -28,6 +28,8 @@ struct job {
 	int stop_before_upload; /* the last step stops between a batch's alloc and upload */
 	uint64_t step_gap;      /* ns before each step but the first (default 1000) */
 	uint64_t lazy_opt_ns;   /* ns each optimizer tensor made in the first step takes */
+	int late_opt;           /* the first step makes the optimizer's state after it freed
+	                           its batch and gradients (ZeroRedundancyOptimizer) */
 	int outliver;           /* each step opens with a tensor of the activations' size that
 	                           outlives its gradients (a GAN's generated batch) */
 	int micro; /* gradient accumulation: micro-batches a step, the gradients made by the
@@ -174,7 +176,7 @@ static struct vt_model *run_job(const struct job *j)
 		if (j->bucket)
 			b_dtod(&b, t++, CHANNEL_ADDR, BUCKET_ADDR, 4 * MIB, 0);
 		b.stack = 3;
-		if (s == 0 && !j->opt_early)
+		if (s == 0 && !j->opt_early && !j->late_opt)
 			for (int l = 0; l < j->layers; l++)
 				for (int k = 0; k < 2; k++, opt += 0x10000000ull) {
 					t += j->lazy_opt_ns;
@@ -189,6 +191,10 @@ static struct vt_model *run_job(const struct job *j)
 			b_free(&b, t++, LABEL_ADDR(batch[s]), 0);
 		if (j->outliver)
 			b_free(&b, t++, OUTLIVER_ADDR, 0);
+		b.stack = 3;
+		for (int l = 0; s == 0 && j->late_opt && l < j->layers; l++)
+			for (int k = 0; k < 2; k++, opt += 0x10000000ull)
+				b_alloc(&b, t++, opt, j->wbytes[l], 0);
 		b.stack = 8;
 		if (j->leak)
 			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x1000000ull, j->leak, 0);
@@ -353,6 +359,22 @@ static void test_first_step_longer_than_period(void **state)
 	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	check_roles(m, &j);
+	vt_model_free(m);
+}
+
+/* No markers, and the first step makes the optimizer's state after its
+ * batch and gradients are gone: its end is a valley below the level the
+ * later steps return to. The step before the first found at the level has
+ * the same transient tensors, kind for kind: it is a step too. */
+static void test_step_with_lazy_state_below_the_level(void **state)
+{
+	(void)state;
+	struct job j = {
+	    .layers = 3, .steps = 8, .late_opt = 1, .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, j.steps);
 	check_roles(m, &j);
 	vt_model_free(m);
 }
@@ -719,7 +741,7 @@ static void test_bucket_written_from_gradients_is_gradients(void **state)
 #define SLOT_ADDR(l, k) (0xa00000000ull + (uint64_t)(2 * (l) + (k)) * 0x10000000ull)
 static const uint64_t kept_wbytes[3] = {1 * MIB, 3 * MIB, 2 * MIB};
 
-static void kept_step(struct builder *b, uint64_t *t, int s, int slots)
+static void kept_step(struct builder *b, uint64_t *t, int s, int slots, int bucket)
 {
 	char text[16];
 	snprintf(text, sizeof text, "step %d", s);
@@ -735,6 +757,8 @@ static void kept_step(struct builder *b, uint64_t *t, int s, int slots)
 		b_alloc(b, (*t)++, GRAD_ADDR(l), kept_wbytes[l], 0);
 	for (int l = 0; l < 3; l++)
 		b_free(b, (*t)++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
+	for (uint64_t l = 0, off = 0; bucket && l < 3; off += kept_wbytes[l++])
+		b_dtod(b, (*t)++, BUCKET_ADDR + off, GRAD_ADDR(l), kept_wbytes[l], 0);
 	b->stack = 3;
 	for (int l = 0; l < 3 && s == 0; l++)
 		for (int k = 0; k < slots; k++)
@@ -742,7 +766,7 @@ static void kept_step(struct builder *b, uint64_t *t, int s, int slots)
 	b_free(b, (*t)++, 0x200000000ull, 0);
 }
 
-static struct vt_model *kept_grads_job(int slots, int target)
+static struct vt_model *kept_grads_job(int slots, int target, int bucket)
 {
 	struct vt_model *m = vt_model_new();
 	struct builder b;
@@ -759,8 +783,11 @@ static struct vt_model *kept_grads_job(int slots, int target)
 		b_alloc(&b, t++, TARGET_ADDR(l), kept_wbytes[l], 0);
 		b_dtod(&b, t++, TARGET_ADDR(l), W_ADDR(l), kept_wbytes[l], 0);
 	}
+	b.stack = 13;
+	if (bucket)
+		b_alloc(&b, t++, BUCKET_ADDR, 6 * MIB, 0);
 	for (int s = 0; s < 8; s++)
-		kept_step(&b, &t, s, slots);
+		kept_step(&b, &t, s, slots, bucket);
 	vt_model_end_process(m, b.proc);
 	vt_model_finish(m);
 	vt_classify(m);
@@ -785,8 +812,19 @@ static void check_kept(const struct vt_model *m, int slots, int target)
 static void test_kept_gradients_beside_a_target_network(void **state)
 {
 	(void)state;
-	struct vt_model *m = kept_grads_job(2, 1);
+	struct vt_model *m = kept_grads_job(2, 1, 0);
 	check_kept(m, 2, 1);
+	vt_model_free(m);
+}
+
+/* DDP with gradients kept between steps (zero_grad(set_to_none=False)):
+ * the flat bucket written from them every step is gradients too. */
+static void test_bucket_written_from_kept_gradients(void **state)
+{
+	(void)state;
+	struct vt_model *m = kept_grads_job(2, 0, 1);
+	check_kept(m, 2, 0);
+	assert_int_equal(category_of(m, BUCKET_ADDR), VT_CAT_GRADIENTS);
 	vt_model_free(m);
 }
 
@@ -795,7 +833,7 @@ static void test_kept_gradients_beside_a_target_network(void **state)
 static void test_kept_gradients_with_momentum(void **state)
 {
 	(void)state;
-	struct vt_model *m = kept_grads_job(1, 0);
+	struct vt_model *m = kept_grads_job(1, 0, 0);
 	check_kept(m, 1, 0);
 	vt_model_free(m);
 }
@@ -1056,6 +1094,7 @@ int main(void)
 	    cmocka_unit_test(test_first_step_shorter_than_period),
 	    cmocka_unit_test(test_first_step_longer_than_period),
 	    cmocka_unit_test(test_accumulated_gradients_outlive_activations),
+	    cmocka_unit_test(test_step_with_lazy_state_below_the_level),
 	    cmocka_unit_test(test_first_tensor_of_a_step_is_no_gradient),
 	    cmocka_unit_test(test_stopped_mid_step),
 	    cmocka_unit_test(test_killed_before_upload),
@@ -1072,6 +1111,7 @@ int main(void)
 	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
 	    cmocka_unit_test(test_kept_gradients_beside_a_target_network),
 	    cmocka_unit_test(test_kept_gradients_with_momentum),
+	    cmocka_unit_test(test_bucket_written_from_kept_gradients),
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_growing_regions_are_pools),
