@@ -208,6 +208,25 @@ class Job:
         self.use(dev)
         _ok(self, "cuMemcpyDtoD", self.fns["cuMemcpyDtoD"](dst, src, nbytes))
 
+    def peer(self, dst_dev, dst, src_dev, src, nbytes):
+        """cuMemcpyPeer from src on src_dev to dst on dst_dev (resolved at its
+        first use, so jobs that never copy between devices look up nothing more)."""
+        if "cuMemcpyPeer" not in self.fns:
+            argtypes = [_u64, ctypes.c_void_p, _u64, ctypes.c_void_p, ctypes.c_size_t]
+            if self.args.lookup == "getproc":
+                pfn, st = ctypes.c_void_p(), ctypes.c_int(0)
+                if self.lib.cuGetProcAddress_v2(b"cuMemcpyPeer", ctypes.byref(pfn), 12000, 0,
+                                                ctypes.byref(st)) or not pfn.value:
+                    raise SystemExit(f"{self.name}: cuGetProcAddress_v2(cuMemcpyPeer) failed")
+                self.fns["cuMemcpyPeer"] = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(pfn.value)
+            else:
+                fn = self.lib.cuMemcpyPeer
+                fn.argtypes = argtypes
+                fn.restype = ctypes.c_int
+                self.fns["cuMemcpyPeer"] = fn
+        _ok(self, "cuMemcpyPeer", self.fns["cuMemcpyPeer"](dst, self.ctx[dst_dev], src,
+                                                          self.ctx[src_dev], nbytes))
+
     def zero(self, dev, dst, nbytes):
         self.use(dev)
         _ok(self, "cuMemsetD8", self.fns["cuMemsetD8"](dst, 0, nbytes))
