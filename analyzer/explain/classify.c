@@ -71,6 +71,7 @@ struct size_count {
 	uint32_t made;      /* per_step() once asked (the histogram is final by
 	                       then: count_sizes closed every step), 0 before */
 	uint8_t kept;       /* weights_by_kept_twins decided this size */
+	uint32_t params_flattened; /* parameters of this size packed into a flat buffer */
 	uint32_t kept_seen; /* weights_by_kept_twins: twins of this size walked */
 	UT_hash_handle hh;
 };
@@ -1184,6 +1185,41 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 	}
 }
 
+/* Whether allocation i of dev is a parameter that was packed into a flat
+ * buffer: filled from the host, copied whole to the device elsewhere, and
+ * gone before training. */
+static int flattened_parameter(const struct ctx *c, uint32_t i, uint64_t first_step)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	const struct facts *f = &c->f[i - c->p->alloc_begin];
+	return f->device == c->dev && f->host_filled && a->t_free < first_step &&
+	       vt_model_copies(c->m, a)->d2d_out_bytes >= a->bytes;
+}
+
+/* With a flat weights buffer on the device (R_FLATTENED), the parameters
+ * packed into it are gone, but each still gets a gradient every step (its
+ * `.grad`, added into a flat gradient buffer by a hook): their sizes are
+ * gradient sizes, as many a step as parameters of that size. */
+static void flattened_parameter_sizes(struct ctx *c, int dev, struct size_count *sizes)
+{
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	int flat = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end && !flat; i++)
+		flat = c->m->allocs[i].device == dev && c->m->allocs[i].reason == R_FLATTENED;
+	for (uint32_t i = c->p->alloc_begin; flat && i < c->p->alloc_end; i++) {
+		struct size_count *s;
+		if (!flattened_parameter(c, i, first_step) ||
+		    !(s = size_find(sizes, c->m->allocs[i].bytes)) || s->weights)
+			continue;
+		s->gradient_size = 1;
+		s->params_flattened++;
+	}
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	if (s->params_flattened && !s->grads_per_step)
+		s->grads_per_step = s->params_flattened;
+}
+
 /* Does allocation j of the process walk with allocation i through
  * recurring_ones' gradient-size branch in i's step? */
 static int same_walk(const struct ctx *c, const struct facts *fi, uint32_t j)
@@ -1462,6 +1498,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
+	flattened_parameter_sizes(c, dev, sizes);
 	recurring_ones(c, dev, sizes);
 	recurring_groups(c, dev, sizes);
 	gradient_buckets(c, dev);

@@ -840,8 +840,9 @@ static void test_kept_gradients_with_momentum(void **state)
 
 /* Parameters uploaded one by one, packed into one flat buffer by
  * device-to-device copies and freed (FSDP's FlatParameter, apex): the flat
- * buffer is the weights, and Adam's two flat slots made by the first step
- * are optimizer state, though no tensor of their size has a gradient. */
+ * buffer is the weights, Adam's two flat slots made by the first step are
+ * optimizer state, though no tensor of their size has a gradient, and the
+ * tensors of the packed parameters' sizes made every step their gradients. */
 #define FLAT_ADDR 0x700000000ull
 static void test_flattened_parameters_are_weights(void **state)
 {
@@ -882,6 +883,8 @@ static void test_flattened_parameters_are_weights(void **state)
 	assert_int_equal(category_of(m, FLAT_ADDR), VT_CAT_WEIGHTS);
 	assert_int_equal(category_of(m, SLOT_ADDR(0, 0)), VT_CAT_OPTIMIZER);
 	assert_int_equal(category_of(m, SLOT_ADDR(0, 1)), VT_CAT_OPTIMIZER);
+	/* the packed parameters' sizes are gradient sizes: their .grads */
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 6);
 	vt_model_free(m);
 }
 
