@@ -139,6 +139,7 @@ enum reason {
 	R_CACHING_SEGMENT,
 	R_FLATTENED,
 	R_GROWING_REGION,
+	R_ROW_STORE,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,
@@ -240,6 +241,10 @@ static const struct reason_row {
                           "are kept to the end: an allocator growing its regions "
                           "(TensorFlow's BFC with allow_growth); tensors are carved out of it",
                           {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_ROW_STORE] = {"kept, written from the host a row at a time (every copy one row, at "
+                     "row offsets) beside other such buffers of as many rows: a table of "
+                     "samples filled as they come (a replay buffer's storage)",
+                     {VT_CAT_POOL, NO_ALT}},
     [R_ARENA_CHUNK] = {"a physical chunk mapped next to an allocator region's chunk: the "
                        "same arena",
                        {NO_ALT, NO_ALT}},
@@ -1538,6 +1543,72 @@ static int step_from(const struct vt_proc *p, int from, uint64_t t)
 	return vt_step_of(p, t);
 }
 
+/* How many rows allocation i holds when the host wrote it a row at a time:
+ * three copies at least, every one the same size at a multiple of it, the
+ * allocation a whole number (16 at least) of such rows; else 0. */
+#define ROW_STORE_MIN_ROWS 16
+static uint64_t rows_written(const struct ctx *c, uint32_t i)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	uint32_t n = 0;
+	const struct vt_copy_range *r =
+	    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(c->m, i, &n) : NULL;
+	if (n < 3 || !r[0].bytes || a->bytes % r[0].bytes)
+		return 0;
+	for (uint32_t k = 0; k < n; k++)
+		if (r[k].bytes != r[0].bytes || r[k].offset % r[0].bytes)
+			return 0;
+	uint64_t rows = a->bytes / r[0].bytes;
+	return rows >= ROW_STORE_MIN_ROWS ? rows : 0;
+}
+
+/* Buffers the pool rule took for allocator regions, written from the host a
+ * row at a time, with a sibling of as many rows written as often: one table
+ * of samples stored a column per key (TorchRL's LazyTensorStorage: every
+ * environment step writes one row of observations, actions, rewards...).
+ * An allocator region gets tensors of many sizes at offsets that do not
+ * line up; two regions with the same row count and copy count would be a
+ * coincidence. Such a table holds the training data: dataset, with pool the
+ * alternative; it never arrives whole, so it raises no whole-dataset
+ * finding. */
+struct row_store {
+	uint64_t rows;
+	uint32_t idx, copies;
+	uint8_t device;
+};
+
+static void row_stores(struct ctx *c)
+{
+	struct row_store *rs = NULL;
+	uint32_t n = 0, cap = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		uint64_t rows = a->reason == R_POOL ? rows_written(c, i) : 0;
+		if (!rows)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			if (!(rs = realloc(rs, cap * sizeof *rs)))
+				vt_nomem();
+		}
+		rs[n++] =
+		    (struct row_store){rows, i, vt_model_copies(c->m, a)->h2d_copies, a->device};
+	}
+	for (uint32_t x = 0; x < n; x++)
+		for (uint32_t y = 0; y < n; y++)
+			if (x != y && rs[x].rows == rs[y].rows && rs[x].device == rs[y].device &&
+			    rs[x].copies == rs[y].copies) {
+				uint32_t i = rs[x].idx;
+				set_cat(&c->m->allocs[i], &c->f[i - c->p->alloc_begin],
+				        VT_CAT_DATASET, 65, R_ROW_STORE);
+				break;
+			}
+	free(rs);
+	c->p->pool_mode = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end && !c->p->pool_mode; i++)
+		c->p->pool_mode = c->m->allocs[i].category == VT_CAT_POOL;
+}
+
 /* The one pass over the model's records: reset each allocation's verdict,
  * gather its facts, its step, and decide the pools. */
 static void gather(struct ctx *c, int *devs)
@@ -1696,6 +1767,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};
 	gather(&c, devs);
+	row_stores(&c);
 	uint32_t ng;
 	const struct vt_fold_group *g = vt_fold_groups(m, &ng);
 	for (uint32_t i = 0; i < ng; i++)

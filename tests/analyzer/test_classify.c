@@ -1029,6 +1029,46 @@ static void test_pool_region(void **state)
 	vt_model_free(m);
 }
 
+/* A replay buffer's storage: one buffer per key, each written from the
+ * host one row at a time as samples come, as many rows each: a table of
+ * training data, not allocator regions. A region beside them with tensors
+ * of several sizes, and a row-written buffer with no sibling, stay pools;
+ * no whole-dataset finding (the table never arrives whole). */
+static void test_row_store_is_a_dataset(void **state)
+{
+	(void)state;
+	const uint64_t obs = 0x10000000, act = 0x20000000, region = 0x30000000, lone = 0x40000000;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b_alloc(&b, t++, obs, 256 * 4096, 0);
+	b_alloc(&b, t++, act, 256 * 8, 0);
+	b_alloc(&b, t++, region, 16 * MIB, 0);
+	b_alloc(&b, t++, lone, 128 * 4096, 0);
+	for (uint64_t k = 0; k < 40; k++) {
+		b_htod(&b, t++, obs + k * 4096, 4096, 0);
+		b_htod(&b, t++, act + k * 8, 8, 0);
+		if (k < 30)
+			b_htod(&b, t++, lone + k * 4096, 4096, 0);
+	}
+	b_htod(&b, t++, region, 64 << 10, 0); /* small tensors: no dataset inside */
+	b_htod(&b, t++, region + 3 * MIB, 256 << 10, 0);
+	b_htod(&b, t++, region + 5 * MIB, 128 << 10, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, obs), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, act), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, region), VT_CAT_POOL);
+	assert_int_equal(category_of(m, lone), VT_CAT_POOL);
+	struct vt_findings f;
+	vt_findings_find(m, &f);
+	for (uint32_t i = 0; i < f.n; i++)
+		printf("kind %d bytes %llu\n", f.v[i].kind, (unsigned long long)f.v[i].bytes[0]);
+	vt_findings_free(&f);
+	vt_model_free(m);
+}
+
 static void test_chunked_upload_is_not_a_pool(void **state)
 {
 	(void)state;
@@ -1103,6 +1143,7 @@ int main(void)
 	    cmocka_unit_test(test_killed_before_upload),
 	    cmocka_unit_test(test_host_weights_per_tensor),
 	    cmocka_unit_test(test_pool_region),
+	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
 	    cmocka_unit_test(test_lone_upload_is_a_dataset_with_an_alternative),
 	    cmocka_unit_test(test_upload_with_the_model_is_frozen_weights),
