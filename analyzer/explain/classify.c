@@ -115,6 +115,7 @@ enum reason {
 	R_DATASET,
 	R_EARLY_WEIGHTS,
 	R_LONG_UNKNOWN,
+	R_SERVING_BUFFER,
 	R_PREFETCH,
 	R_FORWARD,
 	R_GRADIENTS,
@@ -171,6 +172,10 @@ static const struct reason_row {
                    {VT_CAT_WEIGHTS, NO_ALT}},
     [R_EARLY_WEIGHTS] = {"long-lived, made before the first step; no gradient twin seen",
                          {VT_CAT_OPTIMIZER, VT_CAT_UNKNOWN}},
+    [R_SERVING_BUFFER] = {"long-lived, made on the device by a job that never trains and "
+                          "whose weights came from the host: a cache or a workspace (a KV "
+                          "cache, a compute buffer)",
+                          {VT_CAT_WEIGHTS, NO_ALT}},
     [R_LONG_UNKNOWN] = {"long-lived, made during training, matches no weight",
                         {VT_CAT_OPTIMIZER, VT_CAT_ACTIVATIONS}},
     [R_PREFETCH] = {"filled from the host every step: a batch buffer", {NO_ALT, NO_ALT}},
@@ -1190,6 +1195,27 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 	}
 }
 
+/* A device where nothing trains (no gradient, no optimizer slot; requests
+ * of a server may still repeat like steps) whose weights came from the
+ * host (inference, a server): a long-lived buffer made on the device and never filled
+ * from the host is not a weight (a model is loaded, not made, where it is
+ * not trained) but a cache or workspace it fills itself: a KV cache, an
+ * engine's compute buffer. Unknown, with weights the alternative. */
+static void serving_buffers(struct ctx *c, int dev)
+{
+	int loaded = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end && !loaded; i++) {
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		loaded = f->device == dev && f->host_filled &&
+		         c->m->allocs[i].category == VT_CAT_WEIGHTS;
+	}
+	for (uint32_t i = c->p->alloc_begin; loaded && !c->trains && i < c->p->alloc_end; i++) {
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device == dev && c->m->allocs[i].reason == R_EARLY_WEIGHTS)
+			set_cat(&c->m->allocs[i], f, VT_CAT_UNKNOWN, 40, R_SERVING_BUFFER);
+	}
+}
+
 /* Whether allocation i of dev is a parameter that was packed into a flat
  * buffer: filled from the host, copied whole to the device elsewhere, and
  * gone before training. */
@@ -1503,6 +1529,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
+	serving_buffers(c, dev);
 	flattened_parameter_sizes(c, dev, sizes);
 	recurring_ones(c, dev, sizes);
 	recurring_groups(c, dev, sizes);

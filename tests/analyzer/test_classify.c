@@ -1069,6 +1069,43 @@ static void test_row_store_is_a_dataset(void **state)
 	vt_model_free(m);
 }
 
+/* An inference server: weights uploaded per tensor, a KV cache made on the
+ * device and kept, each request's tokens uploaded and its activations made
+ * and freed; no training step. The cache is no weight: unknown, with
+ * weights the alternative. */
+static void test_serving_cache_is_not_a_weight(void **state)
+{
+	(void)state;
+	const uint64_t kv = 0x50000000;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b.stack = 1;
+	for (int l = 0; l < 3; l++) {
+		b_alloc(&b, t++, W_ADDR(l), (uint64_t)(l + 2) * MIB, 0);
+		b_htod(&b, t++, W_ADDR(l), (uint64_t)(l + 2) * MIB, 0);
+	}
+	b.stack = 2;
+	b_alloc(&b, t++, kv, 48 * MIB, 0);
+	for (int r = 0; r < 10; r++) {
+		b.stack = 3;
+		b_alloc(&b, t++, 0x200000000ull, 64 << 10, 0);
+		b_htod(&b, t++, 0x200000000ull, 64 << 10, 0);
+		b.stack = 4;
+		b_alloc(&b, t++, 0x300000000ull, 4 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+		t += 1000 * (uint64_t)(r % 3 + 1); /* requests come when they come */
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, kv), VT_CAT_UNKNOWN);
+	vt_model_free(m);
+}
+
 static void test_chunked_upload_is_not_a_pool(void **state)
 {
 	(void)state;
@@ -1144,6 +1181,7 @@ int main(void)
 	    cmocka_unit_test(test_host_weights_per_tensor),
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_row_store_is_a_dataset),
+	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
 	    cmocka_unit_test(test_lone_upload_is_a_dataset_with_an_alternative),
 	    cmocka_unit_test(test_upload_with_the_model_is_frozen_weights),
