@@ -90,6 +90,9 @@ struct ctx {
 	uint64_t span_ns;              /* first to last event of the process */
 	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
 	struct vt_frame_evidence *fe;  /* what the stacks' names say (frame_rules.def) */
+	struct vt_step_table proc_steps; /* the process's steps */
+	struct vt_step_table *own;       /* [VT_MAX_DEVICES]: a device's own steps (t NULL:
+	                                    the process's), NULL when no device has its own */
 	int dev;                       /* classify_device: the device */
 	int streams_batches;           /* classify_device: the job feeds it batches from the host */
 	uint64_t weights_loaded_t;     /* classify_device: when the last weight filled from the
@@ -116,6 +119,7 @@ enum reason {
 	R_EARLY_WEIGHTS,
 	R_LONG_UNKNOWN,
 	R_SERVING_BUFFER,
+	R_COMM_BUFFER,
 	R_PREFETCH,
 	R_FORWARD,
 	R_GRADIENTS,
@@ -253,6 +257,9 @@ static const struct reason_row {
     [R_ARENA_CHUNK] = {"a physical chunk mapped next to an allocator region's chunk: the "
                        "same arena",
                        {NO_ALT, NO_ALT}},
+    [R_COMM_BUFFER] = {"long-lived, written every step by device-to-device copies from a "
+                       "gradient bucket: a communication buffer (NCCL's channel)",
+                       {VT_CAT_GRADIENTS, NO_ALT}},
     [R_GRAD_BUCKET] = {"long-lived, written every step by device-to-device copies from that "
                        "step's gradients: a gradient bucket (DDP's Reducer)",
                        {VT_CAT_OPTIMIZER, NO_ALT}},
@@ -1005,6 +1012,14 @@ static void weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const
 	}
 }
 
+/* Written by device-to-device copies in most steps (a bucket, a
+ * communication buffer): what a weight, updated in place, is not. */
+static int rewritten_on_device(const struct ctx *c, const struct vt_alloc *a)
+{
+	uint32_t steps = c->p->nsteps;
+	return steps >= 3 && vt_model_copies(c->m, a)->d2d_in_copies + 1 >= steps;
+}
+
 static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -1014,6 +1029,8 @@ static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 		if (f->decided || !s->recurring || s->kept)
 			continue;
 		s->gradient_size = 1;
+		if (rewritten_on_device(c, a))
+			continue; /* a weight is updated in place, not copied into each step */
 		if (s->weights < weights_of_size(s)) {
 			s->weights++;
 			s->grads_per_step = s->weights;
@@ -1383,6 +1400,23 @@ static void gradient_buckets(struct ctx *c, int dev)
 	}
 }
 
+/* Buffers of any device written in most steps from a gradient bucket (the
+ * all-reduce's NCCL channel, fed by peer copies from the other rank's
+ * bucket): a communication buffer, whatever its size matched. After every
+ * device's buckets are known. */
+static void comm_buffers(struct ctx *c)
+{
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+		if (a->reason == R_GRAD_BUCKET || !rewritten_on_device(c, a) ||
+		    cp->d2d_src < c->p->alloc_begin || cp->d2d_src >= c->p->alloc_end ||
+		    c->m->allocs[cp->d2d_src].reason != R_GRAD_BUCKET)
+			continue;
+		set_cat(a, &c->f[i - c->p->alloc_begin], VT_CAT_UNKNOWN, 60, R_COMM_BUFFER);
+	}
+}
+
 /* A kept record of a folded key's era, of a size whose place in the step
  * decides (activations sharing a gradient size): its place counts the
  * folded ones too, which the classifier does not see. */
@@ -1542,16 +1576,16 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 /* The step of every allocation and free. Allocations and frees are each in
  * time order, so a cursor walks the steps; a binary search only where time
  * went backwards (threads racing for the clock). */
-static int step_cursor(const struct vt_proc *p, uint32_t *cur, uint64_t t)
+static int step_cursor(const struct vt_step_table *st, uint32_t *cur, uint64_t t)
 {
-	if (!p->nsteps)
+	if (!st->n)
 		return -1;
-	if (*cur > 0 && t < p->step_t[*cur - 1]) {
-		int s = vt_step_of(p, t);
+	if (*cur > 0 && t < st->t[*cur - 1]) {
+		int s = vt_step_in(st->t, st->n, t);
 		*cur = (uint32_t)(s + 1);
 		return s;
 	}
-	while (*cur < p->nsteps && p->step_t[*cur] <= t)
+	while (*cur < st->n && st->t[*cur] <= t)
 		(*cur)++;
 	return (int)*cur - 1;
 }
@@ -1560,14 +1594,14 @@ static int step_cursor(const struct vt_proc *p, uint32_t *cur, uint64_t t)
  * die within a few steps, so a short walk forward beats a search, and it
  * reads the allocation's own record instead of the free order's scattered
  * ones. Time behind the start (threads racing for the clock): a search. */
-static int step_from(const struct vt_proc *p, int from, uint64_t t)
+static int step_from(const struct vt_step_table *st, int from, uint64_t t)
 {
-	if (from < 0 || t < p->step_t[from])
-		return vt_step_of(p, t);
+	if (from < 0 || t < st->t[from])
+		return vt_step_in(st->t, st->n, t);
 	for (int k = 0; k < 8; k++, from++)
-		if ((uint32_t)from + 1 >= p->nsteps || p->step_t[from + 1] > t)
+		if ((uint32_t)from + 1 >= st->n || st->t[from + 1] > t)
 			return from;
-	return vt_step_of(p, t);
+	return vt_step_in(st->t, st->n, t);
 }
 
 /* How many rows allocation i holds when the host wrote it a row at a time:
@@ -1636,12 +1670,121 @@ static void row_stores(struct ctx *c)
 		c->p->pool_mode = c->m->allocs[i].category == VT_CAT_POOL;
 }
 
+/* The step table of device dev: its own, or the process's. */
+static const struct vt_step_table *steps_of(const struct ctx *c, int dev)
+{
+	return c->own && dev < VT_MAX_DEVICES && c->own[dev].t ? &c->own[dev] : &c->proc_steps;
+}
+
+/* Median distance from each of a device's step starts (the first, an
+ * estimate, left out) to the nearest process step start. */
+static uint64_t phase_gap(const struct vt_step_table *own, const struct vt_step_table *proc)
+{
+	uint64_t *d = malloc(own->n * sizeof *d);
+	if (!d)
+		return 0;
+	uint32_t n = 0;
+	for (uint32_t i = 1; i < own->n; i++) {
+		int k = vt_step_in(proc->t, proc->n, own->t[i]);
+		uint64_t after = k < 0 ? UINT64_MAX : own->t[i] - proc->t[k];
+		uint64_t before =
+		    (uint32_t)(k + 1) < proc->n ? proc->t[k + 1] - own->t[i] : UINT64_MAX;
+		d[n++] = after < before ? after : before;
+	}
+	uint64_t *sorted = d;
+	for (uint32_t i = 1; i < n; i++) /* insertion sort: a few hundred steps at most matter */
+		for (uint32_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+			uint64_t x = sorted[j];
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = x;
+		}
+	uint64_t median = n ? d[(n - 1) / 2] : 0;
+	free(d);
+	return median;
+}
+
+/* A device in phase with the process's steps found by the period of
+ * another device: the steps are the process's, but the first begins where
+ * the device's own first step does (its lazy state, its first gradients are
+ * its own; ranks start their first steps apart). Rewrites tab so; 0 when
+ * nothing differs or the steps came from markers (then exact). */
+static int own_first_step(const struct ctx *c, struct vt_step_table *tab)
+{
+	const struct vt_step_table *proc = &c->proc_steps;
+	if (c->p->step_source != VT_STEPS_PERIOD || tab->t[0] == proc->t[0] ||
+	    tab->t[0] >= proc->t[1])
+		return 0;
+	uint64_t *t = malloc(proc->n * sizeof *t);
+	if (!t)
+		return 0;
+	memcpy(t, proc->t, proc->n * sizeof *t);
+	t[0] = tab->t[0];
+	free(tab->t);
+	*tab = (struct vt_step_table){t, proc->n, proc->period_ns};
+	return 1;
+}
+
+/* Where two devices are driven by two threads, each device's steps are its
+ * own: markers from one rank, or the period of the busiest device, cut the
+ * other rank's steps anywhere, and its gradient buffer then reads as made
+ * in one step and freed in the next. A device takes its own steps (the
+ * period rule on its allocations alone) when they are as many as the
+ * process's (within one, or a tenth) and start out of phase with them (the
+ * median distance to the nearest process step start over a tenth of the
+ * period); the device the markers came from, or the period was found on,
+ * is in phase and keeps the process's, and another in phase keeps them but
+ * for its first step's start (own_first_step). */
+static void own_steps(struct ctx *c)
+{
+	int devs[VT_MAX_DEVICES] = {0}, used = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (a->device != VT_DEVICE_UNKNOWN && (a->flags & VT_AF_CHARGED) &&
+		    !devs[a->device])
+			used += devs[a->device] = 1;
+	}
+	const struct vt_step_table *proc = &c->proc_steps;
+	if (used < 2 || proc->n < 3 || !proc->period_ns)
+		return;
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		struct vt_step_table tab;
+		if (!devs[d] || !vt_steps_on_device(c->m, c->p, d, &tab))
+			continue;
+		uint32_t slack = proc->n / 10 > 1 ? proc->n / 10 : 1;
+		uint32_t diff = tab.n > proc->n ? tab.n - proc->n : proc->n - tab.n;
+		if (diff > slack ||
+		    (phase_gap(&tab, proc) * 10 <= proc->period_ns && !own_first_step(c, &tab))) {
+			free(tab.t);
+			continue;
+		}
+		if (!c->own && !(c->own = calloc(VT_MAX_DEVICES, sizeof *c->own)))
+			vt_nomem();
+		c->own[d] = tab;
+	}
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; c->own && i < ng; i++)
+		if (g[i].proc == c->proc) {
+			vt_fold_set_inexact(c->m,
+			                    "a device's steps are its own, not the process's");
+			break;
+		}
+}
+
+static void free_own_steps(struct ctx *c)
+{
+	for (int d = 0; c->own && d < VT_MAX_DEVICES; d++)
+		free(c->own[d].t);
+	free(c->own);
+	c->own = NULL;
+}
+
 /* The one pass over the model's records: reset each allocation's verdict,
  * gather its facts, its step, and decide the pools. */
 static void gather(struct ctx *c, int *devs)
 {
 	const struct vt_proc *p = c->p;
-	uint32_t cur = 0, last = VT_NO_INDEX; /* runs of one size are common */
+	uint32_t cur[VT_MAX_DEVICES] = {0}, last = VT_NO_INDEX; /* runs of one size are common */
 	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - p->alloc_begin];
@@ -1660,8 +1803,9 @@ static void gather(struct ctx *c, int *devs)
 		f->freed = a->t_free != VT_T_NEVER;
 		uint64_t h2d = vt_model_copies(c->m, a)->h2d_bytes;
 		f->host_filled = h2d > 0 && h2d * 2 >= a->bytes;
-		f->born = step_cursor(p, &cur, a->t_alloc);
-		f->died = f->freed ? step_from(p, f->born, a->t_free) : (int)p->nsteps;
+		const struct vt_step_table *st = steps_of(c, a->device);
+		f->born = step_cursor(st, &cur[a->device], a->t_alloc);
+		f->died = f->freed ? step_from(st, f->born, a->t_free) : (int)st->n;
 		classify_pool(c, i, a, f);
 		classify_ring(c, a, f);
 	}
@@ -1793,6 +1937,8 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
 	int devs[VT_MAX_DEVICES] = {0};
+	c.proc_steps = (struct vt_step_table){p->step_t, p->nsteps, p->step_period_ns};
+	own_steps(&c);
 	gather(&c, devs);
 	row_stores(&c);
 	uint32_t ng;
@@ -1804,12 +1950,24 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	allocator_regions(&c, devs, caching_allocator_sizes, caching_segment, R_CACHING_SEGMENT);
 	allocator_regions(&c, devs, growing_regions, growing_region, R_GROWING_REGION);
 	mark_recurring(&c);
-	for (int d = 0; d < VT_MAX_DEVICES; d++)
-		if (devs[d])
-			classify_device(&c, d, ll);
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		if (!devs[d])
+			continue;
+		/* the rules read the device's own steps where it has them */
+		const struct vt_step_table *st = steps_of(&c, d);
+		p->step_t = st->t;
+		p->nsteps = st->n;
+		p->step_period_ns = st->period_ns;
+		classify_device(&c, d, ll);
+		p->step_t = c.proc_steps.t;
+		p->nsteps = c.proc_steps.n;
+		p->step_period_ns = c.proc_steps.period_ns;
+	}
+	comm_buffers(&c);
 	unfinished_step(&c);
 	free_keys(&c);
 	vt_frame_evidence_free(c.fe);
+	free_own_steps(&c);
 	free(ll);
 	free(c.f);
 }

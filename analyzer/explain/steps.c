@@ -16,19 +16,24 @@ const char *vt_step_source_name(enum vt_step_source s)
 	}
 }
 
-int vt_step_of(const struct vt_proc *p, uint64_t t_ns)
+int vt_step_in(const uint64_t *step_t, uint32_t nsteps, uint64_t t_ns)
 {
-	if (!p->nsteps || t_ns < p->step_t[0])
+	if (!nsteps || t_ns < step_t[0])
 		return -1;
-	uint32_t lo = 0, hi = p->nsteps; /* last step start <= t */
+	uint32_t lo = 0, hi = nsteps; /* last step start <= t */
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (p->step_t[mid] <= t_ns)
+		if (step_t[mid] <= t_ns)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	return (int)lo;
+}
+
+int vt_step_of(const struct vt_proc *p, uint64_t t_ns)
+{
+	return vt_step_in(p->step_t, p->nsteps, t_ns);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -432,48 +437,49 @@ static uint64_t step_before(const struct vt_model *m, const struct vt_proc *p, i
  * lazy set-up (cuBLAS handles, autotuning) is many periods long: it starts
  * at its first transient tensor (on the H200 trace one period back cut the
  * first backward in two, and gradients read as made before training). */
-static int set_steps(const struct vt_model *m, struct vt_proc *p, int dev, const uint64_t *ends,
-                     const uint64_t *allocs, uint32_t k, uint32_t q, uint64_t total)
+static int set_steps(const struct vt_model *m, const struct vt_proc *p, int dev,
+                     const uint64_t *ends, const uint64_t *allocs, uint32_t k, uint32_t q,
+                     uint64_t total, struct vt_step_table *out)
 {
 	uint64_t period = median_gap(ends, k);
 	uint32_t nsteps = k + (uint32_t)one_more_step(allocs, k, total);
-	p->step_t = malloc(nsteps * sizeof *p->step_t);
-	if (!p->step_t)
+	uint64_t *t = malloc(nsteps * sizeof *t);
+	if (!t)
 		return 0;
-	p->step_t[0] = ends[0] > period ? ends[0] - period : 0;
+	t[0] = ends[0] > period ? ends[0] - period : 0;
 	for (uint32_t i = 1; i < nsteps; i++)
-		p->step_t[i] = ends[i - 1];
+		t[i] = ends[i - 1];
 	/* the job's period from its measured steps, before the first step's
 	 * start is bounded below */
-	p->step_period_ns = median_gap(p->step_t, nsteps);
+	out->period_ns = median_gap(t, nsteps);
 	uint64_t transient = first_transient(m, p, dev, ends[0]);
-	if (transient != VT_T_NEVER && (transient > p->step_t[0] || q > 1))
-		p->step_t[0] = transient;
+	if (transient != VT_T_NEVER && (transient > t[0] || q > 1))
+		t[0] = transient;
 	uint64_t counterpart =
 	    k >= 2 ? first_step_counterpart(m, p, dev, ends[0], ends[1]) : VT_T_NEVER;
-	if (counterpart < p->step_t[0])
-		p->step_t[0] = counterpart;
-	uint64_t before =
-	    nsteps >= 2 ? step_before(m, p, dev, p->step_t[0], p->step_t[1]) : VT_T_NEVER;
+	if (counterpart < t[0])
+		t[0] = counterpart;
+	uint64_t before = nsteps >= 2 ? step_before(m, p, dev, t[0], t[1]) : VT_T_NEVER;
 	if (before != VT_T_NEVER) {
-		uint64_t *t = realloc(p->step_t, (nsteps + 1) * sizeof *t);
-		if (t) {
-			memmove(t + 1, t, nsteps * sizeof *t);
-			t[0] = before;
-			p->step_t = t;
+		uint64_t *more = realloc(t, (nsteps + 1) * sizeof *t);
+		if (more) {
+			memmove(more + 1, more, nsteps * sizeof *more);
+			more[0] = before;
+			t = more;
 			nsteps++;
 		}
 	}
-	p->nsteps = nsteps;
-	p->step_source = VT_STEPS_PERIOD;
+	out->t = t;
+	out->n = nsteps;
 	return 1;
 }
 
-static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
+int vt_steps_on_device(const struct vt_model *m, const struct vt_proc *p, int dev,
+                       struct vt_step_table *out)
 {
 	uint32_t n;
 	uint64_t total, level;
-	int dev = busiest_device(m, p);
+	memset(out, 0, sizeof *out);
 	struct valley *v = find_valleys(m, p, dev, &n, &total);
 	uint64_t *ends = v && n >= 3 ? malloc(n * sizeof *ends) : NULL;
 	uint64_t *allocs = ends ? malloc(n * sizeof *allocs) : NULL;
@@ -490,12 +496,23 @@ static int steps_from_period(const struct vt_model *m, struct vt_proc *p)
 		}
 		if (q)
 			k = every_qth(ends, allocs, k, q);
-		ok = q && k >= 3 && set_steps(m, p, dev, ends, allocs, k, q, total);
+		ok = q && k >= 3 && set_steps(m, p, dev, ends, allocs, k, q, total, out);
 	}
 	free(v);
 	free(ends);
 	free(allocs);
 	return ok;
+}
+
+static void steps_from_period(const struct vt_model *m, struct vt_proc *p)
+{
+	struct vt_step_table tab;
+	if (!vt_steps_on_device(m, p, busiest_device(m, p), &tab))
+		return;
+	p->step_t = tab.t;
+	p->nsteps = tab.n;
+	p->step_period_ns = tab.period_ns;
+	p->step_source = VT_STEPS_PERIOD;
 }
 
 void vt_steps_find(struct vt_model *m)

@@ -23,6 +23,21 @@ void vt_steps_find(struct vt_model *m);
  * first step). */
 int vt_step_of(const struct vt_proc *p, uint64_t t_ns);
 
+/* ... the same over any step table (start times, ascending). */
+int vt_step_in(const uint64_t *step_t, uint32_t nsteps, uint64_t t_ns);
+
+/* Steps found from one device's own allocations alone (the period rule
+ * above, on dev instead of the busiest device): where two devices are
+ * driven by two threads, each has its own steps. 0 when none are found;
+ * the caller frees out->t. */
+struct vt_step_table {
+	uint64_t *t; /* start time of each step */
+	uint32_t n;
+	uint64_t period_ns; /* median step length */
+};
+int vt_steps_on_device(const struct vt_model *m, const struct vt_proc *p, int dev,
+                       struct vt_step_table *out);
+
 const char *vt_step_source_name(enum vt_step_source s);
 
 #endif

@@ -806,6 +806,81 @@ static void check_kept(const struct vt_model *m, int slots, int target)
 	}
 }
 
+/* One rank's training step on dev at time t (square layers: activations
+ * the size of the weights): batch, activations, the backward's gradients, Adam's slots in the first
+ * step, all but the slots freed. Addresses apart per device. */
+static uint64_t rank_step(struct builder *b, uint64_t t, uint8_t dev, int s)
+{
+	static const uint64_t wb[3] = {2 * MIB, 2 * MIB, 2 * MIB};
+	const uint64_t base = (uint64_t)dev << 36;
+	b->stack = 4;
+	b_alloc(b, t++, base + 0x200000000ull, 3 * MIB, dev);
+	b_htod(b, t++, base + 0x200000000ull, 3 * MIB, dev);
+	b->stack = 5;
+	for (uint64_t l = 0; l < 3; l++)
+		b_alloc(b, t++, base + 0x300000000ull + l * 0x10000000ull, 2 * MIB, dev);
+	b->stack = 6;
+	for (uint64_t l = 3; l-- > 0;) {
+		b_alloc(b, t++, base + GRAD_ADDR(l), wb[l], dev);
+		b_free(b, t++, base + 0x300000000ull + l * 0x10000000ull, dev);
+	}
+	b->stack = 3;
+	for (uint64_t l = 0; s == 0 && l < 3; l++)
+		for (uint64_t k = 0; k < 2; k++)
+			b_alloc(b, t++, base + SLOT_ADDR(l, k), wb[l], dev);
+	for (uint64_t l = 0; l < 3; l++)
+		b_free(b, t++, base + GRAD_ADDR(l), dev);
+	b_free(b, t++, base + 0x200000000ull, dev);
+	return t;
+}
+
+/* Two ranks on two devices from two threads, markers from rank 0 only, and
+ * rank 1 running half a step ahead: cut by rank 0's markers, rank 1's first
+ * step (and the Adam state it makes) falls before training, where its slots
+ * read as more weights (square layers: nothing but time tells them apart). Device 1 takes
+ * its own steps, out of phase with the markers. */
+static void test_each_device_its_own_steps(void **state)
+{
+	(void)state;
+	static const uint64_t wb[3] = {2 * MIB, 2 * MIB, 2 * MIB};
+	const uint64_t period = 100000;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 7, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	b_device(&b, 1, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	b.stack = 1;
+	for (uint8_t dev = 0; dev < 2; dev++)
+		for (uint64_t l = 0; l < 3; l++) {
+			b_alloc(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
+			b_htod(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
+		}
+	const uint64_t t0 = 10 * period;
+	for (int s = 0; s < 8; s++) {
+		rank_step(&b, t0 + (uint64_t)s * period - period / 2, 1, s);
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t0 + (uint64_t)s * period, text);
+		rank_step(&b, t0 + (uint64_t)s * period + 1, 0, s);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint8_t dev = 0; dev < 2; dev++) {
+		int weights = 0, slots = 0;
+		for (uint32_t i = 0; i < m->nallocs; i++) {
+			if (m->allocs[i].device != dev)
+				continue;
+			weights += m->allocs[i].category == VT_CAT_WEIGHTS;
+			slots += m->allocs[i].category == VT_CAT_OPTIMIZER;
+		}
+		assert_int_equal(weights, 3);
+		assert_int_equal(slots, 6);
+	}
+	vt_model_free(m);
+}
+
 /* Adam beside a target network: each size has two tensors before training
  * and three twins during it, one trained weight of three twins, not one
  * twin each of two. */
@@ -1175,6 +1250,7 @@ int main(void)
 	    cmocka_unit_test(test_first_step_longer_than_period),
 	    cmocka_unit_test(test_accumulated_gradients_outlive_activations),
 	    cmocka_unit_test(test_step_with_lazy_state_below_the_level),
+	    cmocka_unit_test(test_each_device_its_own_steps),
 	    cmocka_unit_test(test_first_tensor_of_a_step_is_no_gradient),
 	    cmocka_unit_test(test_stopped_mid_step),
 	    cmocka_unit_test(test_killed_before_upload),
