@@ -881,6 +881,58 @@ static void test_each_device_its_own_steps(void **state)
 	vt_model_free(m);
 }
 
+/* JAX without buffer donation: every step returns new parameters and
+ * momentum, and the old ones die in the next step; nothing is long-lived
+ * but the data. Each generation's first of its size is the parameter, the
+ * second its momentum; the step's temp buffer is neither. */
+static void test_state_handed_from_step_to_step(void **state)
+{
+	(void)state;
+	static const uint64_t wb[3] = {4 * MIB, 2 * MIB, 64 << 10};
+	const int steps = 8;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 7, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000, gen = 0;
+	b.stack = 2;
+	b_alloc(&b, t++, 0x900000000ull, 32 * MIB, 0);
+	b_htod(&b, t++, 0x900000000ull, 32 * MIB, 0);
+#define GEN_ADDR(g, l, k)                                                                          \
+	(0x2000000000ull + (g)*0x100000000ull + (uint64_t)(2 * (l) + (k)) * 0x1000000ull)
+	b.stack = 1;
+	for (uint64_t l = 0; l < 3; l++)
+		for (uint64_t k = 0; k < 2; k++)
+			b_alloc(&b, t++, GEN_ADDR(gen, l, k), wb[l], 0);
+	for (int s = 0; s < steps; s++, gen++) {
+		t += s ? 10000 : 30000; /* the first step waits for its compilation */
+		b.stack = 5;
+		b_alloc(&b, t++, 0x200000000ull, 12 * MIB, 0);
+		b_dtod(&b, t++, 0x200000000ull, 0x900000000ull + (uint64_t)s * MIB, MIB, 0);
+		b.stack = 6;
+		for (uint64_t l = 0; l < 3; l++)
+			for (uint64_t k = 0; k < 2; k++)
+				b_alloc(&b, t++, GEN_ADDR(gen + 1, l, k), wb[l], 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+		for (uint64_t l = 0; l < 3; l++)
+			for (uint64_t k = 0; k < 2; k++)
+				b_free(&b, t++, GEN_ADDR(gen, l, k), 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	for (uint64_t g = 0; g <= (uint64_t)steps; g++)
+		for (uint64_t l = 0; l < 3; l++) {
+			assert_int_equal(category_of(m, GEN_ADDR(g, l, 0)), VT_CAT_WEIGHTS);
+			assert_int_equal(category_of(m, GEN_ADDR(g, l, 1)), VT_CAT_OPTIMIZER);
+		}
+#undef GEN_ADDR
+	assert_int_not_equal(category_of(m, 0x200000000ull), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, 0x900000000ull), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
 /* Adam beside a target network: each size has two tensors before training
  * and three twins during it, one trained weight of three twins, not one
  * twin each of two. */
@@ -1251,6 +1303,7 @@ int main(void)
 	    cmocka_unit_test(test_accumulated_gradients_outlive_activations),
 	    cmocka_unit_test(test_step_with_lazy_state_below_the_level),
 	    cmocka_unit_test(test_each_device_its_own_steps),
+	    cmocka_unit_test(test_state_handed_from_step_to_step),
 	    cmocka_unit_test(test_first_tensor_of_a_step_is_no_gradient),
 	    cmocka_unit_test(test_stopped_mid_step),
 	    cmocka_unit_test(test_killed_before_upload),
