@@ -1887,6 +1887,16 @@ static void own_steps(struct ctx *c)
 	const struct vt_step_table *proc = &c->proc_steps;
 	if (used < 2 || proc->n < 3 || !proc->period_ns)
 		return;
+	/* a device's own steps need all of its allocations: a folding model
+	 * reused the records of some */
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc) {
+			vt_fold_set_inexact(c->m, "several devices: each one's steps need every "
+			                          "allocation");
+			break;
+		}
 	for (int d = 0; d < VT_MAX_DEVICES; d++) {
 		struct vt_step_table tab;
 		if (!devs[d] || !vt_steps_on_device(c->m, c->p, d, &tab))
@@ -1902,14 +1912,6 @@ static void own_steps(struct ctx *c)
 			vt_nomem();
 		c->own[d] = tab;
 	}
-	uint32_t ng;
-	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
-	for (uint32_t i = 0; c->own && i < ng; i++)
-		if (g[i].proc == c->proc) {
-			vt_fold_set_inexact(c->m,
-			                    "a device's steps are its own, not the process's");
-			break;
-		}
 }
 
 static void free_own_steps(struct ctx *c)
