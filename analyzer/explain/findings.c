@@ -394,7 +394,47 @@ static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint
  * device uploaded through the same call path (the conversion that made x
  * made y); else the one uploaded nearest in time, within half a step of it
  * (x and y converted one after the other on two lines of the job's code, a
- * validation pair uploaded together when the first evaluation starts). */
+ * validation pair uploaded together when the first evaluation starts);
+ * else (next_to) the big array allocated right beside it. */
+static struct vt_finding *finding_of_stack(struct vt_findings *out, uint32_t first, uint32_t proc,
+                                           uint8_t dev, uint32_t stack)
+{
+	for (uint32_t i = first; i < out->n; i++) {
+		struct vt_finding *f = &out->v[i];
+		if (f->kind == VT_FINDING_WHOLE_DATASET && f->proc == proc && on_device(f, dev) &&
+		    f->stack_id == stack)
+			return f;
+	}
+	return NULL;
+}
+
+/* The finding of the big array allocated right before or after allocation
+ * idx of its process, on its device: `device_put(x); device_put(y)`, one
+ * conversion after the other. A big array's upload can take longer than
+ * half a step, so time alone would miss the label array that follows it. */
+static struct vt_finding *next_to(const struct vt_model *m, const struct scan *ds,
+                                  struct vt_findings *out, uint32_t first, uint32_t idx)
+{
+	const struct vt_alloc *a = &m->allocs[idx];
+	const struct vt_proc *p = &m->procs[a->proc];
+	for (int d = -1; d <= 1; d += 2) {
+		uint32_t j = idx + (uint32_t)d;
+		if ((d < 0 && idx == p->alloc_begin) || j >= p->alloc_end)
+			continue;
+		const struct vt_alloc *b = &m->allocs[j];
+		if (b->category != VT_CAT_DATASET || b->confidence < VT_CONFIDENT ||
+		    b->device != a->device || !big_enough(m, ds, b->device, b->bytes))
+			continue;
+		const struct vt_alloc_copies *bc = vt_model_copies(m, b);
+		struct vt_finding *f =
+		    finding_of_stack(out, first, a->proc, a->device,
+		                     bc->h2d_stack_id ? bc->h2d_stack_id : b->stack_id);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
 static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findings *out,
                                        uint32_t first, const struct vt_alloc *a,
                                        const struct vt_alloc_copies *c)
@@ -447,6 +487,8 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
 		struct vt_finding *f = companion_of(m, out, first, a, c);
+		if (!f)
+			f = next_to(m, ds, out, first, ds->idx[k]);
 		if (!f)
 			continue;
 		add_device(f, a->device, a->bytes);

@@ -40,6 +40,7 @@ struct job {
 	int sliced;             /* each step copies its batch out of the 64 MiB upload */
 	int labels;             /* each batch comes with a 256 KiB label array (x and y) */
 	int dataset_y;          /* a 256 KiB y uploaded right after the dataset, another line */
+	uint64_t upload_ns;     /* how long the dataset's upload takes */
 	int bucket; /* DDP: a flat buffer of all weights' size, made once, gets each step's
 	               gradients by device-to-device copies, then sends them on to a 4 MiB
 	               channel buffer made once too (NCCL's) */
@@ -73,6 +74,7 @@ static struct vt_model *run_job(const struct job *j)
 		b.stack = 2;
 		b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
 		b_htod(&b, t++, 0x900000000ull, 64 * MIB, 0);
+		t += j->upload_ns;
 	}
 	if (j->dataset && j->dataset_y) {
 		b.stack = 9;
@@ -676,6 +678,35 @@ static void test_labels_uploaded_with_the_data_join_its_finding(void **state)
 	                .dataset_first = 1,
 	                .dataset_y = 1,
 	                .host_weights = 1,
+	                .sliced = 1,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(category_of(m, 0x980000000ull), VT_CAT_DATASET);
+	struct vt_findings f;
+	vt_findings_find(m, &f);
+	int n = 0;
+	for (uint32_t i = 0; i < f.n; i++) {
+		if (f.v[i].kind != VT_FINDING_WHOLE_DATASET)
+			continue;
+		n++;
+		assert_int_equal(vt_finding_bytes_max(&f.v[i]), 64 * MIB + (256 << 10));
+	}
+	assert_int_equal(n, 1);
+	vt_findings_free(&f);
+	vt_model_free(m);
+}
+
+/* x then y, converted one right after the other, x's upload taking longer
+ * than a step: y joins x's finding as the array allocated beside it. */
+static void test_labels_allocated_beside_the_data_join_its_finding(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .dataset = 1,
+	                .dataset_y = 1,
+	                .upload_ns = 10000000,
 	                .sliced = 1,
 	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
@@ -1319,6 +1350,7 @@ int main(void)
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_labels_uploaded_with_the_data_join_its_finding),
+	    cmocka_unit_test(test_labels_allocated_beside_the_data_join_its_finding),
 	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
 	    cmocka_unit_test(test_kept_gradients_beside_a_target_network),
 	    cmocka_unit_test(test_kept_gradients_with_momentum),
