@@ -71,6 +71,8 @@ struct size_count {
 	uint32_t made;      /* per_step() once asked (the histogram is final by
 	                       then: count_sizes closed every step), 0 before */
 	uint8_t kept;       /* weights_by_kept_twins decided this size */
+	uint8_t frozen;     /* weights_by_twin: its weights get no optimizer state */
+	uint32_t trained;   /* weights_by_twin: of its weights, those that train (0: all) */
 	uint32_t params_flattened; /* parameters of this size packed into a flat buffer */
 	uint32_t kept_seen; /* weights_by_kept_twins: twins of this size walked */
 	UT_hash_handle hh;
@@ -121,6 +123,8 @@ enum reason {
 	R_SERVING_BUFFER,
 	R_COMM_BUFFER,
 	R_CARRIED_WEIGHTS,
+	R_FROZEN_SIZE,
+	R_FROZEN_SIZE_ACT,
 	R_CARRIED_STATE,
 	R_PREFETCH,
 	R_FORWARD,
@@ -262,6 +266,13 @@ static const struct reason_row {
     [R_COMM_BUFFER] = {"long-lived, written every step by device-to-device copies from a "
                        "gradient bucket: a communication buffer (NCCL's channel)",
                        {VT_CAT_GRADIENTS, NO_ALT}},
+    [R_FROZEN_SIZE] = {"long-lived, a tensor of its size is made every step, but training made "
+                       "no optimizer state of its size while it did for the sizes it trains: "
+                       "a frozen weight",
+                       {VT_CAT_DATASET, NO_ALT}},
+    [R_FROZEN_SIZE_ACT] = {"made every step, the size of a frozen weight (no optimizer state of "
+                           "its size while the trained sizes have theirs): not its gradient",
+                           {VT_CAT_GRADIENTS, NO_ALT}},
     [R_CARRIED_WEIGHTS] = {"handed from step to step: each step makes a new one of its size and "
                            "the next frees it, from one made before training (a jitted step "
                            "without buffer donation returns new parameters); the first of "
@@ -1031,18 +1042,83 @@ static int rewritten_on_device(const struct ctx *c, const struct vt_alloc *a)
 	return steps >= 3 && vt_model_copies(c->m, a)->d2d_in_copies + 1 >= steps;
 }
 
+/* Sizes with a per-step twin whose tensors made before training got
+ * long-lived company during it (optimizer slots, kept gradients). */
+static uint32_t slotted_sizes(struct size_count *sizes)
+{
+	uint32_t n = 0;
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	n += s->recurring && s->ll_before && s->ll_during;
+	return n;
+}
+
+/* A per-step twin is a gradient only if its weight trains. Where three
+ * sizes or more got optimizer state during training, a size that got none
+ * is frozen (a diffusion model's VAE and text encoder beside its trained
+ * UNet, a fine-tune's frozen layers): its long-lived tensors are weights
+ * that do not train, its per-step tensors activations that happen to share
+ * their size. A job whose optimizer keeps no state (plain SGD), or made it
+ * before training (JAX, Keras), has no such sizes to compare with. */
+/* Optimizer slots per trained weight, by the sizes whose tensors made
+ * during training are a whole multiple (1 to 4) of those made before: the
+ * multiple most sizes show, the smaller on a tie; 0 when fewer than three
+ * sizes show one. */
+static uint32_t slots_per_weight(struct size_count *sizes)
+{
+	uint32_t votes[5] = {0}, best = 0;
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	{
+		if (!s->recurring || !s->ll_before || !s->ll_during || s->ll_during % s->ll_before)
+			continue;
+		uint32_t r = s->ll_during / s->ll_before;
+		votes[r <= 4 ? r : 0]++;
+	}
+	for (uint32_t r = 1; r <= 4; r++)
+		if (votes[r] > votes[best])
+			best = r;
+	return votes[best] >= 3 ? best : 0;
+}
+
+/* A size shared by frozen and trained weights (a frozen VAE's tensors the
+ * size of some of the UNet's): its slots say how many of its weights train,
+ * and so how many of its per-step tensors are gradients; the rest of its
+ * weights are frozen, all of them made before training. */
+static void trained_of_size(struct size_count *sizes, uint32_t per_weight)
+{
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	{
+		if (per_weight && s->recurring && s->ll_during && s->ll_during % per_weight == 0 &&
+		    s->ll_during < per_weight * s->ll_before)
+			s->trained = s->ll_during / per_weight;
+	}
+}
+
 static void weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
+	int slots_show = slotted_sizes(sizes) >= 3;
+	trained_of_size(sizes, slots_show ? slots_per_weight(sizes) : 0);
 	for (uint32_t i = 0; i < n; i++) {
 		struct vt_alloc *a = &c->m->allocs[ll[i]];
 		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
 		struct size_count *s = size_find(sizes, a->bytes);
 		if (f->decided || !s->recurring || s->kept)
 			continue;
+		if (slots_show && s->ll_before && !s->ll_during) {
+			s->frozen = 1;
+			set_cat(a, f, VT_CAT_WEIGHTS, 75, R_FROZEN_SIZE);
+			continue;
+		}
 		s->gradient_size = 1;
 		if (rewritten_on_device(c, a))
 			continue; /* a weight is updated in place, not copied into each step */
-		if (s->weights < weights_of_size(s)) {
+		if (s->trained && a->t_alloc < c->p->step_t[0]) {
+			s->weights++;
+			s->grads_per_step = s->trained;
+			set_cat(a, f, VT_CAT_WEIGHTS, 80, R_TWIN);
+		} else if (!s->trained && s->weights < weights_of_size(s)) {
 			s->weights++;
 			s->grads_per_step = s->weights;
 			set_cat(a, f, VT_CAT_WEIGHTS, 90, R_TWIN);
@@ -1591,7 +1667,9 @@ static void recurring_groups(struct ctx *c, int dev, struct size_count *sizes)
 		int grad = s && s->gradient_size;
 		if (s && !s->made)
 			s->made = per_step(s);
-		if (transient_only && !grad)
+		if (s && s->frozen)
+			set_group(&g[i], VT_CAT_ACTIVATIONS, 65, R_FROZEN_SIZE_ACT);
+		else if (transient_only && !grad)
 			set_group(&g[i], VT_CAT_ACTIVATIONS, 70, R_TRANSIENT);
 		else if (grad && s->grads_per_step && s->grads_per_step < s->made &&
 		         g[i].place < s->made - s->grads_per_step)
@@ -1620,6 +1698,8 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 			set_cat(a, f, VT_CAT_PREFETCH, 70, R_TRANSIENT_BATCH);
 		else if (f->host_filled)
 			set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH);
+		else if (s && s->frozen)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 65, R_FROZEN_SIZE_ACT);
 		else if (f->transient && !(s && s->gradient_size))
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 70, R_TRANSIENT);
 		else if (s && s->gradient_size && activation_in_step(c, f, s))

@@ -964,6 +964,72 @@ static void test_state_handed_from_step_to_step(void **state)
 	vt_model_free(m);
 }
 
+/* A fine-tune beside a frozen model (a diffusion UNet beside its VAE):
+ * trained weights of 1, 2, 3 MiB and 512 KiB get Adam's two slots in the
+ * first step; the frozen model's 4 MiB tensors get none, though a 4 MiB
+ * activation is made every step; one frozen tensor shares the 2 MiB size
+ * with a trained one, and a 2 MiB activation is made every step beside that
+ * one's gradient. The 4 MiB activations are no gradients, and only one
+ * 2 MiB tensor a step is its gradient. */
+static void test_frozen_model_beside_a_trained_one(void **state)
+{
+	(void)state;
+	static const uint64_t trained[4] = {1 * MIB, 2 * MIB, 3 * MIB, 512 << 10};
+	const uint64_t frozen[3] = {4 * MIB, 4 * MIB, 2 * MIB};
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 7, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	b.stack = 1;
+	for (uint64_t l = 0; l < 4; l++) {
+		b_alloc(&b, t++, W_ADDR(l), trained[l], 0);
+		b_htod(&b, t++, W_ADDR(l), trained[l], 0);
+	}
+	b.stack = 2;
+	for (uint64_t k = 0; k < 3; k++) {
+		b_alloc(&b, t++, 0xb00000000ull + k * 0x10000000ull, frozen[k], 0);
+		b_htod(&b, t++, 0xb00000000ull + k * 0x10000000ull, frozen[k], 0);
+	}
+	for (int s = 0; s < 8; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		b.stack = 5; /* the frozen model's output, then the trained one's forward */
+		b_alloc(&b, t++, 0x300000000ull, 4 * MIB, 0);
+		b_alloc(&b, t++, 0x310000000ull, 2 * MIB, 0);
+		b.stack = 6;
+		for (uint64_t l = 4; l-- > 0;)
+			b_alloc(&b, t++, GRAD_ADDR(l), trained[l], 0);
+		b_free(&b, t++, 0x310000000ull, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b.stack = 3;
+		for (uint64_t l = 0; s == 0 && l < 4; l++)
+			for (uint64_t k = 0; k < 2; k++)
+				b_alloc(&b, t++, SLOT_ADDR(l, k), trained[l], 0);
+		for (uint64_t l = 0; l < 4; l++)
+			b_free(&b, t++, GRAD_ADDR(l), 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t k = 0; k < 3; k++)
+		assert_int_equal(category_of(m, 0xb00000000ull + k * 0x10000000ull),
+		                 VT_CAT_WEIGHTS);
+	int act4 = 0, act2 = 0, grads = 0;
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		act4 += a->addr == 0x300000000ull && a->category == VT_CAT_ACTIVATIONS;
+		act2 += a->addr == 0x310000000ull && a->category == VT_CAT_ACTIVATIONS;
+		grads += a->category == VT_CAT_GRADIENTS;
+	}
+	assert_int_equal(act4, 8);
+	assert_int_equal(act2, 8);
+	assert_int_equal(grads, 4 * 8);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 8);
+	vt_model_free(m);
+}
+
 /* Adam beside a target network: each size has two tensors before training
  * and three twins during it, one trained weight of three twins, not one
  * twin each of two. */
@@ -1335,6 +1401,7 @@ int main(void)
 	    cmocka_unit_test(test_step_with_lazy_state_below_the_level),
 	    cmocka_unit_test(test_each_device_its_own_steps),
 	    cmocka_unit_test(test_state_handed_from_step_to_step),
+	    cmocka_unit_test(test_frozen_model_beside_a_trained_one),
 	    cmocka_unit_test(test_first_tensor_of_a_step_is_no_gradient),
 	    cmocka_unit_test(test_stopped_mid_step),
 	    cmocka_unit_test(test_killed_before_upload),
