@@ -628,6 +628,8 @@ static struct batch_shape batch_shape(const struct vt_model *m, const struct sca
 	return shape;
 }
 
+#define MAX_PREFETCH_DEPTH 8
+
 /* The prefetch buffers of one process on one device, from the scan. */
 static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_t proc, uint8_t dev,
                         struct vt_findings *out)
@@ -681,6 +683,12 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 		best = (best + (int)shape.arrays - 1) / (int)shape.arrays;
 		batch = shape.bytes;
 	}
+	/* A device prefetcher holds a few batches (DataLoader's prefetch_factor,
+	 * tf.data's prefetch(2), a DALI ring): more "batches" live at once are
+	 * tensors filled from the host mistaken for batches (a model's segments
+	 * loaded during inference), no evidence for advice. */
+	if (best > MAX_PREFETCH_DEPTH)
+		return;
 	struct vt_finding *f = new_flag(out, VT_FINDING_PREFETCH_DEPTH, proc);
 	add_device(f, dev, batch * (uint64_t)best);
 	f->depth = (uint32_t)best;

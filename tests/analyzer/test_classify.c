@@ -540,6 +540,27 @@ static void test_prefetch_counts_batches_not_arrays(void **state)
 	vt_model_free(m);
 }
 
+/* Twelve buffers refilled from the host live at once: no device prefetcher
+ * holds that many batches, so no prefetch_depth finding; a ring of three
+ * is one. */
+static void test_implausible_prefetch_depth_is_no_finding(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 48,
+	                .markers = 1,
+	                .ring = 12,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(prefetch_flag(m).depth, 0); /* none found */
+	vt_model_free(m);
+	j.ring = 3;
+	m = run_job(&j);
+	assert_int_equal(prefetch_flag(m).kind, VT_FINDING_PREFETCH_DEPTH);
+	assert_true(prefetch_flag(m).depth >= 3);
+	vt_model_free(m);
+}
+
 /* Frozen weights (a LoRA base, an inference model) are uploaded tensor by
  * tensor from one site and get no gradient: weights, unsure, not a
  * dataset, and no whole_dataset_upload. */
@@ -1415,6 +1436,7 @@ int main(void)
 	    cmocka_unit_test(test_upload_after_the_model_is_a_dataset),
 	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
+	    cmocka_unit_test(test_implausible_prefetch_depth_is_no_finding),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_labels_uploaded_with_the_data_join_its_finding),
 	    cmocka_unit_test(test_labels_allocated_beside_the_data_join_its_finding),
