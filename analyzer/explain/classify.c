@@ -121,6 +121,7 @@ enum reason {
 	R_EARLY_WEIGHTS,
 	R_LONG_UNKNOWN,
 	R_SERVING_BUFFER,
+	R_MIRRORS_LOADED,
 	R_COMM_BUFFER,
 	R_CARRIED_WEIGHTS,
 	R_FROZEN_SIZE,
@@ -186,6 +187,10 @@ static const struct reason_row {
                           "whose weights came from the host: a cache or a workspace (a KV "
                           "cache, a compute buffer)",
                           {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_MIRRORS_LOADED] = {"long-lived, made on the device after a weight of its size came from "
+                          "the host, where no gradient shows: state that mirrors the weights "
+                          "(an optimizer's zeros_like(params))",
+                          {VT_CAT_WEIGHTS, VT_CAT_UNKNOWN}},
     [R_LONG_UNKNOWN] = {"long-lived, made during training, matches no weight",
                         {VT_CAT_OPTIMIZER, VT_CAT_ACTIVATIONS}},
     [R_PREFETCH] = {"filled from the host every step: a batch buffer", {NO_ALT, NO_ALT}},
@@ -1236,7 +1241,10 @@ static int trains(struct size_count *sizes)
 static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct facts *f)
 {
 	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
-	if (cp->d2d_out_copies >= 2 && c->p->nsteps >= 2)
+	/* slices: copies of part of it (a batch); whole copies out every step
+	 * are a parameter broadcast to another rank (ZeRO's _sync_params) */
+	int slices = cp->d2d_out_copies && cp->d2d_out_bytes / cp->d2d_out_copies < a->bytes;
+	if (cp->d2d_out_copies >= 2 && slices && c->p->nsteps >= 2)
 		set_cat(a, f, VT_CAT_DATASET, 90, R_DATASET_SLICED);
 	else if (c->streams_batches && (!c->trains || cp->t_first_h2d < c->weights_loaded_t))
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FROZEN_WEIGHTS);
@@ -1299,24 +1307,58 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 	}
 }
 
+/* ... unless it is the size of a weight loaded before it: state made to
+ * mirror the weights (optax's `zeros_like(params)` before training, the
+ * gradients inside XLA's temp buffer, so no gradient shows), optimizer
+ * state with weights the alternative. */
 /* A device where nothing trains (no gradient, no optimizer slot; requests
  * of a server may still repeat like steps) whose weights came from the
  * host (inference, a server): a long-lived buffer made on the device and never filled
  * from the host is not a weight (a model is loaded, not made, where it is
  * not trained) but a cache or workspace it fills itself: a KV cache, an
  * engine's compute buffer. Unknown, with weights the alternative. */
+struct loaded_size {
+	uint64_t bytes;
+	uint64_t t_first; /* when the first weight of this size was made */
+	UT_hash_handle hh;
+};
+
+static int loaded_weight(const struct ctx *c, uint32_t i, int dev)
+{
+	const struct facts *f = &c->f[i - c->p->alloc_begin];
+	return f->device == dev && f->host_filled && c->m->allocs[i].category == VT_CAT_WEIGHTS;
+}
+
 static void serving_buffers(struct ctx *c, int dev)
 {
-	int loaded = 0;
-	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end && !loaded; i++) {
-		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		loaded = f->device == dev && f->host_filled &&
-		         c->m->allocs[i].category == VT_CAT_WEIGHTS;
+	struct loaded_size *sizes = NULL, *e, *tmp;
+	for (uint32_t i = c->p->alloc_begin; !c->trains && i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (!loaded_weight(c, i, dev))
+			continue;
+		HASH_FIND(hh, sizes, &a->bytes, sizeof a->bytes, e);
+		if (e)
+			continue;
+		if (!(e = calloc(1, sizeof *e)))
+			vt_nomem();
+		*e = (struct loaded_size){.bytes = a->bytes, .t_first = a->t_alloc};
+		HASH_ADD(hh, sizes, bytes, sizeof e->bytes, e);
 	}
-	for (uint32_t i = c->p->alloc_begin; loaded && !c->trains && i < c->p->alloc_end; i++) {
+	for (uint32_t i = c->p->alloc_begin; sizes && i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (f->device == dev && c->m->allocs[i].reason == R_EARLY_WEIGHTS)
-			set_cat(&c->m->allocs[i], f, VT_CAT_UNKNOWN, 40, R_SERVING_BUFFER);
+		if (f->device != dev || a->reason != R_EARLY_WEIGHTS)
+			continue;
+		HASH_FIND(hh, sizes, &a->bytes, sizeof a->bytes, e);
+		if (e && e->t_first < a->t_alloc)
+			set_cat(a, f, VT_CAT_OPTIMIZER, 55, R_MIRRORS_LOADED);
+		else
+			set_cat(a, f, VT_CAT_UNKNOWN, 40, R_SERVING_BUFFER);
+	}
+	HASH_ITER(hh, sizes, e, tmp)
+	{
+		HASH_DEL(sizes, e);
+		free(e);
 	}
 }
 

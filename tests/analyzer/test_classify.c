@@ -1351,6 +1351,79 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	vt_model_free(m);
 }
 
+/* JAX with buffer donation: parameters uploaded, Adam's mu and nu made on
+ * the device as zeros_like(params), and the gradients inside the step's temp
+ * buffer, so no gradient shows. Buffers the size of a loaded weight made
+ * after it mirror the weights: optimizer state, not a server's cache. */
+static void test_state_mirroring_loaded_weights_is_optimizer(void **state)
+{
+	(void)state;
+	static const uint64_t wb[3] = {3 * MIB, 2 * MIB, 1 * MIB};
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b.stack = 1;
+	for (uint64_t l = 0; l < 3; l++) {
+		b_alloc(&b, t++, W_ADDR(l), wb[l], 0);
+		b_htod(&b, t++, W_ADDR(l), wb[l], 0);
+	}
+	b.stack = 2;
+	for (uint64_t l = 0; l < 3; l++)
+		for (uint64_t k = 0; k < 2; k++)
+			b_alloc(&b, t++, SLOT_ADDR(l, k), wb[l], 0);
+	for (int s = 0; s < 8; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		b.stack = 3;
+		b_alloc(&b, t++, 0x200000000ull, 512 << 10, 0);
+		b_htod(&b, t++, 0x200000000ull, 512 << 10, 0);
+		b.stack = 4;
+		b_alloc(&b, t++, 0x300000000ull, 24 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t l = 0; l < 3; l++) {
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+		for (uint64_t k = 0; k < 2; k++)
+			assert_int_equal(category_of(m, SLOT_ADDR(l, k)), VT_CAT_OPTIMIZER);
+	}
+	vt_model_free(m);
+}
+
+/* ZeRO's _sync_params: a rank copies the parameters it owns whole to the
+ * other rank every step. Read whole step after step, a parameter is not a
+ * dataset sliced into batches. */
+static void test_parameter_broadcast_is_not_sliced_data(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b.stack = 1;
+	b_alloc(&b, t++, W_ADDR(0), 8 * MIB, 0);
+	b_htod(&b, t++, W_ADDR(0), 8 * MIB, 0);
+	b_alloc(&b, t++, W_ADDR(1), 8 * MIB, 1);
+	for (int s = 0; s < 8; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		b.stack = 3;
+		b_alloc(&b, t++, 0x200000000ull, 512 << 10, 0);
+		b_htod(&b, t++, 0x200000000ull, 512 << 10, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+		b_dtod(&b, t++, W_ADDR(1), W_ADDR(0), 8 * MIB, 1);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_not_equal(category_of(m, W_ADDR(0)), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
 static void test_chunked_upload_is_not_a_pool(void **state)
 {
 	(void)state;
@@ -1430,6 +1503,8 @@ int main(void)
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
+	    cmocka_unit_test(test_state_mirroring_loaded_weights_is_optimizer),
+	    cmocka_unit_test(test_parameter_broadcast_is_not_sliced_data),
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
 	    cmocka_unit_test(test_lone_upload_is_a_dataset_with_an_alternative),
 	    cmocka_unit_test(test_upload_with_the_model_is_frozen_weights),
