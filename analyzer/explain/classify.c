@@ -122,6 +122,7 @@ enum reason {
 	R_LONG_UNKNOWN,
 	R_SERVING_BUFFER,
 	R_MIRRORS_LOADED,
+	R_GATHERED,
 	R_COMM_BUFFER,
 	R_CARRIED_WEIGHTS,
 	R_FROZEN_SIZE,
@@ -191,6 +192,10 @@ static const struct reason_row {
                           "the host, where no gradient shows: state that mirrors the weights "
                           "(an optimizer's zeros_like(params))",
                           {VT_CAT_WEIGHTS, VT_CAT_UNKNOWN}},
+    [R_GATHERED] = {"made for a step and filled by device-to-device copies from weights: "
+                    "parameters gathered from their shards (FSDP's all-gather), the "
+                    "weights while the unit runs",
+                    {VT_CAT_ACTIVATIONS, NO_ALT}},
     [R_LONG_UNKNOWN] = {"long-lived, made during training, matches no weight",
                         {VT_CAT_OPTIMIZER, VT_CAT_ACTIVATIONS}},
     [R_PREFETCH] = {"filled from the host every step: a batch buffer", {NO_ALT, NO_ALT}},
@@ -1627,6 +1632,20 @@ static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
 	return h.category == VT_CAT_WEIGHTS && h.strength == VT_FRAME_CONTEXT;
 }
 
+/* Filled (nine tenths of it at least) by device-to-device copies, the
+ * first from a weight: the parameters a sharded job gathers for the step
+ * (FSDP's unsharded flat parameter, its own shard copied in and the other
+ * ranks' arriving by peer copies). Who wrote the bytes says weights where
+ * the size, no weight's, cannot. */
+static int gathered_weights(const struct ctx *c, const struct vt_alloc *a)
+{
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	if (cp->d2d_in_bytes * 10 < a->bytes * 9 || cp->d2d_src < c->p->alloc_begin ||
+	    cp->d2d_src >= c->p->alloc_end)
+		return 0;
+	return c->m->allocs[cp->d2d_src].category == VT_CAT_WEIGHTS;
+}
+
 /* Is allocation i of this process (not filled from the host, long-lived)
  * written in most steps by device-to-device copies whose first source is a
  * gradient (made every step, or kept between steps: `zero_grad(set_to_none=
@@ -1736,6 +1755,8 @@ static void recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		struct size_count *s = *slot;
 		if (f->host_filled && weights_by_name(c, a))
 			set_cat(a, f, VT_CAT_WEIGHTS, 85, R_WEIGHTS_BY_NAME);
+		else if (!f->host_filled && gathered_weights(c, a))
+			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_GATHERED);
 		else if (f->host_filled && f->transient)
 			set_cat(a, f, VT_CAT_PREFETCH, 70, R_TRANSIENT_BATCH);
 		else if (f->host_filled)

@@ -1424,6 +1424,49 @@ static void test_parameter_broadcast_is_not_sliced_data(void **state)
 	vt_model_free(m);
 }
 
+/* FSDP: each step gathers the full parameters of a unit from the sharded
+ * ones (its own shard copied in, the other rank's by a peer copy) into a
+ * buffer made for the step and freed after it: weights while the unit
+ * runs, whatever its size matches. */
+static void test_gathered_parameters_are_weights(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b.stack = 1;
+	b_alloc(&b, t++, W_ADDR(0), 4 * MIB, 0); /* this rank's shard */
+	b_htod(&b, t++, W_ADDR(0), 4 * MIB, 0);
+	b_alloc(&b, t++, W_ADDR(1), 4 * MIB, 1); /* the other rank's */
+	b_htod(&b, t++, W_ADDR(1), 4 * MIB, 1);
+	const uint64_t full = 0x600000000ull;
+	for (int s = 0; s < 8; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		b.stack = 3;
+		b_alloc(&b, t++, 0x200000000ull, 512 << 10, 0);
+		b_htod(&b, t++, 0x200000000ull, 512 << 10, 0);
+		b.stack = 4;
+		b_alloc(&b, t++, full, 8 * MIB, 0);
+		b_dtod(&b, t++, full, W_ADDR(0), 4 * MIB, 0);
+		b_dtod(&b, t++, full + 4 * MIB, W_ADDR(1), 4 * MIB, 0);
+		b.stack = 5;
+		b_alloc(&b, t++, 0x300000000ull, 8 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_free(&b, t++, full, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].addr == full)
+			assert_int_equal(m->allocs[i].category, VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, 0x300000000ull), VT_CAT_ACTIVATIONS);
+	vt_model_free(m);
+}
+
 static void test_chunked_upload_is_not_a_pool(void **state)
 {
 	(void)state;
@@ -1505,6 +1548,7 @@ int main(void)
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_state_mirroring_loaded_weights_is_optimizer),
 	    cmocka_unit_test(test_parameter_broadcast_is_not_sliced_data),
+	    cmocka_unit_test(test_gathered_parameters_are_weights),
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
 	    cmocka_unit_test(test_lone_upload_is_a_dataset_with_an_alternative),
 	    cmocka_unit_test(test_upload_with_the_model_is_frozen_weights),
