@@ -409,14 +409,18 @@ static struct vt_finding *finding_of_stack(struct vt_findings *out, uint32_t fir
 }
 
 /* The finding of the big array allocated right before or after allocation
- * idx of its process, on its device: `device_put(x); device_put(y)`, one
- * conversion after the other. A big array's upload can take longer than
+ * idx of its process, on its device, both before training: `device_put(x);
+ * device_put(y)`, one conversion after the other. A big array's upload can take longer than
  * half a step, so time alone would miss the label array that follows it. */
 static struct vt_finding *next_to(const struct vt_model *m, const struct scan *ds,
                                   struct vt_findings *out, uint32_t first, uint32_t idx)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
 	const struct vt_proc *p = &m->procs[a->proc];
+	/* before training began: a batch made right after the data, in a step
+	 * the job did not finish (an out-of-memory death), is no label array */
+	if (p->nsteps < 3 || a->t_alloc >= p->step_t[0])
+		return NULL;
 	for (int d = -1; d <= 1; d += 2) {
 		uint32_t j = idx + (uint32_t)d;
 		if ((d < 0 && idx == p->alloc_begin) || j >= p->alloc_end)
