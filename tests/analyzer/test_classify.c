@@ -41,6 +41,7 @@ struct job {
 	int labels;             /* each batch comes with a 256 KiB label array (x and y) */
 	int dataset_y;          /* a 256 KiB y uploaded right after the dataset, another line */
 	uint64_t upload_ns;     /* how long the dataset's upload takes */
+	int channel_first;      /* with bucket: NCCL's channel made before the weights */
 	int bucket; /* DDP: a flat buffer of all weights' size, made once, gets each step's
 	               gradients by device-to-device copies, then sends them on to a 4 MiB
 	               channel buffer made once too (NCCL's) */
@@ -59,6 +60,9 @@ static struct vt_model *run_job(const struct job *j)
 	b_begin(&b, m, 7, 0, 0);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	uint64_t t = 1000;
+	b.stack = 13;
+	if (j->bucket && j->channel_first)
+		b_alloc(&b, t++, CHANNEL_ADDR, 4 * MIB, 0);
 	if (j->dataset && j->dataset_first) {
 		b.stack = 2;
 		b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
@@ -92,7 +96,8 @@ static struct vt_model *run_job(const struct job *j)
 	b.stack = 13;
 	if (j->bucket) {
 		b_alloc(&b, t++, BUCKET_ADDR, wall, 0);
-		b_alloc(&b, t++, CHANNEL_ADDR, 4 * MIB, 0);
+		if (!j->channel_first)
+			b_alloc(&b, t++, CHANNEL_ADDR, 4 * MIB, 0);
 	}
 	b.stack = 11;
 	for (int k = 0; k < j->ring; k++)
@@ -779,6 +784,26 @@ static void test_bucket_written_from_gradients_is_gradients(void **state)
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(category_of(m, BUCKET_ADDR), VT_CAT_GRADIENTS);
 	assert_int_not_equal(category_of(m, CHANNEL_ADDR), VT_CAT_GRADIENTS);
+	for (int l = 0; l < j.layers; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
+/* NCCL's channel, made before the model and the size of one of its
+ * weights, is rewritten from the bucket every step: a communication
+ * buffer, and no weight (a weight is updated in place). */
+static void test_channel_fed_from_the_bucket_is_no_weight(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 6,
+	                .markers = 1,
+	                .bucket = 1,
+	                .channel_first = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(category_of(m, BUCKET_ADDR), VT_CAT_GRADIENTS);
+	assert_int_equal(category_of(m, CHANNEL_ADDR), VT_CAT_UNKNOWN);
 	for (int l = 0; l < j.layers; l++)
 		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
 	vt_model_free(m);
@@ -1563,6 +1588,7 @@ int main(void)
 	    cmocka_unit_test(test_kept_gradients_beside_a_target_network),
 	    cmocka_unit_test(test_kept_gradients_with_momentum),
 	    cmocka_unit_test(test_bucket_written_from_kept_gradients),
+	    cmocka_unit_test(test_channel_fed_from_the_bucket_is_no_weight),
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_growing_regions_are_pools),
