@@ -1592,8 +1592,10 @@ static void mark_step_gradients(struct ctx *c, struct size_count *s, uint32_t i)
 			vt_nomem();
 		s->is_grad_cap = n;
 	}
-	memset(s->is_grad, 0, n);
-	qsort(l, n, sizeof *l, by_later_free);
+	if (n) { /* none when the step table moved under it (threads racing the clock) */
+		memset(s->is_grad, 0, n);
+		qsort(l, n, sizeof *l, by_later_free);
+	}
 	for (uint32_t k = 0; k < n && k < s->grads_per_step; k++)
 		s->is_grad[l[k].place] = 1;
 	s->is_grad_n = n;

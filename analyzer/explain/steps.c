@@ -384,7 +384,8 @@ static struct tensor_kind *step_kinds(const struct vt_model *m, const struct vt_
 		k = g;
 		k[(*n)++] = (struct tensor_kind){a->bytes, a->stack_id};
 	}
-	qsort(k, *n, sizeof *k, by_kind);
+	if (*n)
+		qsort(k, *n, sizeof *k, by_kind);
 	return k;
 }
 
