@@ -64,17 +64,17 @@ struct size_count {
 	                                  are gradients (the rest: activations of that size) */
 	int cur_step;                  /* recurring_ones: the step being walked */
 	uint32_t idx_in_step;
-	uint8_t *is_grad;     /* of the step being walked, by place: a gradient (the
-	                         grads_per_step that outlive the rest) */
-	uint32_t is_grad_cap; /* entries is_grad holds */
-	uint32_t is_grad_n;   /* entries set for cur_step */
-	uint32_t made;      /* per_step() once asked (the histogram is final by
-	                       then: count_sizes closed every step), 0 before */
-	uint8_t kept;       /* weights_by_kept_twins decided this size */
-	uint8_t frozen;     /* weights_by_twin: its weights get no optimizer state */
-	uint32_t trained;   /* weights_by_twin: of its weights, those that train (0: all) */
+	uint8_t *is_grad;          /* of the step being walked, by place: a gradient (the
+	                              grads_per_step that outlive the rest) */
+	uint32_t is_grad_cap;      /* entries is_grad holds */
+	uint32_t is_grad_n;        /* entries set for cur_step */
+	uint32_t made;             /* per_step() once asked (the histogram is final by
+	                              then: count_sizes closed every step), 0 before */
+	uint8_t kept;              /* weights_by_kept_twins decided this size */
+	uint8_t frozen;            /* weights_by_twin: its weights get no optimizer state */
+	uint32_t trained;          /* weights_by_twin: of its weights, those that train (0: all) */
 	uint32_t params_flattened; /* parameters of this size packed into a flat buffer */
-	uint32_t kept_seen; /* weights_by_kept_twins: twins of this size walked */
+	uint32_t kept_seen;        /* weights_by_kept_twins: twins of this size walked */
 	UT_hash_handle hh;
 };
 
@@ -89,17 +89,17 @@ struct ctx {
 	 * device being classified), so the per-allocation passes look a size
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
-	uint64_t span_ns;              /* first to last event of the process */
-	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
-	struct vt_frame_evidence *fe;  /* what the stacks' names say (frame_rules.def) */
+	uint64_t span_ns;                /* first to last event of the process */
+	struct vt_upload_sites *sites;   /* classify_device: tensors filled per upload site */
+	struct vt_frame_evidence *fe;    /* what the stacks' names say (frame_rules.def) */
 	struct vt_step_table proc_steps; /* the process's steps */
 	struct vt_step_table *own;       /* [VT_MAX_DEVICES]: a device's own steps (t NULL:
 	                                    the process's), NULL when no device has its own */
-	int dev;                       /* classify_device: the device */
-	int streams_batches;           /* classify_device: the job feeds it batches from the host */
-	uint64_t weights_loaded_t;     /* classify_device: when the last weight filled from the
-	                                  host was, 0 if none */
-	int trains; /* classify_device: gradients or optimizer slots seen on it */
+	int dev;                         /* classify_device: the device */
+	int streams_batches;       /* classify_device: the job feeds it batches from the host */
+	uint64_t weights_loaded_t; /* classify_device: when the last weight filled from the
+	                              host was, 0 if none */
+	int trains;                /* classify_device: gradients or optimizer slots seen on it */
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
 	 * millions of times, and the hash table's probe (hash the key, walk
 	 * the bucket, compare) was a quarter of classify_proc's samples */

@@ -32,19 +32,19 @@ struct job {
 	                           its batch and gradients (ZeroRedundancyOptimizer) */
 	int outliver;           /* each step opens with a tensor of the activations' size that
 	                           outlives its gradients (a GAN's generated batch) */
-	int micro; /* gradient accumulation: micro-batches a step, the gradients made by the
-	              first one's backward and kept through the others' */
-	int frozen;             /* 8 MiB tensors uploaded by one site, no gradient (LoRA base) */
-	int ring;               /* 4 MiB buffers made once, one refilled every step */
-	int dataset_first;      /* the 64 MiB upload comes before the weights' */
-	int sliced;             /* each step copies its batch out of the 64 MiB upload */
-	int labels;             /* each batch comes with a 256 KiB label array (x and y) */
-	int dataset_y;          /* a 256 KiB y uploaded right after the dataset, another line */
-	uint64_t upload_ns;     /* how long the dataset's upload takes */
-	int channel_first;      /* with bucket: NCCL's channel made before the weights */
-	int bucket; /* DDP: a flat buffer of all weights' size, made once, gets each step's
-	               gradients by device-to-device copies, then sends them on to a 4 MiB
-	               channel buffer made once too (NCCL's) */
+	int micro;         /* gradient accumulation: micro-batches a step, the gradients made by the
+	                      first one's backward and kept through the others' */
+	int frozen;        /* 8 MiB tensors uploaded by one site, no gradient (LoRA base) */
+	int ring;          /* 4 MiB buffers made once, one refilled every step */
+	int dataset_first; /* the 64 MiB upload comes before the weights' */
+	int sliced;        /* each step copies its batch out of the 64 MiB upload */
+	int labels;        /* each batch comes with a 256 KiB label array (x and y) */
+	int dataset_y;     /* a 256 KiB y uploaded right after the dataset, another line */
+	uint64_t upload_ns; /* how long the dataset's upload takes */
+	int channel_first;  /* with bucket: NCCL's channel made before the weights */
+	int bucket;         /* DDP: a flat buffer of all weights' size, made once, gets each step's
+	                       gradients by device-to-device copies, then sends them on to a 4 MiB
+	                       channel buffer made once too (NCCL's) */
 	uint64_t wbytes[8];
 };
 
