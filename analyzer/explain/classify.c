@@ -1962,6 +1962,12 @@ static const struct vt_step_table *steps_of(const struct ctx *c, int dev)
 	return c->own && dev < VT_MAX_DEVICES && c->own[dev].t ? &c->own[dev] : &c->proc_steps;
 }
 
+static int by_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
 /* Median distance from each of a device's step starts (the first, an
  * estimate, left out) to the nearest process step start. */
 static uint64_t phase_gap(const struct vt_step_table *own, const struct vt_step_table *proc)
@@ -1977,13 +1983,8 @@ static uint64_t phase_gap(const struct vt_step_table *own, const struct vt_step_
 		    (uint32_t)(k + 1) < proc->n ? proc->t[k + 1] - own->t[i] : UINT64_MAX;
 		d[n++] = after < before ? after : before;
 	}
-	uint64_t *sorted = d;
-	for (uint32_t i = 1; i < n; i++) /* insertion sort: a few hundred steps at most matter */
-		for (uint32_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-			uint64_t x = sorted[j];
-			sorted[j] = sorted[j - 1];
-			sorted[j - 1] = x;
-		}
+	if (n)
+		qsort(d, n, sizeof *d, by_u64);
 	uint64_t median = n ? d[(n - 1) / 2] : 0;
 	free(d);
 	return median;
