@@ -390,12 +390,8 @@ static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint
 		f->t_ns = t;
 }
 
-/* The finding a small dataset array a joins, or NULL: the one on its
- * device uploaded through the same call path (the conversion that made x
- * made y); else the one uploaded nearest in time, within half a step of it
- * (x and y converted one after the other on two lines of the job's code, a
- * validation pair uploaded together when the first evaluation starts);
- * else (next_to) the big array allocated right beside it. */
+/* The whole-dataset finding of this process and device uploaded through
+ * call path `stack`, or NULL. */
 static struct vt_finding *finding_of_stack(struct vt_findings *out, uint32_t first, uint32_t proc,
                                            uint8_t dev, uint32_t stack)
 {
@@ -410,8 +406,9 @@ static struct vt_finding *finding_of_stack(struct vt_findings *out, uint32_t fir
 
 /* The finding of the big array allocated right before or after allocation
  * idx of its process, on its device, both before training: `device_put(x);
- * device_put(y)`, one conversion after the other. A big array's upload can take longer than
- * half a step, so time alone would miss the label array that follows it. */
+ * device_put(y)`, one conversion after the other. A big array's upload can
+ * take longer than half a step, so time alone would miss the label array
+ * that follows it. */
 static struct vt_finding *next_to(const struct vt_model *m, const struct scan *ds,
                                   struct vt_findings *out, uint32_t first, uint32_t idx)
 {
@@ -439,20 +436,26 @@ static struct vt_finding *next_to(const struct vt_model *m, const struct scan *d
 	return NULL;
 }
 
+/* The finding a small dataset array a joins, or NULL: the one on its
+ * device uploaded through the same call path (the conversion that made x
+ * made y); else the one uploaded nearest in time, within half a step of it
+ * (x and y converted one after the other on two lines of the job's code, a
+ * validation pair uploaded together when the first evaluation starts).
+ * Its caller then tries next_to. */
 static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findings *out,
                                        uint32_t first, const struct vt_alloc *a,
                                        const struct vt_alloc_copies *c)
 {
 	uint32_t stack = c->h2d_stack_id ? c->h2d_stack_id : a->stack_id;
 	uint64_t window = m->procs[a->proc].step_period_ns / 2, best_gap = UINT64_MAX;
-	struct vt_finding *best = NULL;
+	struct vt_finding *best = finding_of_stack(out, first, a->proc, a->device, stack);
+	if (best)
+		return best;
 	for (uint32_t i = first; i < out->n; i++) {
 		struct vt_finding *f = &out->v[i];
 		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != a->proc ||
 		    !on_device(f, a->device))
 			continue;
-		if (f->stack_id == stack)
-			return f;
 		uint64_t t = c->t_first_h2d;
 		uint64_t gap = t > f->t_ns ? t - f->t_ns : f->t_ns - t;
 		if (t != VT_T_NEVER && gap < window && gap < best_gap) {
