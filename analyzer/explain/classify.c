@@ -1186,13 +1186,19 @@ int vt_region_takes_batches(const struct vt_model *m, uint32_t i)
 
 static int streams_batches(const struct ctx *c, int dev)
 {
+	/* A batch tensor is made once steps run: a host-filled tensor made
+	 * before the first step whose size merely recurs (a checkpoint's copy
+	 * the size of a batch gathered on the device) is no streamed batch. */
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : 0;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
 		const struct vt_alloc *a = &c->m->allocs[i];
 		if (f->device != dev || !f->charged || a->bytes < VT_STREAMED_BATCH_BYTES)
 			continue;
-		if (a->category == VT_CAT_POOL ? vt_region_takes_batches(c->m, i)
-		                               : f->host_filled && (f->recurring || refilled(c, a)))
+		if (a->category == VT_CAT_POOL
+		        ? vt_region_takes_batches(c->m, i)
+		        : f->host_filled &&
+		              ((f->recurring && a->t_alloc >= first_step) || refilled(c, a)))
 			return 1;
 	}
 	return 0;

@@ -653,6 +653,72 @@ static void test_upload_with_the_model_is_frozen_weights(void **state)
 	vt_model_free(m);
 }
 
+/* The whole dataset moved to the device before the model (TensorDataset of
+ * two .cuda() tensors), batches gathered on the device each step, the model
+ * restored from a checkpoint whose transient copies are uploaded, copied
+ * into the parameters and freed before training. A copy the size of a
+ * gathered batch is no batch streamed from the host: the upload stays a
+ * dataset, flagged, not a frozen weight. */
+static void test_checkpoint_copy_the_size_of_a_batch_streams_nothing(void **state)
+{
+	(void)state;
+	const uint64_t w[3] = {2 * MIB, 1 * MIB, 3 * MIB};
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 7, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	b.stack = 2; /* to_device(x) */
+	b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
+	b_htod(&b, t++, 0x900000000ull, 64 * MIB, 0);
+	for (int l = 0; l < 3; l++) {
+		b.stack = 1; /* Module.cuda: the initial parameters */
+		b_alloc(&b, t++, W_ADDR(l), w[l], 0);
+		b_htod(&b, t++, W_ADDR(l), w[l], 0);
+	}
+	for (int l = 0; l < 3; l++) {
+		b.stack = 15; /* torch.load(map_location="cuda"), then load_state_dict */
+		b_alloc(&b, t++, 0x700000000ull + (uint64_t)l * 0x1000000ull, w[l], 0);
+		b_htod(&b, t++, 0x700000000ull + (uint64_t)l * 0x1000000ull, w[l], 0);
+		b_dtod(&b, t++, W_ADDR(l), 0x700000000ull + (uint64_t)l * 0x1000000ull, w[l], 0);
+	}
+	for (int l = 0; l < 3; l++)
+		b_free(&b, t++, 0x700000000ull + (uint64_t)l * 0x1000000ull, 0);
+	uint64_t opt = 0xa00000000ull;
+	for (int s = 0; s < 8; s++) {
+		t += 1000;
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t++, text);
+		b.stack = 7; /* x[idx]: 2 MiB, the first weight's size */
+		b_alloc(&b, t++, 0x200000000ull, 2 * MIB, 0);
+		b.stack = 5;
+		for (int l = 0; l < 3; l++)
+			b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 768 << 10,
+			        0);
+		b.stack = 6;
+		for (int l = 2; l >= 0; l--) {
+			b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, w[l], 0);
+			b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
+		}
+		b.stack = 3;
+		for (int l = 0; s == 0 && l < 3; l++)
+			for (int k = 0; k < 2; k++, opt += 0x10000000ull)
+				b_alloc(&b, t++, opt, w[l], 0);
+		for (int l = 0; l < 3; l++)
+			b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, 0x900000000ull), VT_CAT_DATASET);
+	assert_int_equal(whole_dataset_flags(m), 1);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
 /* The same upload made after the model (when training starts, as
  * TensorFlow's numpy path does) stays a dataset, flagged. */
 static void test_upload_after_the_model_is_a_dataset(void **state)
@@ -1577,6 +1643,7 @@ int main(void)
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
 	    cmocka_unit_test(test_lone_upload_is_a_dataset_with_an_alternative),
 	    cmocka_unit_test(test_upload_with_the_model_is_frozen_weights),
+	    cmocka_unit_test(test_checkpoint_copy_the_size_of_a_batch_streams_nothing),
 	    cmocka_unit_test(test_upload_after_the_model_is_a_dataset),
 	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
