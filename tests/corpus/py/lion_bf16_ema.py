@@ -54,6 +54,14 @@ B, STEPS = 96, 12
 IMG_U8, LABELS = B * 3 * 224 * 224, B * 8
 
 
+def empty(n, cat):
+    return job.mem_alloc(0, n, cat)
+
+
+def free(*ptrs):
+    job.mem_free(0, *ptrs)
+
+
 def named_parameters():
     """timm vit_small_patch16_224 in registration order: (name, elements)."""
     yield "cls_token", D
@@ -78,15 +86,6 @@ def named_parameters():
     yield "norm.bias", D
     yield "head.weight", CLASSES * D
     yield "head.bias", CLASSES
-
-
-def empty(n, cat):
-    return job.mem_alloc(0, n, cat)
-
-
-def free(*ptrs):
-    for p in ptrs:
-        job.mem_free(0, p)
 
 
 class VisionTransformer:

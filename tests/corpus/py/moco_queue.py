@@ -97,8 +97,7 @@ def empty(n, cat):
 
 
 def free(*ptrs):
-    for p in ptrs:
-        job.mem_free(0, p)
+    job.mem_free(0, *ptrs)
 
 
 class ResNet:
