@@ -23,7 +23,9 @@ torchvision/models/resnet.py `Bottleneck`):
   - encoder_q (ResNet-50 with the MoCo v2 MLP head, dim 128) made on the
     device: parameters and BatchNorm buffers allocated and initialised by
     kernels (nothing uploaded); encoder_k = copy.deepcopy(encoder_q): every
-    parameter and buffer cloned device-to-device;
+    parameter and buffer cloned device-to-device (moco's builder constructs
+    encoder_k a second time and copies `param_q.data` into it; MoCo
+    re-implementations build it with `copy.deepcopy`, as here);
   - the queue: randn (128 x 65536 float32, 32 MiB), normalised into a new
     tensor (the column norms and their clamp in between), the randn freed;
     queue_ptr (8 B);
@@ -55,7 +57,7 @@ import vtc
 
 job = vtc.Job("moco_queue", "dlsym", __doc__)
 MIB, KIB = vtc.MIB, vtc.KIB
-DIM, K, M = 128, 65536, 0.999
+DIM, K = 128, 65536  # feature dimension, queue length (momentum m = 0.999)
 B, STEPS = 32, 8
 VIEW = B * 3 * 224 * 224 * 4
 STAGES = ((64, 3, 56), (128, 4, 28), (256, 6, 14), (512, 3, 7))  # width, blocks, out res
