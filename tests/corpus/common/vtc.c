@@ -425,6 +425,18 @@ void vtc_zero(int dev, CUdeviceptr dst, uint64_t bytes)
 	VTC_CHECK(vtc.MemsetD8(dst, 0, bytes));
 }
 
+void vtc_run_ranks(int n, void *(*rank)(void *))
+{
+	pthread_t th[VTC_MAX_DEVICES];
+	if (n > VTC_MAX_DEVICES)
+		die("%d ranks, at most %d", n, VTC_MAX_DEVICES);
+	for (int r = 0; r < n; r++)
+		if (pthread_create(&th[r], NULL, rank, (void *)(intptr_t)r) != 0)
+			die("cannot start rank %d", r);
+	for (int r = 0; r < n; r++)
+		pthread_join(th[r], NULL);
+}
+
 void vtc_mark(const char *text)
 {
 	if (S.mark)

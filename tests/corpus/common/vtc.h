@@ -107,6 +107,10 @@ void vtc_dtoh(int dev, CUdeviceptr src, uint64_t bytes);
 void vtc_dtod(int dev, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes);
 void vtc_zero(int dev, CUdeviceptr dst, uint64_t bytes); /* cuMemsetD8: zeros/initializers */
 
+/* run rank(0) .. rank(n - 1), one thread each (the ranks of a two-device
+ * job), and wait for them all */
+void vtc_run_ranks(int n, void *(*rank)(void *));
+
 /* vramtrace_mark("step N") when markers are on (and the shim is loaded) */
 void vtc_step(int s);
 void vtc_mark(const char *text);

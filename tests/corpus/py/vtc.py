@@ -162,10 +162,12 @@ class Job:
         self._alloc_rec(dev, p.value, nbytes, cat)
         return p.value
 
-    def mem_free(self, dev, ptr):
+    def mem_free(self, dev, *ptrs):
+        """cuMemFree of each pointer, in order."""
         self.use(dev)
-        self.records.append(["free", dev, ptr])
-        _ok(self, "cuMemFree", self.fns["cuMemFree"](ptr))
+        for ptr in ptrs:
+            self.records.append(["free", dev, ptr])
+            _ok(self, "cuMemFree", self.fns["cuMemFree"](ptr))
 
     def mem_free_async(self, dev, ptr, stream=None):
         self.use(dev)
