@@ -121,6 +121,7 @@ enum reason {
 	R_EARLY_WEIGHTS,
 	R_LONG_UNKNOWN,
 	R_SERVING_BUFFER,
+	R_SERVED_OUTPUT,
 	R_MIRRORS_LOADED,
 	R_GATHERED,
 	R_COMM_BUFFER,
@@ -188,6 +189,10 @@ static const struct reason_row {
                           "whose weights came from the host: a cache or a workspace (a KV "
                           "cache, a compute buffer)",
                           {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_SERVED_OUTPUT] = {"long-lived, made on the device by a job that never trains, read "
+                         "back by the host again and again: the output of each request (an "
+                         "engine's output binding)",
+                         {VT_CAT_UNKNOWN, NO_ALT}},
     [R_MIRRORS_LOADED] = {"long-lived, made on the device after a weight of its size came from "
                           "the host, where no gradient shows: state that mirrors the weights "
                           "(an optimizer's zeros_like(params))",
@@ -217,7 +222,7 @@ static const struct reason_row {
     [R_LOADED_WEIGHTS] = {"filled from the host by a site that filled several tensors (a model "
                           "loaded tensor by tensor), no gradient: frozen or inference weights",
                           {VT_CAT_DATASET, NO_ALT}},
-    [R_RING] = {"long-lived, refilled from the host again and again through training: a "
+    [R_RING] = {"long-lived, refilled from the host again and again through the run: a "
                 "batch buffer reused in place (a prefetch ring)",
                 {VT_CAT_DATASET, NO_ALT}},
     [R_TRANSIENT_BATCH] = {"filled from the host, made and freed within one step, like "
@@ -540,10 +545,12 @@ static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct 
 }
 
 /* A buffer kept and refilled from the host again and again through the
- * run (at least 3 uploads, twice its size in all, spread over 3 steps or a
- * quarter of the run): a batch buffer reused in place, as a DALI-style ring
- * or a static input buffer does. A dataset is uploaded once; weights
- * restored from a checkpoint are written twice at most. */
+ * run (at least 3 uploads, twice its size in all, spread over 3 steps, or
+ * without steps over a quarter of the run or of its own life: a server's
+ * input binding made after a long model load): a batch buffer reused in
+ * place, as a DALI-style ring or a static input buffer does. A dataset is
+ * uploaded once; weights restored from a checkpoint are written twice at
+ * most. */
 static int refilled(const struct ctx *c, const struct vt_alloc *a)
 {
 	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
@@ -551,7 +558,8 @@ static int refilled(const struct ctx *c, const struct vt_alloc *a)
 		return 0;
 	if (c->p->nsteps >= 3)
 		return vt_step_of(c->p, cp->t_last_h2d) - vt_step_of(c->p, cp->t_first_h2d) >= 2;
-	return (cp->t_last_h2d - cp->t_first_h2d) * 4 >= c->span_ns;
+	uint64_t spread = cp->t_last_h2d - cp->t_first_h2d;
+	return spread * 4 >= c->span_ns || spread * 4 >= lifetime(c->m, a);
 }
 
 static void classify_ring(struct ctx *c, struct vt_alloc *a, struct facts *f)
@@ -1327,7 +1335,8 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
  * host (inference, a server): a long-lived buffer made on the device and never filled
  * from the host is not a weight (a model is loaded, not made, where it is
  * not trained) but a cache or workspace it fills itself: a KV cache, an
- * engine's compute buffer. Unknown, with weights the alternative. */
+ * engine's compute buffer. Unknown, with weights the alternative; one the
+ * host reads back again and again is each request's output (activations). */
 struct loaded_size {
 	uint64_t bytes;
 	uint64_t t_first; /* when the first weight of this size was made */
@@ -1363,8 +1372,10 @@ static void serving_buffers(struct ctx *c, int dev)
 		HASH_FIND(hh, sizes, &a->bytes, sizeof a->bytes, e);
 		if (e && e->t_first < a->t_alloc)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 55, R_MIRRORS_LOADED);
+		else if (vt_model_copies(c->m, a)->d2h_copies >= 3)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 70, R_SERVED_OUTPUT);
 		else
-			set_cat(a, f, VT_CAT_UNKNOWN, 40, R_SERVING_BUFFER);
+			set_cat(a, f, VT_CAT_UNKNOWN, 60, R_SERVING_BUFFER);
 	}
 	HASH_ITER(hh, sizes, e, tmp)
 	{

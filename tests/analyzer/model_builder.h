@@ -74,6 +74,7 @@ enum {
 	API_MAP = 16,
 	API_UNMAP = 17,
 	API_HTOD = 31,
+	API_DTOH = 37,
 	API_DTOD = 43
 };
 
@@ -91,6 +92,11 @@ static inline void b_free(struct builder *b, uint64_t t, uint64_t addr, uint8_t 
 static inline void b_htod(struct builder *b, uint64_t t, uint64_t dst, uint64_t bytes, uint8_t dev)
 {
 	b_event(b, VT_REC_COPY, t, dst, bytes, 0x7f0000001000ull, VT_COPY_HTOD, dev, API_HTOD);
+}
+
+static inline void b_dtoh(struct builder *b, uint64_t t, uint64_t src, uint64_t bytes, uint8_t dev)
+{
+	b_event(b, VT_REC_COPY, t, 0x7f0000001000ull, bytes, src, VT_COPY_DTOH, dev, API_DTOH);
 }
 
 static inline void b_dtod(struct builder *b, uint64_t t, uint64_t dst, uint64_t src, uint64_t bytes,
