@@ -100,6 +100,7 @@ struct ctx {
 	uint64_t weights_loaded_t; /* classify_device: when the last weight filled from the
 	                              host was, 0 if none */
 	int trains;                /* classify_device: gradients or optimizer slots seen on it */
+	int caching;               /* classify_device: its sizes are a caching allocator's */
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
 	 * millions of times, and the hash table's probe (hash the key, walk
 	 * the bucket, compare) was a quarter of classify_proc's samples */
@@ -122,6 +123,7 @@ enum reason {
 	R_LONG_UNKNOWN,
 	R_SERVING_BUFFER,
 	R_SERVED_OUTPUT,
+	R_CACHED_ACTIVATIONS,
 	R_MIRRORS_LOADED,
 	R_GATHERED,
 	R_COMM_BUFFER,
@@ -193,6 +195,10 @@ static const struct reason_row {
                          "back by the host again and again: the output of each request (an "
                          "engine's output binding)",
                          {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_CACHED_ACTIVATIONS] = {"a caching allocator's segment made during training, not "
+                              "filled from the host, the size of no weight: kept for the "
+                              "passes' tensors (activations), not a weight's state",
+                              {VT_CAT_OPTIMIZER, VT_CAT_UNKNOWN}},
     [R_MIRRORS_LOADED] = {"long-lived, made on the device after a weight of its size came from "
                           "the host, where no gradient shows: state that mirrors the weights "
                           "(an optimizer's zeros_like(params))",
@@ -1321,6 +1327,8 @@ static void rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			data_or_frozen_weights(c, a, f);
 		else if (a->t_alloc < first_step)
 			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
+		else if (c->caching)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_CACHED_ACTIVATIONS);
 		else
 			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
 	}
@@ -1863,6 +1871,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
 	c->weights_loaded_t = weights_loaded_t(c, dev);
 	c->trains = trains(sizes);
+	c->caching = caching_allocator_sizes(c, dev);
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;

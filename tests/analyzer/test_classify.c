@@ -1265,6 +1265,57 @@ static void test_caching_allocator_segments_are_pools(void **state)
 	vt_model_free(m);
 }
 
+/* A caching allocator's device in training: the segments made during the
+ * steps that no weight's size explains are kept for the passes' tensors
+ * (activations, not confidently); the ones a weight's size explains, made
+ * in the first step, its state (two a weight: a kept gradient and a slot
+ * or two slots, which the twin rules settle). */
+static void test_cached_segments_made_in_training_are_activations(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1;
+	b.stack = 1;
+	b_alloc(&b, t++, 0x100000000ull, 2 * MIB, 0); /* biases, packed */
+	b_htod(&b, t++, 0x100000000ull, 64 << 10, 0);
+	b_htod(&b, t++, 0x100000000ull + 65536, 64 << 10, 0);
+	b_alloc(&b, t++, W_ADDR(0), 8 * MIB, 0);
+	b_htod(&b, t++, W_ADDR(0), 8 * MIB, 0);
+	b_alloc(&b, t++, W_ADDR(1), 12 * MIB, 0);
+	b_htod(&b, t++, W_ADDR(1), 12 * MIB, 0);
+	for (int s = 0; s < 6; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t++, text);
+		b.stack = 2;
+		if (s == 0) {
+			b_alloc(&b, t++, 0x300000000ull, 20 * MIB, 0);
+			b_alloc(&b, t++, 0x310000000ull, 64 * MIB, 0);
+			b.stack = 3; /* exp_avg, exp_avg_sq: zeros_like(param) */
+			for (int l = 0; l < 2; l++)
+				for (int k = 0; k < 2; k++)
+					b_alloc(&b, t++,
+					        0xa00000000ull +
+					            (uint64_t)(2 * l + k) * 0x10000000ull,
+					        (l ? 12 : 8) * MIB, 0);
+		}
+		t += 1000;
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, 0x310000000ull), VT_CAT_ACTIVATIONS);
+	assert_true(alloc_at(m, 0x310000000ull)->confidence < VT_CONFIDENT);
+	assert_int_equal(category_of(m, 0x300000000ull), VT_CAT_POOL);
+	for (int k = 0; k < 4; k++)
+		assert_int_not_equal(category_of(m, 0xa00000000ull + (uint64_t)k * 0x10000000ull),
+		                     VT_CAT_ACTIVATIONS);
+	vt_model_free(m);
+}
+
 /* TensorFlow's BFC allocator with allow_growth: regions of 2, 4 and then
  * 64 MiB (the first request that did not fit rounded up), each kept: pools,
  * the last one though most of it is one dataset upload. On a device whose
@@ -1701,6 +1752,7 @@ int main(void)
 	    cmocka_unit_test(test_channel_fed_from_the_bucket_is_no_weight),
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
+	    cmocka_unit_test(test_cached_segments_made_in_training_are_activations),
 	    cmocka_unit_test(test_growing_regions_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
