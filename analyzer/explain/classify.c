@@ -13,6 +13,7 @@
 #include "steps.h"
 #include "upload_sites.h"
 #include "model_query.h"
+#include "record_text.h"
 
 /* Per-allocation facts the rules read, gathered in one pass: the rules'
  * many passes then walk these 16 bytes an allocation instead of the
@@ -452,13 +453,24 @@ static int folded_size_on(const struct ctx *c, int dev, uint64_t unit)
 
 #define CACHING_SMALL_SEGMENT (2ull << 20)
 #define CACHING_LARGE_SEGMENT (20ull << 20)
+
+/* cuMemAllocAsync and cuMemAllocFromPoolAsync: the driver's stream-ordered
+ * pool, a second allocator beside a framework's (DALI's buffers next to
+ * PyTorch's segments), whose sizes say nothing of the caching allocator's. */
+static int stream_ordered(const struct vt_alloc *a)
+{
+	const char *name = vt_api_name(a->api);
+	return name && strstr(name, "Async");
+}
+
 static int caching_allocator_sizes(const struct ctx *c, int dev)
 {
 	uint32_t small = 0, large = 0;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (f->device != dev || !f->charged || (a->flags & VT_AF_HANDLE))
+		if (f->device != dev || !f->charged || (a->flags & VT_AF_HANDLE) ||
+		    stream_ordered(a))
 			continue;
 		if (a->bytes % CACHING_SMALL_SEGMENT)
 			return 0;
@@ -473,7 +485,7 @@ static int caching_allocator_sizes(const struct ctx *c, int dev)
 static int caching_segment(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
 {
 	(void)c;
-	return !(a->flags & VT_AF_HANDLE) && !f->host_filled &&
+	return !(a->flags & VT_AF_HANDLE) && !f->host_filled && !stream_ordered(a) &&
 	       (a->bytes == CACHING_SMALL_SEGMENT || a->bytes == CACHING_LARGE_SEGMENT);
 }
 

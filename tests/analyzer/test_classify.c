@@ -1270,14 +1270,17 @@ static void test_caching_allocator_segments_are_pools(void **state)
  * (activations, not confidently); the ones a weight's size explains, made
  * in the first step, its state (two a weight: a kept gradient and a slot
  * or two slots, which the twin rules settle). */
-static void test_cached_segments_made_in_training_are_activations(void **state)
+static struct vt_model *cached_training_job(int stream_ordered_beside)
 {
-	(void)state;
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 9, 0, 0);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	uint64_t t = 1;
+	b.stack = 4; /* DALI's decoder output, from the driver's stream-ordered pool */
+	if (stream_ordered_beside)
+		b_event(&b, VT_REC_ALLOC, t++, 0x700000000ull, 4816896, 0, VT_ALLOC_DEVICE, 0,
+		        API_ALLOC_ASYNC);
 	b.stack = 1;
 	b_alloc(&b, t++, 0x100000000ull, 2 * MIB, 0); /* biases, packed */
 	b_htod(&b, t++, 0x100000000ull, 64 << 10, 0);
@@ -1307,12 +1310,32 @@ static void test_cached_segments_made_in_training_are_activations(void **state)
 	vt_model_end_process(m, b.proc);
 	vt_model_finish(m);
 	vt_classify(m);
+	return m;
+}
+
+static void test_cached_segments_made_in_training_are_activations(void **state)
+{
+	(void)state;
+	struct vt_model *m = cached_training_job(0);
 	assert_int_equal(category_of(m, 0x310000000ull), VT_CAT_ACTIVATIONS);
 	assert_true(alloc_at(m, 0x310000000ull)->confidence < VT_CONFIDENT);
 	assert_int_equal(category_of(m, 0x300000000ull), VT_CAT_POOL);
 	for (int k = 0; k < 4; k++)
 		assert_int_not_equal(category_of(m, 0xa00000000ull + (uint64_t)k * 0x10000000ull),
 		                     VT_CAT_ACTIVATIONS);
+	vt_model_free(m);
+}
+
+/* The driver's stream-ordered pool beside the caching allocator (DALI's
+ * buffers next to PyTorch's segments): its odd sizes do not hide the
+ * caching allocator's. */
+static void test_stream_ordered_beside_caching_segments(void **state)
+{
+	(void)state;
+	struct vt_model *m = cached_training_job(1);
+	assert_int_equal(category_of(m, 0x300000000ull), VT_CAT_POOL);
+	assert_int_equal(category_of(m, 0x310000000ull), VT_CAT_ACTIVATIONS);
+	assert_int_not_equal(category_of(m, 0x700000000ull), VT_CAT_POOL);
 	vt_model_free(m);
 }
 
@@ -1753,6 +1776,7 @@ int main(void)
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_cached_segments_made_in_training_are_activations),
+	    cmocka_unit_test(test_stream_ordered_beside_caching_segments),
 	    cmocka_unit_test(test_growing_regions_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
