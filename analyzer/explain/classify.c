@@ -91,6 +91,7 @@ struct ctx {
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
 	uint64_t span_ns;                /* first to last event of the process */
+	uint64_t readbacks;              /* device-to-host copies out of its allocations */
 	struct vt_upload_sites *sites;   /* classify_device: tensors filled per upload site */
 	struct vt_frame_evidence *fe;    /* what the stacks' names say (frame_rules.def) */
 	struct vt_step_table proc_steps; /* the process's steps */
@@ -564,11 +565,12 @@ static void classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct 
 
 /* A buffer kept and refilled from the host again and again through the
  * run (at least 3 uploads, twice its size in all, spread over 3 steps, or
- * without steps over a quarter of the run or of its own life: a server's
- * input binding made after a long model load): a batch buffer reused in
- * place, as a DALI-style ring or a static input buffer does. A dataset is
- * uploaded once; weights restored from a checkpoint are written twice at
- * most. */
+ * without steps over a quarter of the run, or over a quarter of its own
+ * life where the host reads results back at least as often: a server's
+ * input binding made after a long model load, each request's input
+ * answered by its output): a batch buffer reused in place, as a DALI-style
+ * ring or a static input buffer does. A dataset is uploaded once; weights
+ * restored from a checkpoint are written twice at most. */
 static int refilled(const struct ctx *c, const struct vt_alloc *a)
 {
 	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
@@ -577,7 +579,8 @@ static int refilled(const struct ctx *c, const struct vt_alloc *a)
 	if (c->p->nsteps >= 3)
 		return vt_step_of(c->p, cp->t_last_h2d) - vt_step_of(c->p, cp->t_first_h2d) >= 2;
 	uint64_t spread = cp->t_last_h2d - cp->t_first_h2d;
-	return spread * 4 >= c->span_ns || spread * 4 >= lifetime(c->m, a);
+	return spread * 4 >= c->span_ns ||
+	       (spread * 4 >= lifetime(c->m, a) && c->readbacks >= cp->h2d_copies);
 }
 
 static void classify_ring(struct ctx *c, struct vt_alloc *a, struct facts *f)
@@ -2263,6 +2266,8 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		vt_nomem();
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++)
+		c.readbacks += vt_model_copies(m, &m->allocs[i])->d2h_copies;
 	int devs[VT_MAX_DEVICES] = {0};
 	c.proc_steps = (struct vt_step_table){p->step_t, p->nsteps, p->step_period_ns};
 	own_steps(&c);

@@ -49,6 +49,10 @@ struct job {
 };
 
 #define BUCKET_ADDR 0xd00000000ull
+#define ENGINE_BLOB 0x100000000ull
+#define ENGINE_WORK 0x200000000ull
+#define ENGINE_IN 0x300000000ull
+#define ENGINE_OUT 0x400000000ull
 #define OUTLIVER_ADDR 0x680000000ull
 #define CHANNEL_ADDR 0xe00000000ull
 
@@ -1518,43 +1522,62 @@ static void test_serving_cache_is_not_a_weight(void **state)
 
 /* An inference engine: its weights in one blob uploaded in one copy, a
  * long load, then a workspace, an input binding refilled by every request
- * (partial copies, a batch each) and an output binding the host reads back
- * after each. Over the run the requests are a short burst; over the
- * binding's own life they are all of it: the input is a reused batch
- * buffer, the output each request's result, the blob weights, and no
- * whole-dataset finding. */
-static void test_engine_bindings(void **state)
+ * (partial copies, a batch each) and, with `answered`, an output binding
+ * the host reads back after each. Over the run the requests are a short
+ * burst; over the binding's own life they are all of it. */
+static struct vt_model *engine_job(int answered)
 {
-	(void)state;
-	const uint64_t blob = 0x100000000ull, work = 0x200000000ull, in = 0x300000000ull,
-	               out = 0x400000000ull;
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 9, 0, 0);
 	uint64_t t = 1;
 	b.stack = 1;
-	b_alloc(&b, t++, blob, 48 * MIB, 0);
-	b_htod(&b, t++, blob, 48 * MIB, 0);
+	b_alloc(&b, t++, ENGINE_BLOB, 48 * MIB, 0);
+	b_htod(&b, t++, ENGINE_BLOB, 48 * MIB, 0);
 	t += 10000000; /* deserialising the engine */
 	b.stack = 2;
-	b_alloc(&b, t++, work, 192 * MIB, 0);
-	b_alloc(&b, t++, in, 8 * MIB, 0);
-	b_alloc(&b, t++, out, 128 << 10, 0);
+	b_alloc(&b, t++, ENGINE_WORK, 192 * MIB, 0);
+	b_alloc(&b, t++, ENGINE_IN, 8 * MIB, 0);
+	b_alloc(&b, t++, ENGINE_OUT, 128 << 10, 0);
 	for (int r = 0; r < 24; r++) {
 		b.stack = 3;
-		b_htod(&b, t++, in, (uint64_t)(r % 4 + 1) * 2 * MIB, 0);
+		b_htod(&b, t++, ENGINE_IN, (uint64_t)(r % 4 + 1) * 2 * MIB, 0);
 		b.stack = 4;
-		b_dtoh(&b, t++, out, 128 << 10, 0);
+		if (answered)
+			b_dtoh(&b, t++, ENGINE_OUT, 128 << 10, 0);
 		t += 1000;
 	}
 	vt_model_finish(m);
 	vt_classify(m);
-	assert_int_equal(category_of(m, blob), VT_CAT_WEIGHTS);
-	assert_int_equal(category_of(m, in), VT_CAT_PREFETCH);
-	assert_int_equal(category_of(m, out), VT_CAT_ACTIVATIONS);
-	assert_int_equal(category_of(m, work), VT_CAT_UNKNOWN);
-	assert_true(alloc_at(m, work)->confidence < VT_CONFIDENT);
+	return m;
+}
+
+/* Each request answered: the input is a reused batch buffer, the output
+ * each request's result, the blob weights, the workspace a not-confident
+ * unknown, and no whole-dataset finding. */
+static void test_engine_bindings(void **state)
+{
+	(void)state;
+	struct vt_model *m = engine_job(1);
+	assert_int_equal(category_of(m, ENGINE_BLOB), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, ENGINE_IN), VT_CAT_PREFETCH);
+	assert_int_equal(category_of(m, ENGINE_OUT), VT_CAT_ACTIVATIONS);
+	assert_int_equal(category_of(m, ENGINE_WORK), VT_CAT_UNKNOWN);
+	assert_true(alloc_at(m, ENGINE_WORK)->confidence < VT_CONFIDENT);
 	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
+/* The same uploads with nothing read back: a burst of refills at the end
+ * of a short-lived buffer is no evidence of batches being served, so the
+ * blob stays what one whole upload is, a dataset (frozen weights the
+ * alternative). */
+static void test_refills_unanswered_serve_nothing(void **state)
+{
+	(void)state;
+	struct vt_model *m = engine_job(0);
+	assert_int_not_equal(category_of(m, ENGINE_IN), VT_CAT_PREFETCH);
+	assert_int_equal(category_of(m, ENGINE_BLOB), VT_CAT_DATASET);
 	vt_model_free(m);
 }
 
@@ -1754,6 +1777,7 @@ int main(void)
 	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_engine_bindings),
+	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
 	    cmocka_unit_test(test_state_mirroring_loaded_weights_is_optimizer),
 	    cmocka_unit_test(test_parameter_broadcast_is_not_sliced_data),
 	    cmocka_unit_test(test_gathered_parameters_are_weights),
