@@ -478,8 +478,16 @@ static int caching_allocator_sizes(const struct ctx *c, int dev)
 		small += a->bytes == CACHING_SMALL_SEGMENT;
 		large += a->bytes == CACHING_LARGE_SEGMENT;
 	}
-	/* a folding model's per-step allocations count too */
-	return small && large && !folded_size_on(c, dev, CACHING_SMALL_SEGMENT);
+	if (!small || !large)
+		return 0;
+	/* a folding model's per-step allocations count too, but a folded group
+	 * does not say whether it was stream-ordered: the full model decides */
+	if (folded_size_on(c, dev, CACHING_SMALL_SEGMENT)) {
+		vt_fold_set_inexact(c->m,
+		                    "a folded allocation of an odd size beside caching segments");
+		return 0;
+	}
+	return 1;
 }
 
 /* A 2 MiB or 20 MiB segment the host did not fill. */
