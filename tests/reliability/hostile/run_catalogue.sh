@@ -5,12 +5,22 @@
 # or a sanitizer report), a hang (20 s) or unbounded memory (512 MiB of heap:
 # RLIMIT_DATA in a normal build, ASan's allocator limits in an ASan build).
 # --json output must be valid JSON lines in strict UTF-8 (when python3 exists).
-#   run_catalogue.sh VRAMTRACE HOSTILE_GEN EXPECTED_TSV WORKDIR [SANITIZER]
+#   run_catalogue.sh VRAMTRACE HOSTILE_GEN EXPECTED_TSV WORKDIR [SANITIZER [K/N]]
+# K/N: run only the cases whose place in `hostile_gen --list` is K modulo N
+# (ctest runs the shards side by side; shard 0 also checks that every case
+# has a row in expected.tsv).
 set -u
-vt=$1 gen=$2 expected=$3 work=$4 san=${5:-}
+vt=$1 gen=$2 expected=$3 work=$4 san=${5:-} shard=${6:-0/1}
+shard_k=${shard%/*} shard_n=${shard#*/}
 rm -rf "$work"
 mkdir -p "$work"
 "$gen" "$work/cases" || { echo "FAIL: hostile_gen"; exit 1; }
+declare -A in_shard
+place=0
+for case in $("$gen" --list); do
+	((place % shard_n == shard_k)) && in_shard[$case]=1
+	place=$((place + 1))
+done
 export ASAN_OPTIONS="max_allocation_size_mb=512:hard_rss_limit_mb=1024:allocator_may_return_null=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 have_py=0
@@ -90,6 +100,7 @@ declare -A covered
 while IFS=$'\t' read -r case cmd want_rc want_lines want_records patterns; do
 	[[ -z $case || $case == \#* ]] && continue
 	covered[$case]=1
+	[[ -n ${in_shard[$case]:-} ]] || continue
 	if [[ ! -d $work/cases/$case ]]; then
 		echo "FAIL: expected.tsv names '$case', which hostile_gen does not build"
 		failures=$((failures + 1))
@@ -126,6 +137,7 @@ smoke() { # NAME OUTFILE CMD...
 	rm -f "$work/x.out"
 }
 for case in $("$gen" --list); do
+	[[ -n ${in_shard[$case]:-} ]] || continue
 	d=$work/cases/$case
 	smoke oom "" "$vt" oom "$d"
 	smoke oom_json "" "$vt" oom "$d" --json
@@ -137,11 +149,12 @@ for case in $("$gen" --list); do
 done
 
 for case in $("$gen" --list); do
+	((shard_k == 0)) || break
 	if [[ -z ${covered[$case]:-} ]]; then
 		echo "FAIL: case '$case' has no row in expected.tsv"
 		failures=$((failures + 1))
 	fi
 done
-echo "hostile logs: ${#covered[@]} cases, $runs runs, $failures failures"
+echo "hostile logs (shard $shard): ${#in_shard[@]} of ${#covered[@]} cases, $runs runs, $failures failures"
 ((failures == 0)) && rm -rf "$work" && echo PASS
 ((failures == 0))
