@@ -4,6 +4,7 @@
  * minute, which should not look like a hang); and before the full model, a
  * line when the trace looks too big for the memory the analyzer may take. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "run_lock.h" /* what holds a trace */
 #include "term.h"
 #include "units.h"
+#include <unistd.h>
 
 /* Said before the load: under Linux's overcommit the full model of a huge
  * trace is more often killed than refused, and a killed analyzer says
@@ -70,6 +72,34 @@ struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming)
 struct vt_model *vt_cmd_load_folding(const char *cmd, const char *dir)
 {
 	return load(cmd, dir, LOAD_FOLDING);
+}
+
+/* The reader, the model and the loader each print their warnings about a
+ * trace to stderr as they meet them (a cut log, an inconsistent trace);
+ * read twice, the trace would get each twice. Only this command knows it
+ * is the second read, so it points fd 2 at /dev/null for the read and says
+ * a failure itself afterwards. */
+struct vt_model *vt_cmd_reload_full(const char *cmd, const char *dir)
+{
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (saved < 0 || null < 0 || dup2(null, STDERR_FILENO) < 0) {
+		if (saved >= 0)
+			close(saved);
+		if (null >= 0)
+			close(null);
+		return vt_cmd_load(cmd, dir, 0); /* then the warnings twice */
+	}
+	close(null);
+	char err[1024] = "";
+	struct vt_model *m = vt_model_load_trace(dir, err, sizeof err);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	if (!m)
+		fprintf(stderr, "vramtrace %s: %s\n", cmd, err[0] ? err : "cannot read the trace");
+	return m;
 }
 
 int vt_cmd_load_all(const char *cmd, const struct vt_cli_traces *t, struct vt_model **models)

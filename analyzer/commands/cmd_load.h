@@ -10,6 +10,10 @@ struct vt_model;
 struct vt_model *vt_cmd_load(const char *cmd, const char *dir, int streaming);
 /* The same with a folding model (model_fold.h). */
 struct vt_model *vt_cmd_load_folding(const char *cmd, const char *dir);
+/* The full model of a trace this command has read once already (a folding
+ * model that could not answer): the reader's warnings about the trace were
+ * said by the first read and are not said again; a failure still is. */
+struct vt_model *vt_cmd_reload_full(const char *cmd, const char *dir);
 
 /* Every trace of t as a full model into models[0..t->n): 0, or 1 after
  * one line on stderr (none left loaded). */

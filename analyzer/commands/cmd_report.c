@@ -142,7 +142,7 @@ static int unfold(struct vt_report *r, struct vt_model **m, const char *dir,
 		return 0;
 	vt_report_free(r);
 	vt_model_free(*m);
-	if (!(*m = vt_cmd_load("report", dir, 0)))
+	if (!(*m = vt_cmd_reload_full("report", dir)))
 		return 1;
 	return vt_report_build(r, *m, opt, err, errlen) == 0 ? 0 : 2;
 }

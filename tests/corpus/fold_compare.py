@@ -7,10 +7,15 @@ so the folding starts early (VRAMTRACE_FOLD_KEEP_STEPS) to fold at all.
   fold_compare.py --vramtrace V --bindir B --simdriver S [--only NAME] [-j N]
 
 Prints one line per job (folded allocations, or why the full model
-answered) and exits 1 when a report differs."""
+answered) and exits 1 when a report differs. Each trace is also cut off a
+chunk boundary (a log that stops mid-chunk warns): the folding report must
+say on stderr what the full one says, each warning once, also where it
+falls back to the full model and reads the trace a second time."""
 import argparse
 import concurrent.futures
+import glob
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,7 +48,30 @@ def compare(job, args, work):
             if js:
                 note = [l for l in got[2].splitlines() if "folded" in l]
                 notes.append("keep %s: %s" % (keep, note[0].split(": ", 1)[1] if note else "?"))
+    cut = cut_copy(trace)
+    if cut:
+        full = report(args, cut, {"VRAMTRACE_FOLD": "0"}, False)
+        got = report(args, cut, {"VRAMTRACE_FOLD_KEEP_STEPS": "1"}, False)
+        if got[2] != full[2]:
+            same = False
+            notes.append("cut trace: stderr %r, full model's %r" % (got[2], full[2]))
     return job["name"], same, "; ".join(notes)
+
+
+def cut_copy(trace):
+    """A copy of trace whose largest log ends 100 bytes into its last whole
+    chunk (format.h's 256 KiB chunks); None when no log spans two chunks."""
+    logs = sorted(glob.glob(os.path.join(trace, "*.log")), key=os.path.getsize)
+    chunk = 256 * 1024
+    if not logs or os.path.getsize(logs[-1]) < 2 * chunk:
+        return None
+    cut = trace + ".cut"
+    shutil.rmtree(cut, ignore_errors=True)
+    shutil.copytree(trace, cut)
+    log = os.path.join(cut, os.path.basename(logs[-1]))
+    size = os.path.getsize(log)
+    os.truncate(log, (size - 1) // chunk * chunk - chunk + 100)
+    return cut
 
 
 def main():
