@@ -13,7 +13,6 @@
 #include "steps.h"
 #include "upload_sites.h"
 #include "model_query.h"
-#include "record_text.h"
 
 /* Per-allocation facts the rules read, gathered in one pass: the rules'
  * many passes then walk these 16 bytes an allocation instead of the
@@ -460,8 +459,7 @@ static int folded_size_on(const struct ctx *c, int dev, uint64_t unit)
  * PyTorch's segments), whose sizes say nothing of the caching allocator's. */
 static int stream_ordered(const struct vt_alloc *a)
 {
-	const char *name = vt_api_name(a->api);
-	return name && strstr(name, "Async");
+	return a->kind == VT_ALLOC_ASYNC || a->kind == VT_ALLOC_POOL;
 }
 
 static int caching_allocator_sizes(const struct ctx *c, int dev)

@@ -1283,7 +1283,7 @@ static struct vt_model *cached_training_job(int stream_ordered_beside)
 	uint64_t t = 1;
 	b.stack = 4; /* DALI's decoder output, from the driver's stream-ordered pool */
 	if (stream_ordered_beside)
-		b_event(&b, VT_REC_ALLOC, t++, 0x700000000ull, 4816896, 0, VT_ALLOC_DEVICE, 0,
+		b_event(&b, VT_REC_ALLOC, t++, 0x700000000ull, 4816896, 0, VT_ALLOC_ASYNC, 0,
 		        API_ALLOC_ASYNC);
 	b.stack = 1;
 	b_alloc(&b, t++, 0x100000000ull, 2 * MIB, 0); /* biases, packed */

@@ -152,8 +152,8 @@ static void test_folded_odd_sizes_beside_caching_segments(void **state)
 		b_mark(&b, t += 100, text);
 		b.stack = 2;
 		b_event(&b, VT_REC_ALLOC, t += 100, 0x700000000ull, 3 * MIB + 4096, 0,
-		        VT_ALLOC_DEVICE, 0, API_ALLOC_ASYNC);
-		b_event(&b, VT_REC_FREE, t += 100, 0x700000000ull, 0, 0, VT_ALLOC_DEVICE, 0,
+		        VT_ALLOC_ASYNC, 0, API_ALLOC_ASYNC);
+		b_event(&b, VT_REC_FREE, t += 100, 0x700000000ull, 0, 0, VT_ALLOC_ASYNC, 0,
 		        API_FREE_ASYNC);
 	}
 	vt_model_end_process(m, b.proc);
