@@ -388,12 +388,17 @@ static void describe_procs(struct vt_oom_report *r)
 int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, char *err,
                  size_t errlen)
 {
+	vt_model_finish(m);
+	vt_classify(m);
+	return vt_oom_build_classified(r, m, index, err, errlen);
+}
+
+int vt_oom_build_classified(struct vt_oom_report *r, struct vt_model *m, uint32_t index, char *err,
+                            size_t errlen)
+{
 	memset(r, 0, sizeof *r);
 	r->m = m;
 	r->device = -1;
-	vt_model_finish(m);
-	vt_classify(m);
-	vt_findings_find(m, &r->findings);
 	struct event_ref *drv = driver_ooms(m, &r->driver_count);
 	struct event_ref *fw = framework_ooms(m, &r->framework_count);
 	uint32_t have = r->driver_count ? r->driver_count : r->framework_count;
@@ -424,9 +429,14 @@ int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, ch
 	free(fw);
 	if (rc)
 		return rc;
-	if (r->source != VT_OOM_NONE) /* advice that fits what the job had reached */
+	/* the findings are read only as advice at an out-of-memory moment: a
+	 * report of a trace without one does not find them twice */
+	if (r->source != VT_OOM_NONE) {
+		vt_findings_find(m, &r->findings);
+		/* advice that fits what the job had reached */
 		vt_findings_before_oom(m, r->failed ? r->failed->proc : r->fw_proc, r->t_ns,
 		                       &r->findings);
+	}
 	find_meminfo(r);
 	scan_live(r);
 	derive_gaps(r);

@@ -112,6 +112,11 @@ struct vt_oom_report {
  * the last event). */
 int vt_oom_build(struct vt_oom_report *r, struct vt_model *m, uint32_t index, char *err,
                  size_t errlen);
+
+/* vt_oom_build on a model finished and classified already (the report's
+ * own post-mortem, right after it classified the model). */
+int vt_oom_build_classified(struct vt_oom_report *r, struct vt_model *m, uint32_t index, char *err,
+                            size_t errlen);
 void vt_oom_free(struct vt_oom_report *r);
 
 #endif

@@ -53,7 +53,7 @@ void vt_oom_finding_find(struct vt_model *m, struct vt_findings *findings,
 	out->device = -1;
 	struct vt_oom_report r;
 	char err[256];
-	if (vt_oom_build(&r, m, 1, err, sizeof err) != 0)
+	if (vt_oom_build_classified(&r, m, 1, err, sizeof err) != 0)
 		return; /* index 1 always exists: no event gives source none */
 	if (r.source != VT_OOM_NONE) {
 		out->present = 1;

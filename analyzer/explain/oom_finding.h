@@ -45,7 +45,7 @@ struct vt_oom_finding {
 	char likely_cause[1024]; /* growth on that device (oom.h), "" when none */
 };
 
-/* Classifies m (if not yet), finds the first OOM event and fills out
+/* On m finished and classified (vt_classify), finds the first OOM event and fills out
  * (out->present 0 when there is none); with one, drops from findings
  * (computed on m) what the failure makes untrue (oom_context.h). */
 void vt_oom_finding_find(struct vt_model *m, struct vt_findings *findings,
