@@ -102,6 +102,9 @@ struct ctx {
 	                              host was, 0 if none */
 	int trains;                /* classify_device: gradients or optimizer slots seen on it */
 	int caching;               /* classify_device: its sizes are a caching allocator's */
+	/* per device: its sizes are a caching allocator's (caching_allocator_sizes,
+	 * asked once: the segment rule and classify_device both read it) */
+	uint8_t caching_on[VT_MAX_DEVICES];
 	/* key_index's direct-mapped cache: a job repeats a handful of sizes
 	 * millions of times, and the hash table's probe (hash the key, walk
 	 * the bucket, compare) was a quarter of classify_proc's samples */
@@ -486,6 +489,11 @@ static int caching_allocator_sizes(const struct ctx *c, int dev)
 		return 0;
 	}
 	return 1;
+}
+
+static int shows_caching_allocator(const struct ctx *c, int dev)
+{
+	return c->caching_on[dev];
 }
 
 /* A 2 MiB or 20 MiB segment the host did not fill. */
@@ -1892,7 +1900,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
 	c->weights_loaded_t = weights_loaded_t(c, dev);
 	c->trains = trains(sizes);
-	c->caching = caching_allocator_sizes(c, dev);
+	c->caching = c->caching_on[dev];
 	rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
@@ -2285,7 +2293,9 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		if (g[i].proc == pi)
 			devs[g[i].device] = 1;
 	arena_chunks(&c);
-	allocator_regions(&c, devs, caching_allocator_sizes, caching_segment, R_CACHING_SEGMENT);
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		c.caching_on[d] = devs[d] && caching_allocator_sizes(&c, d);
+	allocator_regions(&c, devs, shows_caching_allocator, caching_segment, R_CACHING_SEGMENT);
 	allocator_regions(&c, devs, growing_regions, growing_region, R_GROWING_REGION);
 	mark_recurring(&c);
 	for (int d = 0; d < VT_MAX_DEVICES; d++) {
