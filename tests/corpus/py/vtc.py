@@ -191,6 +191,12 @@ class Job:
         self.call("cuMemAllocHost", ctypes.byref(p), nbytes)
         return p.value
 
+    def upload(self, dev, nbytes, cat, src=None):
+        """cuMemAlloc and one upload of the whole tensor from the host."""
+        p = self.mem_alloc(dev, nbytes, cat)
+        self.htod(dev, p, nbytes, src=src)
+        return p
+
     def htod(self, dev, dst, nbytes, src=None, stream=None):
         self.use(dev)
         if src is None:
