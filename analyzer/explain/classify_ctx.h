@@ -1,9 +1,9 @@
-/* What the classifier's rules (classify.c) share: the facts gathered for
- * each allocation in one pass, the (size, device) and per-size counters the
- * rules read, the context of the process and device being classified, and
- * the reasons a verdict gives. The facts stay 16 bytes an allocation: the
- * rules' many passes over them are bound by memory traffic (struct facts).
- * Private to the classifier. */
+/* What the classifier's rules share (classify.c runs them, classify_*.c hold
+ * them by family): the facts gathered for each allocation in one pass, the
+ * (size, device) and per-size counters the rules read, the context of the
+ * process and device being classified, and the reasons a verdict gives.
+ * The facts stay 16 bytes an allocation: the rules' many passes over them
+ * are bound by memory traffic (struct facts). Private to the classifier. */
 #ifndef VT_CLASSIFY_CTX_H
 #define VT_CLASSIFY_CTX_H
 
