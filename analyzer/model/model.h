@@ -228,7 +228,7 @@ struct vt_proc {
 	uint64_t *step_t;
 	uint32_t nsteps;         /* start time of each step */
 	uint64_t step_period_ns; /* median step length, 0 if none */
-	/* classification (classify.c) */
+	/* classification (classify.c, classify_pools.c) */
 	int pool_mode; /* 1: opaque allocator pool seen */
 	int framework; /* enum vt_framework (explain/findings.h) */
 	/* the shim's measure of its own time (header self_*; recording_cost.h) */

@@ -19,7 +19,7 @@
  * rules read over all allocations of a (size, device) is counted as the
  * replay goes, for every allocation (struct vt_fold_size).
  *
- * The classifier (explain/classify.c) reads the groups where it reads
+ * The classifier (explain/classify*.c) reads the groups where it reads
  * records; where the folded evidence cannot give the full model's answer
  * (a folded allocation that would be long-lived, processes sharing a
  * device, step markers out of time order...) it says so

@@ -1,0 +1,262 @@
+/* The long-lived allocations the twin rules left, see classify_long_lived.h. */
+#include "classify_long_lived.h"
+
+#include <stdlib.h>
+
+#include "classify_twins.h"
+#include "frame_evidence.h"
+#include "model_query.h"
+#include "upload_sites.h"
+
+/* Undecided long-lived allocations of one device, in time order. */
+uint32_t vt_cls_long_lived(const struct ctx *c, int dev, uint32_t *out)
+{
+	uint32_t n = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device == dev && f->charged && !f->decided && !f->recurring)
+			out[n++] = i;
+	}
+	return n;
+}
+
+/* The stacks' names decide what behaviour cannot: a long-lived tensor
+ * filled from the host with no per-step twin is data, frozen weights or
+ * restored optimizer state alike; the framework path that filled it (its
+ * first copy's stack, else its allocation's) says which. Only a CONTEXT
+ * rule decides alone; a MECHANISM rule (a conversion any caller uses)
+ * decides only between data and weights, where it is the better guess. */
+static int by_name(struct ctx *c, struct vt_alloc *a, struct facts *f, uint32_t h2d_stack)
+{
+	if (!f->host_filled)
+		return 0;
+	struct vt_frame_hint h = vt_frame_hint(c->fe, c->proc, h2d_stack);
+	if (h.category == VT_CAT_COUNT)
+		h = vt_frame_hint(c->fe, c->proc, a->stack_id);
+	int strong = h.strength == VT_FRAME_CONTEXT;
+	switch (h.category) {
+	case VT_CAT_DATASET:
+		set_cat(a, f, VT_CAT_DATASET, strong ? 90 : 75, R_DATASET_BY_NAME);
+		return 1;
+	case VT_CAT_WEIGHTS:
+		set_cat(a, f, VT_CAT_WEIGHTS, strong ? 90 : 75, R_WEIGHTS_BY_NAME);
+		return 1;
+	case VT_CAT_OPTIMIZER:
+		set_cat(a, f, VT_CAT_OPTIMIZER, 90, R_OPTIMIZER_BY_NAME);
+		return 1;
+	case VT_CAT_PREFETCH:
+		set_cat(a, f, VT_CAT_PREFETCH, 85, R_PREFETCH_BY_NAME);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* When the device's weights were filled from the host (a checkpoint, a
+ * model file) the last time, 0 if never: trained weights the twin rules
+ * found, or tensors of a site that loaded several. */
+uint64_t vt_cls_weights_loaded_t(const struct ctx *c, int dev)
+{
+	uint64_t last = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (f->device != dev || !f->charged || !f->host_filled)
+			continue;
+		const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+		int weight =
+		    f->decided ? a->category == VT_CAT_WEIGHTS
+		               : !f->recurring &&
+		                     vt_upload_site_is_loader(c->sites, cp->h2d_stack_id, a->bytes);
+		if (weight && cp->t_first_h2d != VT_T_NEVER && cp->t_first_h2d > last)
+			last = cp->t_first_h2d;
+	}
+	return last;
+}
+
+/* Whether anything trains on the device: the twin rules found weights with
+ * gradients, or optimizer slots. */
+int vt_cls_trains(struct size_count *sizes)
+{
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	{
+		if (s->weights || s->gradient_size || s->kept)
+			return 1;
+	}
+	return 0;
+}
+
+/* A long-lived tensor filled from the host in one upload, no gradient twin,
+ * and nothing in the stacks' names: data or frozen weights, which the
+ * events tell apart only by how the job uses them. Batches copied out of it
+ * on the device say data. In a job that streams its batches from the
+ * host, an upload made while the model was loaded from the host (before its
+ * last weight upload: frozen layers beside trained ones, a fine-tune's
+ * checkpoint) or on a device where nothing trains (an inference server)
+ * makes weights the better guess, data the alternative: not confident.
+ * Otherwise data: TensorFlow's numpy path uploads the whole dataset when
+ * training starts, after the model, and streams its batches too. */
+static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct facts *f)
+{
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	/* slices: copies of part of it (a batch); whole copies out every step
+	 * are a parameter broadcast to another rank (ZeRO's _sync_params) */
+	int slices = cp->d2d_out_copies && cp->d2d_out_bytes / cp->d2d_out_copies < a->bytes;
+	if (cp->d2d_out_copies >= 2 && slices && c->p->nsteps >= 2)
+		set_cat(a, f, VT_CAT_DATASET, 90, R_DATASET_SLICED);
+	else if (c->streams_batches && (!c->trains || cp->t_first_h2d < c->weights_loaded_t))
+		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FROZEN_WEIGHTS);
+	else
+		set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
+}
+
+/* Whether long-lived allocation i (not from the host) was filled by
+ * device-to-device copies, most of its bytes, from tensors the host filled
+ * that were gone before training: a model's parameters packed into one
+ * flat buffer, each parameter then a view into it (FSDP's FlatParameter,
+ * apex's and Megatron's flattened buffers). Who wrote the bytes says
+ * weights where no size or twin can: the flat buffer's size is no
+ * parameter's. The first copy's source speaks for the rest. */
+static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts *f)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	if (f->host_filled || cp->d2d_in_copies < 2 || cp->d2d_in_bytes * 10 < a->bytes * 9 ||
+	    cp->d2d_src < c->p->alloc_begin || cp->d2d_src >= c->p->alloc_end)
+		return 0;
+	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
+	const struct facts *sf = &c->f[cp->d2d_src - c->p->alloc_begin];
+	return sf->host_filled && src->t_free != VT_T_NEVER && src->t_free < first_step;
+}
+
+/* What the twin rules left: optimizer slots (a weight's size, made after
+ * it), datasets (host-filled, no twin), weights without a visible twin. */
+void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
+                               uint32_t n)
+{
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	for (uint32_t i = 0; i < n; i++) {
+		struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
+		if (f->decided)
+			continue;
+		struct size_count *s = vt_cls_size_find(sizes, a->bytes);
+		uint32_t stack = vt_model_copies(c->m, a)->h2d_stack_id;
+		if (by_name(c, a, f, stack))
+			continue;
+		if (flattened_weights(c, ll[i], f)) {
+			set_cat(a, f, VT_CAT_WEIGHTS, 80, R_FLATTENED);
+			vt_cls_size_find(sizes, a->bytes)->weights++; /* count_sizes made it */
+			continue;
+		}
+		if (f->kept && !f->host_filled)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
+		else if (s->weights > 0 && !f->host_filled)
+			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
+		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))
+			set_cat(a, f, VT_CAT_WEIGHTS, 60, R_LOADED_WEIGHTS);
+		else if (f->host_filled)
+			data_or_frozen_weights(c, a, f);
+		else if (a->t_alloc < first_step)
+			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
+		else if (c->caching)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_CACHED_ACTIVATIONS);
+		else
+			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
+	}
+}
+
+/* ... unless it is the size of a weight loaded before it: state made to
+ * mirror the weights (optax's `zeros_like(params)` before training, the
+ * gradients inside XLA's temp buffer, so no gradient shows), optimizer
+ * state with weights the alternative. */
+/* A device where nothing trains (no gradient, no optimizer slot; requests
+ * of a server may still repeat like steps) whose weights came from the
+ * host (inference, a server): a long-lived buffer made on the device and never filled
+ * from the host is not a weight (a model is loaded, not made, where it is
+ * not trained) but a cache or workspace it fills itself: a KV cache, an
+ * engine's compute buffer. Unknown, with weights the alternative; one the
+ * host reads back again and again is each request's output (activations). */
+struct loaded_size {
+	uint64_t bytes;
+	uint64_t t_first; /* when the first weight of this size was made */
+	UT_hash_handle hh;
+};
+
+static int loaded_weight(const struct ctx *c, uint32_t i, int dev)
+{
+	const struct facts *f = &c->f[i - c->p->alloc_begin];
+	return f->device == dev && f->host_filled && c->m->allocs[i].category == VT_CAT_WEIGHTS;
+}
+
+void vt_cls_serving_buffers(struct ctx *c, int dev)
+{
+	struct loaded_size *sizes = NULL, *e, *tmp;
+	for (uint32_t i = c->p->alloc_begin; !c->trains && i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (!loaded_weight(c, i, dev))
+			continue;
+		HASH_FIND(hh, sizes, &a->bytes, sizeof a->bytes, e);
+		if (e)
+			continue;
+		if (!(e = calloc(1, sizeof *e)))
+			vt_nomem();
+		*e = (struct loaded_size){.bytes = a->bytes, .t_first = a->t_alloc};
+		HASH_ADD(hh, sizes, bytes, sizeof e->bytes, e);
+	}
+	for (uint32_t i = c->p->alloc_begin; sizes && i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device != dev || a->reason != R_EARLY_WEIGHTS)
+			continue;
+		HASH_FIND(hh, sizes, &a->bytes, sizeof a->bytes, e);
+		if (e && e->t_first < a->t_alloc)
+			set_cat(a, f, VT_CAT_OPTIMIZER, 55, R_MIRRORS_LOADED);
+		else if (vt_model_copies(c->m, a)->d2h_copies >= 3)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 70, R_SERVED_OUTPUT);
+		else
+			set_cat(a, f, VT_CAT_UNKNOWN, 60, R_SERVING_BUFFER);
+	}
+	HASH_ITER(hh, sizes, e, tmp)
+	{
+		HASH_DEL(sizes, e);
+		free(e);
+	}
+}
+
+/* Whether allocation i of dev is a parameter that was packed into a flat
+ * buffer: filled from the host, copied whole to the device elsewhere, and
+ * gone before training. */
+static int flattened_parameter(const struct ctx *c, uint32_t i, uint64_t first_step)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	const struct facts *f = &c->f[i - c->p->alloc_begin];
+	return f->device == c->dev && f->host_filled && a->t_free < first_step &&
+	       vt_model_copies(c->m, a)->d2d_out_bytes >= a->bytes;
+}
+
+/* With a flat weights buffer on the device (R_FLATTENED), the parameters
+ * packed into it are gone, but each still gets a gradient every step (its
+ * `.grad`, added into a flat gradient buffer by a hook): their sizes are
+ * gradient sizes, as many a step as parameters of that size. */
+void vt_cls_flattened_parameter_sizes(struct ctx *c, int dev, struct size_count *sizes)
+{
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	int flat = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end && !flat; i++)
+		flat = c->m->allocs[i].device == dev && c->m->allocs[i].reason == R_FLATTENED;
+	for (uint32_t i = c->p->alloc_begin; flat && i < c->p->alloc_end; i++) {
+		struct size_count *s;
+		if (!flattened_parameter(c, i, first_step) ||
+		    !(s = vt_cls_size_find(sizes, c->m->allocs[i].bytes)) || s->weights)
+			continue;
+		s->gradient_size = 1;
+		s->params_flattened++;
+	}
+	struct size_count *s, *tmp;
+	HASH_ITER(hh, sizes, s, tmp)
+	if (s->params_flattened && !s->grads_per_step)
+		s->grads_per_step = s->params_flattened;
+}

@@ -1,0 +1,151 @@
+/* The steps the rules read, see classify_steps.h. */
+#include "classify_steps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_fold.h"
+#include "steps.h"
+
+/* The step of every allocation and free. Allocations and frees are each in
+ * time order, so a cursor walks the steps; a binary search only where time
+ * went backwards (threads racing for the clock). */
+int vt_cls_step_cursor(const struct vt_step_table *st, uint32_t *cur, uint64_t t)
+{
+	if (!st->n)
+		return -1;
+	if (*cur > 0 && t < st->t[*cur - 1]) {
+		int s = vt_step_in(st->t, st->n, t);
+		*cur = (uint32_t)(s + 1);
+		return s;
+	}
+	while (*cur < st->n && st->t[*cur] <= t)
+		(*cur)++;
+	return (int)*cur - 1;
+}
+
+/* The step of a free, from the step of its allocation: most allocations
+ * die within a few steps, so a short walk forward beats a search, and it
+ * reads the allocation's own record instead of the free order's scattered
+ * ones. Time behind the start (threads racing for the clock): a search. */
+int vt_cls_step_from(const struct vt_step_table *st, int from, uint64_t t)
+{
+	if (from < 0 || t < st->t[from])
+		return vt_step_in(st->t, st->n, t);
+	for (int k = 0; k < 8; k++, from++)
+		if ((uint32_t)from + 1 >= st->n || st->t[from + 1] > t)
+			return from;
+	return vt_step_in(st->t, st->n, t);
+}
+
+/* The step table of device dev: its own, or the process's. */
+const struct vt_step_table *vt_cls_steps_of(const struct ctx *c, int dev)
+{
+	return c->own && dev < VT_MAX_DEVICES && c->own[dev].t ? &c->own[dev] : &c->proc_steps;
+}
+
+static int by_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Median distance from each of a device's step starts (the first, an
+ * estimate, left out) to the nearest process step start. */
+static uint64_t phase_gap(const struct vt_step_table *own, const struct vt_step_table *proc)
+{
+	uint64_t *d = malloc(own->n * sizeof *d);
+	if (!d)
+		return 0;
+	uint32_t n = 0;
+	for (uint32_t i = 1; i < own->n; i++) {
+		int k = vt_step_in(proc->t, proc->n, own->t[i]);
+		uint64_t after = k < 0 ? UINT64_MAX : own->t[i] - proc->t[k];
+		uint64_t before =
+		    (uint32_t)(k + 1) < proc->n ? proc->t[k + 1] - own->t[i] : UINT64_MAX;
+		d[n++] = after < before ? after : before;
+	}
+	if (n)
+		qsort(d, n, sizeof *d, by_u64);
+	uint64_t median = n ? d[(n - 1) / 2] : 0;
+	free(d);
+	return median;
+}
+
+/* A device in phase with the process's steps found by the period of
+ * another device: the steps are the process's, but the first begins where
+ * the device's own first step does (its lazy state, its first gradients are
+ * its own; ranks start their first steps apart). Rewrites tab so; 0 when
+ * nothing differs or the steps came from markers (then exact). */
+static int own_first_step(const struct ctx *c, struct vt_step_table *tab)
+{
+	const struct vt_step_table *proc = &c->proc_steps;
+	if (c->p->step_source != VT_STEPS_PERIOD || tab->t[0] == proc->t[0] ||
+	    tab->t[0] >= proc->t[1])
+		return 0;
+	uint64_t *t = malloc(proc->n * sizeof *t);
+	if (!t)
+		return 0;
+	memcpy(t, proc->t, proc->n * sizeof *t);
+	t[0] = tab->t[0];
+	free(tab->t);
+	*tab = (struct vt_step_table){t, proc->n, proc->period_ns};
+	return 1;
+}
+
+/* Where two devices are driven by two threads, each device's steps are its
+ * own: markers from one rank, or the period of the busiest device, cut the
+ * other rank's steps anywhere, and its gradient buffer then reads as made
+ * in one step and freed in the next. A device takes its own steps (the
+ * period rule on its allocations alone) when they are as many as the
+ * process's (within one, or a tenth) and start out of phase with them (the
+ * median distance to the nearest process step start over a tenth of the
+ * period); the device the markers came from, or the period was found on,
+ * is in phase and keeps the process's, and another in phase keeps them but
+ * for its first step's start (own_first_step). */
+void vt_cls_own_steps(struct ctx *c)
+{
+	int devs[VT_MAX_DEVICES] = {0}, used = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (a->device != VT_DEVICE_UNKNOWN && (a->flags & VT_AF_CHARGED) &&
+		    !devs[a->device])
+			used += devs[a->device] = 1;
+	}
+	const struct vt_step_table *proc = &c->proc_steps;
+	if (used < 2 || proc->n < 3 || !proc->period_ns)
+		return;
+	/* a device's own steps need all of its allocations: a folding model
+	 * reused the records of some */
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc) {
+			vt_fold_set_inexact(c->m, "several devices: each one's steps need every "
+			                          "allocation");
+			break;
+		}
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		struct vt_step_table tab;
+		if (!devs[d] || !vt_steps_on_device(c->m, c->p, d, &tab))
+			continue;
+		uint32_t slack = proc->n / 10 > 1 ? proc->n / 10 : 1;
+		uint32_t diff = tab.n > proc->n ? tab.n - proc->n : proc->n - tab.n;
+		if (diff > slack ||
+		    (phase_gap(&tab, proc) * 10 <= proc->period_ns && !own_first_step(c, &tab))) {
+			free(tab.t);
+			continue;
+		}
+		if (!c->own && !(c->own = calloc(VT_MAX_DEVICES, sizeof *c->own)))
+			vt_nomem();
+		c->own[d] = tab;
+	}
+}
+
+void vt_cls_free_own_steps(struct ctx *c)
+{
+	for (int d = 0; c->own && d < VT_MAX_DEVICES; d++)
+		free(c->own[d].t);
+	free(c->own);
+	c->own = NULL;
+}
