@@ -47,9 +47,10 @@ static const struct reason_row {
     [R_EARLY_WEIGHTS] = {"long-lived, made before the first step; no gradient twin seen",
                          {VT_CAT_OPTIMIZER, VT_CAT_UNKNOWN}},
     [R_SERVING_BUFFER] = {"long-lived, made on the device by a job that never trains and "
-                          "whose weights came from the host: a cache or a workspace (a KV "
-                          "cache, a compute buffer)",
-                          {VT_CAT_WEIGHTS, NO_ALT}},
+                          "whose weights came from the host: memory it fills itself, most "
+                          "often the requests' activations (an engine's workspace), or a "
+                          "cache (a KV cache)",
+                          {VT_CAT_UNKNOWN, VT_CAT_WEIGHTS}},
     [R_SERVED_OUTPUT] = {"long-lived, made on the device by a job that never trains, read "
                          "back by the host again and again: the output of each request (an "
                          "engine's output binding)",
@@ -128,6 +129,13 @@ static const struct reason_row {
                            "multiple of 2 MiB: PyTorch's caching allocator, its small and "
                            "large segments (tensors are carved out of it)",
                            {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_REPLICATED] = {"long-lived, filled by device-to-device copies from a weight of "
+                      "another device: a parameter replicated to this device",
+                      {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_CONVERTED_DATA] = {"long-lived, made on the device while a dataset array lived, half, "
+                          "1, 2 or 4 times its bytes, and outliving it: the dataset converted on "
+                          "the device (a cast, a normalisation)",
+                          {VT_CAT_WEIGHTS, NO_ALT}},
     [R_FLATTENED] = {"long-lived, filled by device-to-device copies from tensors the host "
                      "filled, which were freed before training: parameters flattened into "
                      "one buffer (FSDP, apex, Megatron)",
@@ -268,6 +276,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	c->trains = vt_cls_trains(sizes);
 	c->caching = c->caching_on[dev];
 	vt_cls_rest_of_long_lived(c, sizes, ll_buf, n);
+	vt_cls_converted_datasets(c, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
 	vt_cls_serving_buffers(c, dev);

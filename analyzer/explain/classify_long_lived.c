@@ -131,6 +131,24 @@ static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts
 	return sf->host_filled && src->t_free != VT_T_NEVER && src->t_free < first_step;
 }
 
+/* Whether long-lived allocation i (not from the host) is a copy of a weight
+ * of another device: nine tenths of it filled by device-to-device copies
+ * whose first source is a weight there (a single-process data-parallel job
+ * copies its parameters from its first device to the others:
+ * jax.device_put_replicated, nn.DataParallel's replicate). The source's
+ * verdict is read, so it holds where replication goes from a lower ordinal
+ * to a higher one: devices are classified in order. */
+static int replicated_weight(const struct ctx *c, uint32_t i, const struct facts *f)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	if (f->host_filled || !cp->d2d_in_copies || cp->d2d_in_bytes * 10 < a->bytes * 9 ||
+	    cp->d2d_src < c->p->alloc_begin || cp->d2d_src >= c->p->alloc_end)
+		return 0;
+	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
+	return src->device != a->device && src->category == VT_CAT_WEIGHTS;
+}
+
 /* What the twin rules left: optimizer slots (a weight's size, made after
  * it), datasets (host-filled, no twin), weights without a visible twin. */
 void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
@@ -151,7 +169,9 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			vt_cls_size_find(sizes, a->bytes)->weights++; /* count_sizes made it */
 			continue;
 		}
-		if (f->kept && !f->host_filled)
+		if (replicated_weight(c, ll[i], f))
+			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_REPLICATED);
+		else if (f->kept && !f->host_filled)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
 		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
@@ -168,17 +188,57 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 	}
 }
 
-/* ... unless it is the size of a weight loaded before it: state made to
- * mirror the weights (optax's `zeros_like(params)` before training, the
- * gradients inside XLA's temp buffer, so no gradient shows), optimizer
- * state with weights the alternative. */
+/* How far back a conversion looks for the array it read: a cast or a
+ * normalisation follows its source at once, and the bound keeps the pass
+ * linear in the allocations. */
+#define CONVERT_LOOKBACK 16
+
+/* Whether long-lived allocation j is dataset array i converted on the
+ * device: made while i lived, half, once, twice or four times its bytes
+ * (float32 to half, a normalised copy, uint8 images to half or float32),
+ * and outliving it (the job dropped the original). */
+static int converted_from(const struct ctx *c, uint32_t j, uint32_t i)
+{
+	const struct vt_alloc *a = &c->m->allocs[j], *src = &c->m->allocs[i];
+	const struct facts *sf = &c->f[i - c->p->alloc_begin];
+	if (src->device != a->device || src->category != VT_CAT_DATASET || !sf->host_filled ||
+	    src->t_free == VT_T_NEVER || src->t_free <= a->t_alloc || src->t_free >= a->t_free)
+		return 0;
+	return a->bytes * 2 == src->bytes || a->bytes == src->bytes || a->bytes == 2 * src->bytes ||
+	       a->bytes == 4 * src->bytes;
+}
+
+void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t j = ll[k];
+		struct vt_alloc *a = &c->m->allocs[j];
+		if (a->reason != R_EARLY_WEIGHTS && a->reason != R_LONG_UNKNOWN)
+			continue;
+		for (uint32_t i = j; i > c->p->alloc_begin && j - i < CONVERT_LOOKBACK;) {
+			if (converted_from(c, j, --i)) {
+				set_cat(a, &c->f[j - c->p->alloc_begin], VT_CAT_DATASET, 60,
+				        R_CONVERTED_DATA);
+				break;
+			}
+		}
+	}
+}
+
 /* A device where nothing trains (no gradient, no optimizer slot; requests
  * of a server may still repeat like steps) whose weights came from the
- * host (inference, a server): a long-lived buffer made on the device and never filled
- * from the host is not a weight (a model is loaded, not made, where it is
- * not trained) but a cache or workspace it fills itself: a KV cache, an
- * engine's compute buffer. Unknown, with weights the alternative; one the
- * host reads back again and again is each request's output (activations). */
+ * host (inference, a server; copied from another device's counts): a
+ * long-lived buffer made on the device and never filled from the host is
+ * not a weight (a model is loaded, not made, where it is not trained) but
+ * memory the job fills itself. Of the size of a weight loaded before it:
+ * state made to mirror the weights (optax's `zeros_like(params)` before
+ * training, the gradients inside XLA's temp buffer, so no gradient shows),
+ * optimizer state with weights the alternative. Read back by the host
+ * again and again: each request's output (activations). Otherwise most
+ * often the requests' activation memory (a TensorRT execution context's,
+ * buffers preallocated for the largest batch), though a cache (a KV cache,
+ * a library's scratch) shows the same events: activations, not confident,
+ * a cache the alternative. */
 struct loaded_size {
 	uint64_t bytes;
 	uint64_t t_first; /* when the first weight of this size was made */
@@ -188,7 +248,9 @@ struct loaded_size {
 static int loaded_weight(const struct ctx *c, uint32_t i, int dev)
 {
 	const struct facts *f = &c->f[i - c->p->alloc_begin];
-	return f->device == dev && f->host_filled && c->m->allocs[i].category == VT_CAT_WEIGHTS;
+	const struct vt_alloc *a = &c->m->allocs[i];
+	return f->device == dev && (f->host_filled || a->reason == R_REPLICATED) &&
+	       a->category == VT_CAT_WEIGHTS;
 }
 
 void vt_cls_serving_buffers(struct ctx *c, int dev)
@@ -217,7 +279,7 @@ void vt_cls_serving_buffers(struct ctx *c, int dev)
 		else if (vt_model_copies(c->m, a)->d2h_copies >= 3)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 70, R_SERVED_OUTPUT);
 		else
-			set_cat(a, f, VT_CAT_UNKNOWN, 60, R_SERVING_BUFFER);
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 55, R_SERVING_BUFFER);
 	}
 	HASH_ITER(hh, sizes, e, tmp)
 	{

@@ -24,6 +24,11 @@ int vt_cls_trains(struct size_count *sizes);
 void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const uint32_t *ll,
                                uint32_t n);
 
+/* Of the n allocations of ll that only their age explained (R_EARLY_WEIGHTS,
+ * R_LONG_UNKNOWN), those made on the device from a dataset array while it
+ * lived (a cast, a normalisation) and outliving it are the dataset. */
+void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n);
+
 /* On a device where nothing trains and whose weights came from the host:
  * the long-lived buffers made on it (R_EARLY_WEIGHTS) are state mirroring
  * the weights, outputs, or caches and workspaces. */

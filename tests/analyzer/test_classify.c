@@ -1516,7 +1516,14 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	vt_classify(m);
 	for (int l = 0; l < 3; l++)
 		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
-	assert_int_equal(category_of(m, kv), VT_CAT_UNKNOWN);
+	/* a workspace for the requests' activations or a cache: a guess, the
+	 * cache (unknown) its first alternative */
+	const struct vt_alloc *a = alloc_at(m, kv);
+	assert_int_equal(a->category, VT_CAT_ACTIVATIONS);
+	assert_true(a->confidence < VT_CONFIDENT);
+	struct vt_alternative alt[2];
+	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
+	assert_int_equal(alt[0].category, VT_CAT_UNKNOWN);
 	vt_model_free(m);
 }
 
@@ -1553,8 +1560,8 @@ static struct vt_model *engine_job(int answered)
 }
 
 /* Each request answered: the input is a reused batch buffer, the output
- * each request's result, the blob weights, the workspace a not-confident
- * unknown, and no whole-dataset finding. */
+ * each request's result, the blob weights, the workspace not-confident
+ * activations, and no whole-dataset finding. */
 static void test_engine_bindings(void **state)
 {
 	(void)state;
@@ -1562,7 +1569,7 @@ static void test_engine_bindings(void **state)
 	assert_int_equal(category_of(m, ENGINE_BLOB), VT_CAT_WEIGHTS);
 	assert_int_equal(category_of(m, ENGINE_IN), VT_CAT_PREFETCH);
 	assert_int_equal(category_of(m, ENGINE_OUT), VT_CAT_ACTIVATIONS);
-	assert_int_equal(category_of(m, ENGINE_WORK), VT_CAT_UNKNOWN);
+	assert_int_equal(category_of(m, ENGINE_WORK), VT_CAT_ACTIVATIONS);
 	assert_true(alloc_at(m, ENGINE_WORK)->confidence < VT_CONFIDENT);
 	assert_int_equal(whole_dataset_flags(m), 0);
 	vt_model_free(m);
@@ -1621,6 +1628,111 @@ static void test_state_mirroring_loaded_weights_is_optimizer(void **state)
 		for (uint64_t k = 0; k < 2; k++)
 			assert_int_equal(category_of(m, SLOT_ADDR(l, k)), VT_CAT_OPTIMIZER);
 	}
+	vt_model_free(m);
+}
+
+/* jax.pmap over two devices: each parameter uploaded to device 0 and copied
+ * whole to device 1 (device_put_replicated), then Adam's mu and nu made on
+ * each device as zeros_like(params), the gradients inside the step's temp
+ * buffer. Device 1's parameters came from the host by way of device 0:
+ * weights, and the state mirroring them optimizer, as on device 0. */
+static void test_replicated_weights_and_their_state(void **state)
+{
+	(void)state;
+	static const uint64_t wb[3] = {3 * MIB, 2 * MIB, 1 * MIB};
+	const uint64_t dev1 = 0x4000000000ull;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	for (uint64_t l = 0; l < 3; l++) {
+		b.stack = 1;
+		b_alloc(&b, t++, W_ADDR(l), wb[l], 0);
+		b_htod(&b, t++, W_ADDR(l), wb[l], 0);
+		b.stack = 2;
+		b_alloc(&b, t++, dev1 + W_ADDR(l), wb[l], 1);
+		b_dtod(&b, t++, dev1 + W_ADDR(l), W_ADDR(l), wb[l], 1);
+	}
+	b.stack = 3;
+	for (uint8_t d = 0; d < 2; d++)
+		for (uint64_t l = 0; l < 3; l++)
+			for (uint64_t k = 0; k < 2; k++)
+				b_alloc(&b, t++, d * dev1 + SLOT_ADDR(l, k), wb[l], d);
+	for (int s = 0; s < 8; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		for (uint8_t d = 0; d < 2; d++) {
+			b.stack = 4;
+			b_alloc(&b, t++, d * dev1 + 0x200000000ull, 512 << 10, d);
+			b_htod(&b, t++, d * dev1 + 0x200000000ull, 512 << 10, d);
+			b.stack = 5;
+			b_alloc(&b, t++, d * dev1 + 0x300000000ull, 24 * MIB, d);
+			b_free(&b, t++, d * dev1 + 0x300000000ull, d);
+			b_free(&b, t++, d * dev1 + 0x200000000ull, d);
+		}
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t d = 0; d < 2; d++)
+		for (uint64_t l = 0; l < 3; l++) {
+			assert_int_equal(category_of(m, d * dev1 + W_ADDR(l)), VT_CAT_WEIGHTS);
+			for (uint64_t k = 0; k < 2; k++)
+				assert_int_equal(category_of(m, d * dev1 + SLOT_ADDR(l, k)),
+				                 VT_CAT_OPTIMIZER);
+		}
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
+/* JAX evaluation: a model restored tensor by tensor, the uint8 images
+ * uploaded whole, `x / 255.0` made on the device (four times the bytes,
+ * nothing uploaded into it) and the uint8 array dropped, the labels
+ * uploaded; then batches sliced on the device. The float array is the
+ * dataset made over: a dataset, with weights the alternative; the uploaded
+ * arrays stay the finding. */
+static void test_dataset_converted_on_the_device(void **state)
+{
+	(void)state;
+	const uint64_t raw = 0x500000000ull, conv = 0x600000000ull, labels = 0x700000000ull;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b.stack = 1;
+	for (int l = 0; l < 6; l++) {
+		b_alloc(&b, t++, W_ADDR(l), (uint64_t)(l % 3 + 1) * MIB, 0);
+		b_htod(&b, t++, W_ADDR(l), (uint64_t)(l % 3 + 1) * MIB, 0);
+	}
+	b.stack = 2;
+	b_alloc(&b, t++, raw, 24 * MIB, 0);
+	b_htod(&b, t++, raw, 24 * MIB, 0);
+	b.stack = 3;
+	b_alloc(&b, t++, conv, 96 * MIB, 0);
+	b.stack = 2;
+	b_free(&b, t++, raw, 0);
+	b_alloc(&b, t++, labels, 32 << 10, 0);
+	b_htod(&b, t++, labels, 32 << 10, 0);
+	for (int s = 0; s < 40; s++) {
+		b.stack = 4;
+		b_alloc(&b, t++, 0x200000000ull, 2 * MIB, 0);
+		b_dtod(&b, t++, 0x200000000ull, conv + (uint64_t)s * 2 * MIB, 2 * MIB, 0);
+		b.stack = 5;
+		b_alloc(&b, t++, 0x300000000ull, 16 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_dtoh(&b, t++, 0x200000000ull, 4, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+		t += 1000;
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (int l = 0; l < 6; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	const struct vt_alloc *a = alloc_at(m, conv);
+	assert_int_equal(a->category, VT_CAT_DATASET);
+	struct vt_alternative alt[2];
+	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
+	assert_int_equal(alt[0].category, VT_CAT_WEIGHTS);
 	vt_model_free(m);
 }
 
@@ -1806,6 +1918,8 @@ int main(void)
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
+	    cmocka_unit_test(test_replicated_weights_and_their_state),
+	    cmocka_unit_test(test_dataset_converted_on_the_device),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
