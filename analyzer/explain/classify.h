@@ -21,7 +21,8 @@
  *    site no loader of many tensors (upload_sites.h); from a loader site:
  *    weights (frozen or inference), unsure; refilled in place: prefetch;
  *  - twins are believed only when a flat bucket was found or most tensors
- *    made before training have one (or training made slots of their size);
+ *    made before training have one (or training made slots of their size
+ *    early, a few per tensor);
  *  - prefetch: recurring, host-filled; gradients: recurring, a weight's size
  *    or the flat bucket (the last ones of that size in a step when
  *    activations share it); activations: the other recurring ones;

@@ -395,11 +395,22 @@ void vt_cls_weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 	}
 }
 
+/* Optimizer state is made once, at the first optimizer step: in the first
+ * two steps, or in the first quarter of them where steps are micro-batches
+ * of an accumulation (the first update comes after them). */
+static int early_in_training(const struct ctx *c, uint32_t i)
+{
+	int born = c->f[i - c->p->alloc_begin].born;
+	return born < 2 || (uint32_t)born * 4 < c->p->nsteps;
+}
+
 /* A backward pass makes a gradient for every trained weight, and an
  * optimizer with state makes its slots during training. Twins that only a
  * minority of the tensors made before training have (by count and by
- * bytes), with no long-lived tensor made during training the size of one
- * made before (optimizer slots, gradients kept between steps),
+ * bytes), with no long-lived tensor made early in training the size of one
+ * made before (optimizer slots, gradients kept between steps: at most four
+ * per tensor of the size made before; a cache growing through the run
+ * makes more, later),
  * are activations that happen to share a weight's size: an inference job
  * (torch_inference: four 6 MiB activations per batch beside four 6 MiB
  * weights). Then no size is a gradient size. */
@@ -413,7 +424,8 @@ int vt_cls_twins_believable(struct ctx *c, struct size_count *sizes, const uint3
 		const struct size_count *s = vt_cls_size_find(sizes, a->bytes);
 		int twin = s && s->recurring;
 		if (a->t_alloc >= first_step) { /* a slot, or a gradient kept */
-			during += s && s->ll_before;
+			during += s && s->ll_before && s->ll_during <= 4 * s->ll_before &&
+			          early_in_training(c, ll[i]);
 			continue;
 		}
 		before++;

@@ -1527,6 +1527,51 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	vt_model_free(m);
 }
 
+/* A server's cache growing while requests repeat like steps: the weights
+ * loaded, one 2 MiB cache block made before the first pass and a dozen more
+ * kept in the first two, and every pass a 2 MiB scratch tensor. An
+ * optimizer makes a few slots per weight of a size, not twelve for the one
+ * tensor of that size made before: the blocks are no slots, the one before
+ * is no weight with a gradient twin, and the scratch no gradient. */
+static void test_cache_blocks_are_no_optimizer_state(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b.stack = 1;
+	for (int l = 0; l < 4; l++) {
+		b_alloc(&b, t++, W_ADDR(l), 16 * MIB, 0);
+		b_htod(&b, t++, W_ADDR(l), 16 * MIB, 0);
+	}
+	b.stack = 2;
+	b_alloc(&b, t++, 0x800000000ull, 2 * MIB, 0);
+	for (int s = 0; s < 10; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 100, text);
+		b.stack = 3;
+		b_alloc(&b, t++, 0x200000000ull, 2 * MIB, 0);
+		b.stack = 2;
+		for (uint64_t k = 0; s < 2 && k < 6; k++)
+			b_alloc(&b, t++, 0x900000000ull + (uint64_t)(s * 6 + k) * 4 * MIB, 2 * MIB,
+			        0);
+		b.stack = 4;
+		b_alloc(&b, t++, 0x300000000ull, 512 << 10, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (int l = 0; l < 4; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_not_equal(category_of(m, 0x800000000ull), VT_CAT_WEIGHTS);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 0);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 0);
+	vt_model_free(m);
+}
+
 /* An inference engine: its weights in one blob uploaded in one copy, a
  * long load, then a workspace, an input binding refilled by every request
  * (partial copies, a batch each) and, with `answered`, an output binding
@@ -1920,6 +1965,7 @@ int main(void)
 	    cmocka_unit_test(test_framework_from_modules),
 	    cmocka_unit_test(test_replicated_weights_and_their_state),
 	    cmocka_unit_test(test_dataset_converted_on_the_device),
+	    cmocka_unit_test(test_cache_blocks_are_no_optimizer_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
