@@ -197,10 +197,6 @@ uint32_t vt_alloc_alternatives(const struct vt_alloc *a, struct vt_alternative *
 	return n;
 }
 
-/* Whether the job feeds device dev its batches from the host: a buffer made
- * every step and filled from the host, one refilled step after step (a
- * ring), or an allocator's region taking them: VT_STREAMED_BATCH_BYTES says
- * why it matters. */
 int vt_region_takes_batches(const struct vt_model *m, uint32_t i)
 {
 	if (!(m->allocs[i].flags & VT_AF_PARTIAL_COPIES))
@@ -213,6 +209,10 @@ int vt_region_takes_batches(const struct vt_model *m, uint32_t i)
 	return 0;
 }
 
+/* Whether the job feeds device dev its batches from the host: a buffer made
+ * every step and filled from the host, one refilled step after step (a
+ * ring), or an allocator's region taking them: VT_STREAMED_BATCH_BYTES says
+ * why it matters. */
 static int streams_batches(const struct ctx *c, int dev)
 {
 	/* A batch tensor is made once steps run: a host-filled tensor made

@@ -88,17 +88,6 @@ void vt_cls_arena_chunks(struct ctx *c)
 	}
 }
 
-/* PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp) asks the
- * driver only for segments of three shapes: 2 MiB (kSmallBuffer) for
- * tensors up to 1 MiB, 20 MiB (kLargeBuffer) for tensors up to 10 MiB, and
- * larger tensors rounded up to 2 MiB (kRoundLarge). A device whose every
- * allocation is a multiple of 2 MiB, with segments of both fixed sizes,
- * shows that allocator: a per-tensor job would have its biases, scalars and
- * odd-sized activations at the driver. Its 2 MiB and 20 MiB segments hold
- * many tensors each: pools, whatever one tensor in them happens to do,
- * unless the host filled one whole in one upload (then that upload says
- * what it is). The larger ones hold one tensor each until freed and are
- * left to the other rules. */
 /* Whether a folding model folded, on device dev of this process, an
  * allocation whose size is not a multiple of `unit` (0: any allocation). */
 static int folded_size_on(const struct ctx *c, int dev, uint64_t unit)
@@ -122,6 +111,17 @@ static int stream_ordered(const struct vt_alloc *a)
 	return a->kind == VT_ALLOC_ASYNC || a->kind == VT_ALLOC_POOL;
 }
 
+/* PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp) asks the
+ * driver only for segments of three shapes: 2 MiB (kSmallBuffer) for
+ * tensors up to 1 MiB, 20 MiB (kLargeBuffer) for tensors up to 10 MiB, and
+ * larger tensors rounded up to 2 MiB (kRoundLarge). A device whose every
+ * allocation is a multiple of 2 MiB, with segments of both fixed sizes,
+ * shows that allocator: a per-tensor job would have its biases, scalars and
+ * odd-sized activations at the driver. Its 2 MiB and 20 MiB segments hold
+ * many tensors each: pools, whatever one tensor in them happens to do,
+ * unless the host filled one whole in one upload (then that upload says
+ * what it is). The larger ones hold one tensor each until freed and are
+ * left to the other rules. */
 int vt_cls_caching_allocator_sizes(const struct ctx *c, int dev)
 {
 	uint32_t small = 0, large = 0;
@@ -262,8 +262,8 @@ void vt_cls_classify_ring(struct ctx *c, struct vt_alloc *a, struct facts *f)
 }
 
 /* How many rows allocation i holds when the host wrote it a row at a time:
- * three copies at least, every one the same size at a multiple of it, the
- * allocation a whole number (16 at least) of such rows; else 0. */
+ * copies at three offsets at least, every one the same size at a multiple
+ * of it, the allocation a whole number (16 at least) of such rows; else 0. */
 #define ROW_STORE_MIN_ROWS 16
 static uint64_t rows_written(const struct ctx *c, uint32_t i)
 {

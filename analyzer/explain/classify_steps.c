@@ -54,9 +54,9 @@ static int by_u64(const void *x, const void *y)
  * estimate, left out) to the nearest process step start. */
 static uint64_t phase_gap(const struct vt_step_table *own, const struct vt_step_table *proc)
 {
-	uint64_t *d = malloc(own->n * sizeof *d);
+	uint64_t *d = malloc((own->n ? own->n : 1) * sizeof *d); /* malloc(0) may be NULL */
 	if (!d)
-		return 0;
+		vt_nomem();
 	uint32_t n = 0;
 	for (uint32_t i = 1; i < own->n; i++) {
 		int k = vt_step_in(proc->t, proc->n, own->t[i]);
@@ -85,7 +85,7 @@ static int own_first_step(const struct ctx *c, struct vt_step_table *tab)
 		return 0;
 	uint64_t *t = malloc(proc->n * sizeof *t);
 	if (!t)
-		return 0;
+		vt_nomem();
 	memcpy(t, proc->t, proc->n * sizeof *t);
 	t[0] = tab->t[0];
 	free(tab->t);

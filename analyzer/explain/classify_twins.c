@@ -322,13 +322,6 @@ static uint32_t slotted_sizes(struct size_count *sizes)
 	return n;
 }
 
-/* A per-step twin is a gradient only if its weight trains. Where three
- * sizes or more got optimizer state during training, a size that got none
- * is frozen (a diffusion model's VAE and text encoder beside its trained
- * UNet, a fine-tune's frozen layers): its long-lived tensors are weights
- * that do not train, its per-step tensors activations that happen to share
- * their size. A job whose optimizer keeps no state (plain SGD), or made it
- * before training (JAX, Keras), has no such sizes to compare with. */
 /* Optimizer slots per trained weight, by the sizes whose tensors made
  * during training are a whole multiple (1 to 4) of those made before: the
  * multiple most sizes show, the smaller on a tie; 0 when fewer than three
@@ -365,6 +358,13 @@ static void trained_of_size(struct size_count *sizes, uint32_t per_weight)
 	}
 }
 
+/* A per-step twin is a gradient only if its weight trains. Where three
+ * sizes or more got optimizer state during training, a size that got none
+ * is frozen (a diffusion model's VAE and text encoder beside its trained
+ * UNet, a fine-tune's frozen layers): its long-lived tensors are weights
+ * that do not train, its per-step tensors activations that happen to share
+ * their size. A job whose optimizer keeps no state (plain SGD), or made it
+ * before training (JAX, Keras), has no such sizes to compare with. */
 void vt_cls_weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	int slots_show = slotted_sizes(sizes) >= 3;
