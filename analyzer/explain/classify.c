@@ -136,6 +136,10 @@ static const struct reason_row {
                           "1, 2 or 4 times its bytes, and outliving it: the dataset converted on "
                           "the device (a cast, a normalisation)",
                           {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_TEMP_BUFFER] = {"the step's largest allocation, made once a step, on a device with "
+                       "optimizer state where no gradient shows: the temp buffer the "
+                       "step's gradients and activations live in (XLA)",
+                       {VT_CAT_ACTIVATIONS, VT_CAT_GRADIENTS}},
     [R_FLATTENED] = {"long-lived, filled by device-to-device copies from tensors the host "
                      "filled, which were freed before training: parameters flattened into "
                      "one buffer (FSDP, apex, Megatron)",
@@ -283,6 +287,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_cls_flattened_parameter_sizes(c, dev, sizes);
 	vt_cls_recurring_ones(c, dev, sizes);
 	vt_cls_recurring_groups(c, dev, sizes);
+	vt_cls_temp_buffers(c, dev, sizes);
 	vt_cls_gradient_buckets(c, dev);
 	free(c->size_by_key);
 	c->size_by_key = NULL;

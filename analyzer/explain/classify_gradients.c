@@ -255,3 +255,56 @@ void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 75, R_ACTIVATIONS);
 	}
 }
+
+/* Where the device holds optimizer state but no gradient shows, the step's
+ * gradients live inside something it makes every step: XLA runs a step's
+ * executable in one temp buffer holding every intermediate, the gradients
+ * among them (JAX, with or without donation). That buffer is the step's
+ * largest recurring allocation, made once a step: an allocator's region
+ * (pool), activations the alternative. A per-tensor job's gradients show
+ * themselves; an inference job keeps no optimizer state. */
+static int largest_per_step(const struct ctx *c, int dev, struct size_count *sizes, uint64_t *bytes)
+{
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	int optimizer = 0;
+	*bytes = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (a->device != dev || !(a->flags & VT_AF_CHARGED))
+			continue;
+		if (a->category == VT_CAT_GRADIENTS)
+			return 0;
+		optimizer |= a->category == VT_CAT_OPTIMIZER;
+		if (a->reason == R_ACTIVATIONS && a->bytes > *bytes)
+			*bytes = a->bytes;
+	}
+	for (uint32_t i = 0; i < ng; i++) {
+		if (g[i].proc != c->proc || g[i].device != dev)
+			continue;
+		if (g[i].category == VT_CAT_GRADIENTS)
+			return 0;
+		if (g[i].reason == R_ACTIVATIONS && g[i].bytes > *bytes)
+			*bytes = g[i].bytes;
+	}
+	const struct size_count *s = *bytes ? vt_cls_size_find(sizes, *bytes) : NULL;
+	return optimizer && s && vt_cls_per_step(s) == 1;
+}
+
+void vt_cls_temp_buffers(struct ctx *c, int dev, struct size_count *sizes)
+{
+	uint64_t bytes;
+	if (!largest_per_step(c, dev, sizes, &bytes))
+		return;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		if (a->device == dev && a->bytes == bytes && a->reason == R_ACTIVATIONS)
+			set_cat(a, &c->f[i - c->p->alloc_begin], VT_CAT_POOL, 60, R_TEMP_BUFFER);
+	}
+	uint32_t ng;
+	struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc && g[i].device == dev && g[i].bytes == bytes &&
+		    g[i].reason == R_ACTIVATIONS)
+			set_group(&g[i], VT_CAT_POOL, 60, R_TEMP_BUFFER);
+}

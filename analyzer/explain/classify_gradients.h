@@ -13,6 +13,11 @@
 void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes);
 void vt_cls_recurring_groups(struct ctx *c, int dev, struct size_count *sizes);
 
+/* On a device with optimizer state and no visible gradient, the step's
+ * largest allocation, made once a step, is the temp buffer the gradients
+ * live in (XLA's): a pool. After the per-step allocations are decided. */
+void vt_cls_temp_buffers(struct ctx *c, int dev, struct size_count *sizes);
+
 /* Long-lived buffers of device dev written in most steps from a gradient:
  * after the per-step gradients are decided. */
 void vt_cls_gradient_buckets(struct ctx *c, int dev);

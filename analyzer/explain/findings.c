@@ -779,8 +779,11 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 			if (has[d])
 				prefetch_on(m, &ds, pi, (uint8_t)d, out);
 	}
+	/* a pool the classifier only guessed (a step's temp buffer) gets no
+	 * advice: classify.h's rule for findings on guesses */
 	for (uint32_t k = 0; k < ds.n; k++)
-		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]))
+		if (vt_alloc_is_pool(&m->allocs[ds.idx[k]]) &&
+		    m->allocs[ds.idx[k]].confidence >= VT_CONFIDENT)
 			pool_flag(m, ds.idx[k], out);
 	free(ds.idx);
 	growth_flags(m, out);

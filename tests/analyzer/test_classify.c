@@ -508,15 +508,20 @@ static void test_host_weights_per_tensor(void **state)
 	vt_model_free(m);
 }
 
-static int whole_dataset_flags(const struct vt_model *m)
+static int flags_of_kind(const struct vt_model *m, int kind)
 {
 	struct vt_findings f;
 	vt_findings_find(m, &f);
 	int n = 0;
 	for (uint32_t i = 0; i < f.n; i++)
-		n += f.v[i].kind == VT_FINDING_WHOLE_DATASET;
+		n += (int)f.v[i].kind == kind;
 	vt_findings_free(&f);
 	return n;
+}
+
+static int whole_dataset_flags(const struct vt_model *m)
+{
+	return flags_of_kind(m, VT_FINDING_WHOLE_DATASET);
 }
 
 /* The prefetch finding of device 0 (depth 0: none). */
@@ -1516,6 +1521,8 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	vt_classify(m);
 	for (int l = 0; l < 3; l++)
 		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	/* nothing trains: a request's scratch is no buffer hiding gradients */
+	assert_int_equal(category_of(m, 0x300000000ull), VT_CAT_ACTIVATIONS);
 	/* a workspace for the requests' activations or a cache: a guess, the
 	 * cache (unknown) its first alternative */
 	const struct vt_alloc *a = alloc_at(m, kv);
@@ -1636,7 +1643,8 @@ static void test_refills_unanswered_serve_nothing(void **state)
 /* JAX with buffer donation: parameters uploaded, Adam's mu and nu made on
  * the device as zeros_like(params), and the gradients inside the step's temp
  * buffer, so no gradient shows. Buffers the size of a loaded weight made
- * after it mirror the weights: optimizer state, not a server's cache. */
+ * after it mirror the weights: optimizer state, not a server's cache; the
+ * temp buffer is a pool. */
 static void test_state_mirroring_loaded_weights_is_optimizer(void **state)
 {
 	(void)state;
@@ -1673,6 +1681,11 @@ static void test_state_mirroring_loaded_weights_is_optimizer(void **state)
 		for (uint64_t k = 0; k < 2; k++)
 			assert_int_equal(category_of(m, SLOT_ADDR(l, k)), VT_CAT_OPTIMIZER);
 	}
+	/* the step's temp buffer holds the gradients no allocation shows */
+	const struct vt_alloc *temp = alloc_at(m, 0x300000000ull);
+	assert_int_equal(temp->category, VT_CAT_POOL);
+	assert_true(temp->confidence < VT_CONFIDENT);
+	assert_int_equal(flags_of_kind(m, VT_FINDING_OPAQUE_POOL), 0); /* a guess: no advice */
 	vt_model_free(m);
 }
 
