@@ -140,6 +140,10 @@ static const struct reason_row {
                        "optimizer state where no gradient shows: the temp buffer the "
                        "step's gradients and activations live in (XLA)",
                        {VT_CAT_ACTIVATIONS, VT_CAT_GRADIENTS}},
+    [R_GRAD_BUFFER_EARLY] = {"long-lived, the size of a weight, made before training while "
+                             "the optimizer made its state of that size in training: a "
+                             "gradient buffer made with the model (DDP's, Megatron's)",
+                             {VT_CAT_OPTIMIZER, VT_CAT_WEIGHTS}},
     [R_FLATTENED] = {"long-lived, filled by device-to-device copies from tensors the host "
                      "filled, which were freed before training: parameters flattened into "
                      "one buffer (FSDP, apex, Megatron)",

@@ -173,6 +173,9 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_REPLICATED);
 		else if (f->kept && !f->host_filled)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
+		else if (s->weights > 0 && !f->host_filled && a->t_alloc < first_step &&
+		         s->ll_during >= 2 * s->weights)
+			set_cat(a, f, VT_CAT_GRADIENTS, 60, R_GRAD_BUFFER_EARLY);
 		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
 		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))

@@ -1640,6 +1640,31 @@ static void test_refills_unanswered_serve_nothing(void **state)
 	vt_model_free(m);
 }
 
+/* Three weights (3, 2 and 1 MiB) uploaded from the host one after another,
+ * as a model loaded tensor by tensor: the start of the jobs below. */
+static const uint64_t three_weights[3] = {3 * MIB, 2 * MIB, 1 * MIB};
+
+static void upload_three_weights(struct builder *b, uint64_t *t)
+{
+	b->stack = 1;
+	for (uint64_t l = 0; l < 3; l++) {
+		b_alloc(b, (*t)++, W_ADDR(l), three_weights[l], 0);
+		b_htod(b, (*t)++, W_ADDR(l), three_weights[l], 0);
+	}
+}
+
+/* The start of step s: its marker, then its batch (512 KiB at
+ * 0x200000000) made and uploaded; the step frees it. */
+static void begin_step_with_batch(struct builder *b, uint64_t *t, int s)
+{
+	char text[16];
+	snprintf(text, sizeof text, "step %d", s);
+	b_mark(b, *t += 1000, text);
+	b->stack = 3;
+	b_alloc(b, (*t)++, 0x200000000ull, 512 << 10, 0);
+	b_htod(b, (*t)++, 0x200000000ull, 512 << 10, 0);
+}
+
 /* JAX with buffer donation: parameters uploaded, Adam's mu and nu made on
  * the device as zeros_like(params), and the gradients inside the step's temp
  * buffer, so no gradient shows. Buffers the size of a loaded weight made
@@ -1648,27 +1673,18 @@ static void test_refills_unanswered_serve_nothing(void **state)
 static void test_state_mirroring_loaded_weights_is_optimizer(void **state)
 {
 	(void)state;
-	static const uint64_t wb[3] = {3 * MIB, 2 * MIB, 1 * MIB};
+	const uint64_t *wb = three_weights;
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 9, 0, 0);
 	uint64_t t = 1;
-	b.stack = 1;
-	for (uint64_t l = 0; l < 3; l++) {
-		b_alloc(&b, t++, W_ADDR(l), wb[l], 0);
-		b_htod(&b, t++, W_ADDR(l), wb[l], 0);
-	}
+	upload_three_weights(&b, &t);
 	b.stack = 2;
 	for (uint64_t l = 0; l < 3; l++)
 		for (uint64_t k = 0; k < 2; k++)
 			b_alloc(&b, t++, SLOT_ADDR(l, k), wb[l], 0);
 	for (int s = 0; s < 8; s++) {
-		char text[16];
-		snprintf(text, sizeof text, "step %d", s);
-		b_mark(&b, t += 1000, text);
-		b.stack = 3;
-		b_alloc(&b, t++, 0x200000000ull, 512 << 10, 0);
-		b_htod(&b, t++, 0x200000000ull, 512 << 10, 0);
+		begin_step_with_batch(&b, &t, s);
 		b.stack = 4;
 		b_alloc(&b, t++, 0x300000000ull, 24 * MIB, 0);
 		b_free(&b, t++, 0x300000000ull, 0);
@@ -1791,6 +1807,50 @@ static void test_dataset_converted_on_the_device(void **state)
 	struct vt_alternative alt[2];
 	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
 	assert_int_equal(alt[0].category, VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
+/* Megatron's and DDP's gradient buffers: made with the model, before
+ * training, one the size of each weight (here one per weight, the hooks
+ * adding each step's .grad into it), while Adam makes its two slots of
+ * every size lazily at the first step. A tensor of a weight's size made
+ * before training, where the optimizer's state of that size comes later, is
+ * no slot: the gradient buffer (not confident, a slot the alternative). */
+static void test_gradient_buffer_made_with_the_model(void **state)
+{
+	(void)state;
+	const uint64_t *wb = three_weights, grad_buf = 0x600000000ull;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	upload_three_weights(&b, &t);
+	b.stack = 2;
+	for (uint64_t l = 0; l < 3; l++)
+		b_alloc(&b, t++, grad_buf + l * 0x10000000ull, wb[l], 0);
+	for (int s = 0; s < 8; s++) {
+		begin_step_with_batch(&b, &t, s);
+		b.stack = 4;
+		for (uint64_t l = 0; l < 3; l++)
+			b_alloc(&b, t++, 0x300000000ull + l * 0x10000000ull, wb[l], 0);
+		b.stack = 5;
+		for (uint64_t l = 0; s == 0 && l < 3; l++)
+			for (uint64_t k = 0; k < 2; k++)
+				b_alloc(&b, t++, SLOT_ADDR(l, k), wb[l], 0);
+		for (uint64_t l = 0; l < 3; l++)
+			b_free(&b, t++, 0x300000000ull + l * 0x10000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t l = 0; l < 3; l++) {
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+		const struct vt_alloc *g = alloc_at(m, grad_buf + l * 0x10000000ull);
+		assert_int_equal(g->category, VT_CAT_GRADIENTS);
+		assert_true(g->confidence < VT_CONFIDENT);
+		for (uint64_t k = 0; k < 2; k++)
+			assert_int_equal(category_of(m, SLOT_ADDR(l, k)), VT_CAT_OPTIMIZER);
+	}
 	vt_model_free(m);
 }
 
@@ -1979,6 +2039,7 @@ int main(void)
 	    cmocka_unit_test(test_replicated_weights_and_their_state),
 	    cmocka_unit_test(test_dataset_converted_on_the_device),
 	    cmocka_unit_test(test_cache_blocks_are_no_optimizer_state),
+	    cmocka_unit_test(test_gradient_buffer_made_with_the_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
