@@ -358,16 +358,18 @@ static void trained_of_size(struct size_count *sizes, uint32_t per_weight)
 	}
 }
 
-/* A per-step twin is a gradient only if its weight trains. Where three
- * sizes or more got optimizer state during training, a size that got none
- * is frozen (a diffusion model's VAE and text encoder beside its trained
+/* A per-step twin is a gradient only if its weight trains. Where a size
+ * got optimizer state during training (an optimizer making its state
+ * lazily, at its first step, makes it for every weight that trains), a
+ * size that got none is frozen (a LoRA fine-tune's base beside its
+ * adapters, a diffusion model's VAE and text encoder beside its trained
  * UNet, a fine-tune's frozen layers): its long-lived tensors are weights
  * that do not train, its per-step tensors activations that happen to share
  * their size. A job whose optimizer keeps no state (plain SGD), or made it
  * before training (JAX, Keras), has no such sizes to compare with. */
 void vt_cls_weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
-	int slots_show = slotted_sizes(sizes) >= 3;
+	int slots_show = slotted_sizes(sizes) >= 1;
 	trained_of_size(sizes, slots_show ? slots_per_weight(sizes) : 0);
 	for (uint32_t i = 0; i < n; i++) {
 		struct vt_alloc *a = &c->m->allocs[ll[i]];

@@ -1854,6 +1854,52 @@ static void test_gradient_buffer_made_with_the_model(void **state)
 	vt_model_free(m);
 }
 
+/* QLoRA: the frozen base (three sizes) uploaded, two adapters of one size
+ * uploaded after it; every step the logits, exactly the embedding's bytes,
+ * the adapters' .grads, and at the first step AdamW's two slots per
+ * adapter. One size got optimizer state during training: the optimizer
+ * makes its state lazily, so a size that got none does not train, and the
+ * logits of its size are activations, not its gradient. */
+static void test_one_trained_size_freezes_the_rest(void **state)
+{
+	(void)state;
+	const uint64_t adapter = 256 << 10, logits = 0x300000000ull;
+	const uint64_t lora[2] = {0x700000000ull, 0x710000000ull};
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	upload_three_weights(&b, &t);
+	for (int k = 0; k < 2; k++) {
+		b_alloc(&b, t++, lora[k], adapter, 0);
+		b_htod(&b, t++, lora[k], adapter, 0);
+	}
+	for (int s = 0; s < 8; s++) {
+		begin_step_with_batch(&b, &t, s);
+		b.stack = 4;
+		b_alloc(&b, t++, logits, three_weights[0], 0);
+		b.stack = 5;
+		for (uint64_t k = 0; k < 2; k++)
+			b_alloc(&b, t++, 0x400000000ull + k * 0x10000000ull, adapter, 0);
+		b.stack = 6;
+		for (uint64_t k = 0; s == 0 && k < 4; k++)
+			b_alloc(&b, t++, SLOT_ADDR(k, 0), adapter, 0);
+		b_free(&b, t++, logits, 0);
+		for (uint64_t k = 0; k < 2; k++)
+			b_free(&b, t++, 0x400000000ull + k * 0x10000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, logits), VT_CAT_ACTIVATIONS);
+	assert_int_equal(category_of(m, 0x400000000ull), VT_CAT_GRADIENTS);
+	for (uint64_t k = 0; k < 4; k++)
+		assert_int_equal(category_of(m, SLOT_ADDR(k, 0)), VT_CAT_OPTIMIZER);
+	vt_model_free(m);
+}
+
 /* ZeRO's _sync_params: a rank copies the parameters it owns whole to the
  * other rank every step. Read whole step after step, a parameter is not a
  * dataset sliced into batches. */
@@ -2040,6 +2086,7 @@ int main(void)
 	    cmocka_unit_test(test_dataset_converted_on_the_device),
 	    cmocka_unit_test(test_cache_blocks_are_no_optimizer_state),
 	    cmocka_unit_test(test_gradient_buffer_made_with_the_model),
+	    cmocka_unit_test(test_one_trained_size_freezes_the_rest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
