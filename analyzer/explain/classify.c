@@ -282,7 +282,6 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
 	c->weights_loaded_t = vt_cls_weights_loaded_t(c, dev);
 	c->trains = vt_cls_trains(sizes);
-	c->caching = c->caching_on[dev];
 	vt_cls_rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_cls_converted_datasets(c, ll_buf, n);
 	vt_upload_sites_free(c->sites);

@@ -107,7 +107,6 @@ struct ctx {
 	uint64_t weights_loaded_t; /* classify_device: when the last weight filled from the
 	                              host was, 0 if none */
 	int trains;                /* classify_device: gradients or optimizer slots seen on it */
-	int caching;               /* classify_device: its sizes are a caching allocator's */
 	/* per device: its sizes are a caching allocator's (caching_allocator_sizes,
 	 * asked once: the segment rule and classify_device both read it) */
 	uint8_t caching_on[VT_MAX_DEVICES];
@@ -191,6 +190,22 @@ static inline uint64_t lifetime(const struct vt_model *m, const struct vt_alloc 
 {
 	uint64_t end = a->t_free == VT_T_NEVER ? m->end_t_ns : a->t_free;
 	return end > a->t_alloc ? end - a->t_alloc : 0;
+}
+
+/* The allocation of this process that the first device-to-device copy into
+ * a came from; VT_NO_INDEX when none did (or another process's did). */
+static inline uint32_t d2d_source(const struct ctx *c, const struct vt_alloc *a)
+{
+	uint32_t src = vt_model_copies(c->m, a)->d2d_src;
+	return src >= c->p->alloc_begin && src < c->p->alloc_end ? src : VT_NO_INDEX;
+}
+
+/* d2d_source, where device-to-device copies wrote nine tenths of a at
+ * least: who wrote its bytes. */
+static inline uint32_t d2d_filled_from(const struct ctx *c, const struct vt_alloc *a)
+{
+	return vt_model_copies(c->m, a)->d2d_in_bytes * 10 < a->bytes * 9 ? VT_NO_INDEX
+	                                                                  : d2d_source(c, a);
 }
 
 /* The size of a fact's (size, device) key. */

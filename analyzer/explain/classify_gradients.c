@@ -121,11 +121,8 @@ static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
  * the size, no weight's, cannot. */
 static int gathered_weights(const struct ctx *c, const struct vt_alloc *a)
 {
-	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
-	if (cp->d2d_in_bytes * 10 < a->bytes * 9 || cp->d2d_src < c->p->alloc_begin ||
-	    cp->d2d_src >= c->p->alloc_end)
-		return 0;
-	return c->m->allocs[cp->d2d_src].category == VT_CAT_WEIGHTS;
+	uint32_t from = d2d_filled_from(c, a);
+	return from != VT_NO_INDEX && c->m->allocs[from].category == VT_CAT_WEIGHTS;
 }
 
 /* Is allocation i of this process (not filled from the host, long-lived)
@@ -139,11 +136,11 @@ static int written_from_gradients(const struct ctx *c, uint32_t i, const struct 
 	uint32_t steps = c->p->nsteps;
 	if (steps < 3 || f->recurring || f->host_filled || !f->charged)
 		return 0;
-	const struct vt_alloc_copies *cp = vt_model_copies(c->m, &c->m->allocs[i]);
-	if (cp->d2d_in_copies + 1 < steps || cp->d2d_src < c->p->alloc_begin ||
-	    cp->d2d_src >= c->p->alloc_end)
+	const struct vt_alloc *a = &c->m->allocs[i];
+	uint32_t from = d2d_source(c, a);
+	if (vt_model_copies(c->m, a)->d2d_in_copies + 1 < steps || from == VT_NO_INDEX)
 		return 0;
-	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
+	const struct vt_alloc *src = &c->m->allocs[from];
 	return src->category == VT_CAT_GRADIENTS &&
 	       (src->reason == R_GRADIENTS || src->reason == R_KEPT_GRADIENT);
 }
@@ -167,10 +164,9 @@ void vt_cls_comm_buffers(struct ctx *c)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
-		const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+		uint32_t from = d2d_source(c, a);
 		if (a->reason == R_GRAD_BUCKET || !vt_cls_rewritten_on_device(c, a) ||
-		    cp->d2d_src < c->p->alloc_begin || cp->d2d_src >= c->p->alloc_end ||
-		    c->m->allocs[cp->d2d_src].reason != R_GRAD_BUCKET)
+		    from == VT_NO_INDEX || c->m->allocs[from].reason != R_GRAD_BUCKET)
 			continue;
 		set_cat(a, &c->f[i - c->p->alloc_begin], VT_CAT_UNKNOWN, 60, R_COMM_BUFFER);
 	}

@@ -121,13 +121,12 @@ static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct fac
 static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts *f)
 {
 	const struct vt_alloc *a = &c->m->allocs[i];
-	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
 	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
-	if (f->host_filled || cp->d2d_in_copies < 2 || cp->d2d_in_bytes * 10 < a->bytes * 9 ||
-	    cp->d2d_src < c->p->alloc_begin || cp->d2d_src >= c->p->alloc_end)
+	uint32_t from = d2d_filled_from(c, a);
+	if (f->host_filled || vt_model_copies(c->m, a)->d2d_in_copies < 2 || from == VT_NO_INDEX)
 		return 0;
-	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
-	const struct facts *sf = &c->f[cp->d2d_src - c->p->alloc_begin];
+	const struct vt_alloc *src = &c->m->allocs[from];
+	const struct facts *sf = &c->f[from - c->p->alloc_begin];
 	return sf->host_filled && src->t_free != VT_T_NEVER && src->t_free < first_step;
 }
 
@@ -141,11 +140,10 @@ static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts
 static int replicated_weight(const struct ctx *c, uint32_t i, const struct facts *f)
 {
 	const struct vt_alloc *a = &c->m->allocs[i];
-	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
-	if (f->host_filled || !cp->d2d_in_copies || cp->d2d_in_bytes * 10 < a->bytes * 9 ||
-	    cp->d2d_src < c->p->alloc_begin || cp->d2d_src >= c->p->alloc_end)
+	uint32_t from = d2d_filled_from(c, a);
+	if (f->host_filled || from == VT_NO_INDEX)
 		return 0;
-	const struct vt_alloc *src = &c->m->allocs[cp->d2d_src];
+	const struct vt_alloc *src = &c->m->allocs[from];
 	return src->device != a->device && src->category == VT_CAT_WEIGHTS;
 }
 
@@ -184,7 +182,7 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			data_or_frozen_weights(c, a, f);
 		else if (a->t_alloc < first_step)
 			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
-		else if (c->caching)
+		else if (c->caching_on[c->dev])
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_CACHED_ACTIVATIONS);
 		else
 			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
