@@ -192,22 +192,6 @@ static inline uint64_t lifetime(const struct vt_model *m, const struct vt_alloc 
 	return end > a->t_alloc ? end - a->t_alloc : 0;
 }
 
-/* The allocation of this process that the first device-to-device copy into
- * a came from; VT_NO_INDEX when none did (or another process's did). */
-static inline uint32_t d2d_source(const struct ctx *c, const struct vt_alloc *a)
-{
-	uint32_t src = vt_model_copies(c->m, a)->d2d_src;
-	return src >= c->p->alloc_begin && src < c->p->alloc_end ? src : VT_NO_INDEX;
-}
-
-/* d2d_source, where device-to-device copies wrote nine tenths of a at
- * least: who wrote its bytes. */
-static inline uint32_t d2d_filled_from(const struct ctx *c, const struct vt_alloc *a)
-{
-	return vt_model_copies(c->m, a)->d2d_in_bytes * 10 < a->bytes * 9 ? VT_NO_INDEX
-	                                                                  : d2d_source(c, a);
-}
-
 /* The size of a fact's (size, device) key. */
 static inline uint64_t fact_bytes(const struct ctx *c, const struct facts *f)
 {

@@ -121,7 +121,7 @@ static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
  * the size, no weight's, cannot. */
 static int gathered_weights(const struct ctx *c, const struct vt_alloc *a)
 {
-	uint32_t from = d2d_filled_from(c, a);
+	uint32_t from = vt_cls_d2d_filled_from(c, a);
 	return from != VT_NO_INDEX && c->m->allocs[from].category == VT_CAT_WEIGHTS;
 }
 
@@ -137,7 +137,7 @@ static int written_from_gradients(const struct ctx *c, uint32_t i, const struct 
 	if (steps < 3 || f->recurring || f->host_filled || !f->charged)
 		return 0;
 	const struct vt_alloc *a = &c->m->allocs[i];
-	uint32_t from = d2d_source(c, a);
+	uint32_t from = vt_cls_d2d_source(c, a);
 	if (vt_model_copies(c->m, a)->d2d_in_copies + 1 < steps || from == VT_NO_INDEX)
 		return 0;
 	const struct vt_alloc *src = &c->m->allocs[from];
@@ -164,7 +164,7 @@ void vt_cls_comm_buffers(struct ctx *c)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
-		uint32_t from = d2d_source(c, a);
+		uint32_t from = vt_cls_d2d_source(c, a);
 		if (a->reason == R_GRAD_BUCKET || !vt_cls_rewritten_on_device(c, a) ||
 		    from == VT_NO_INDEX || c->m->allocs[from].reason != R_GRAD_BUCKET)
 			continue;

@@ -122,7 +122,7 @@ static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts
 {
 	const struct vt_alloc *a = &c->m->allocs[i];
 	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
-	uint32_t from = d2d_filled_from(c, a);
+	uint32_t from = vt_cls_d2d_filled_from(c, a);
 	if (f->host_filled || vt_model_copies(c->m, a)->d2d_in_copies < 2 || from == VT_NO_INDEX)
 		return 0;
 	const struct vt_alloc *src = &c->m->allocs[from];
@@ -140,7 +140,7 @@ static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts
 static int replicated_weight(const struct ctx *c, uint32_t i, const struct facts *f)
 {
 	const struct vt_alloc *a = &c->m->allocs[i];
-	uint32_t from = d2d_filled_from(c, a);
+	uint32_t from = vt_cls_d2d_filled_from(c, a);
 	if (f->host_filled || from == VT_NO_INDEX)
 		return 0;
 	const struct vt_alloc *src = &c->m->allocs[from];

@@ -437,3 +437,15 @@ int vt_cls_twins_believable(struct ctx *c, struct size_count *sizes, const uint3
 	}
 	return during || !before || twinned * 2 >= before || twinned_bytes * 2 >= before_bytes;
 }
+
+uint32_t vt_cls_d2d_source(const struct ctx *c, const struct vt_alloc *a)
+{
+	uint32_t src = vt_model_copies(c->m, a)->d2d_src;
+	return src >= c->p->alloc_begin && src < c->p->alloc_end ? src : VT_NO_INDEX;
+}
+
+uint32_t vt_cls_d2d_filled_from(const struct ctx *c, const struct vt_alloc *a)
+{
+	return vt_model_copies(c->m, a)->d2d_in_bytes * 10 < a->bytes * 9 ? VT_NO_INDEX
+	                                                                  : vt_cls_d2d_source(c, a);
+}

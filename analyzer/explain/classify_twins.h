@@ -43,4 +43,11 @@ void vt_cls_weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
  * communication buffer): what a weight, updated in place, is not. */
 int vt_cls_rewritten_on_device(const struct ctx *c, const struct vt_alloc *a);
 
+/* The allocation of this process that the first device-to-device copy into
+ * a came from; VT_NO_INDEX when none did (or another process's did). */
+uint32_t vt_cls_d2d_source(const struct ctx *c, const struct vt_alloc *a);
+/* vt_cls_d2d_source, where device-to-device copies wrote nine tenths of a
+ * at least: who wrote its bytes. */
+uint32_t vt_cls_d2d_filled_from(const struct ctx *c, const struct vt_alloc *a);
+
 #endif
