@@ -329,6 +329,28 @@ static void gather(struct ctx *c, int *devs)
 	}
 }
 
+static int training_category(int cat)
+{
+	return cat == VT_CAT_GRADIENTS || cat == VT_CAT_OPTIMIZER;
+}
+
+/* Whether the process trains, from its verdicts: a period found in an
+ * inference job is a pass over its requests, not an optimizer step, and the
+ * report says so. */
+static int trains(const struct vt_model *m, uint32_t pi)
+{
+	const struct vt_proc *p = &m->procs[pi];
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++)
+		if (training_category(m->allocs[i].category))
+			return 1;
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == pi && training_category(g[i].category))
+			return 1;
+	return 0;
+}
+
 static void classify_proc(struct vt_model *m, uint32_t pi)
 {
 	struct vt_proc *p = &m->procs[pi];
@@ -377,6 +399,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	}
 	vt_cls_comm_buffers(&c);
 	vt_cls_unfinished_step(&c);
+	p->trains = trains(m, pi);
 	vt_cls_free_keys(&c);
 	vt_frame_evidence_free(c.fe);
 	vt_cls_free_own_steps(&c);

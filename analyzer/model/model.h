@@ -178,9 +178,9 @@ enum vt_step_source { VT_STEPS_NONE = 0, VT_STEPS_MARKERS, VT_STEPS_PERIOD };
 struct vt_proc {
 	int32_t pid, ppid;
 	uint32_t exec_index;
-	uint64_t state_word;      /* header.state */
-	uint64_t header_flags;    /* header.flags */
-	uint64_t clock_offset_ns; /* header.clock_base_ns - trace start */
+	uint64_t state_word;       /* header.state */
+	uint64_t header_flags;     /* header.flags */
+	uint64_t clock_offset_ns;  /* header.clock_base_ns - trace start */
 	uint64_t realtime_base_ns; /* header: CLOCK_REALTIME when its log started */
 	uint64_t events_dropped;
 	struct vt_log_integrity integrity; /* its chunks against their seals and the header */
@@ -190,10 +190,10 @@ struct vt_proc {
 	int running; /* neither exited nor exec'd, and its process runs now */
 	char *exe, *cmdline, *hostname;
 	/* the launcher's rank environment when its log was made (header rank_*) */
-	int32_t rank, local_rank;           /* -1: unknown */
+	int32_t rank, local_rank;              /* -1: unknown */
 	uint32_t world_size, local_world_size; /* 0: unknown */
-	uint32_t rank_source;               /* enum vt_rank_source (VT_RANK_NONE: no rank) */
-	char rank_role[20];                 /* TF_CONFIG task type, or "" */
+	uint32_t rank_source;                  /* enum vt_rank_source (VT_RANK_NONE: no rank) */
+	char rank_role[20];                    /* TF_CONFIG task type, or "" */
 	/* allocations of this process: [alloc_begin, alloc_end) of vt_model.allocs */
 	uint32_t alloc_begin, alloc_end;
 	/* frees in the order they happened: [free_begin, free_end) of model.free_order */
@@ -230,6 +230,9 @@ struct vt_proc {
 	uint64_t step_period_ns; /* median step length, 0 if none */
 	/* classification (classify.c, classify_pools.c) */
 	int pool_mode; /* 1: opaque allocator pool seen */
+	/* 1: some of its bytes are gradients or optimizer state; 0: nothing
+	 * trains (an inference job), so its steps are passes */
+	int trains;
 	int framework; /* enum vt_framework (explain/findings.h) */
 	/* the shim's measure of its own time (header self_*; recording_cost.h) */
 	struct vt_self_cost self_cost;

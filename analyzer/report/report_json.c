@@ -120,6 +120,7 @@ static void processes(struct vt_json *j, const struct vt_model *m)
 		vt_json_kv_string(j, "mode", p->pool_mode ? "pool" : "per-tensor");
 		vt_json_kv_string(j, "framework", vt_framework_name(vt_framework_of(p)));
 		vt_json_kv_u64(j, "steps", p->nsteps);
+		vt_json_kv_bool(j, "trains", p->trains != 0);
 		vt_json_kv_bool(j, "truncated", (p->header_flags & VT_FLAG_TRUNCATED) != 0);
 		vt_json_kv_u64(j, "chunks_missing", p->running ? 0 : p->integrity.chunks_missing);
 		vt_json_kv_u64(j, "chunks_damaged", p->integrity.damaged);
@@ -160,6 +161,7 @@ static void steps(struct vt_json *j, const struct vt_report *r)
 	vt_json_kv_u64(j, "count", p ? p->nsteps : 0);
 	vt_json_kv_string(j, "source", vt_step_source_name(p ? p->step_source : VT_STEPS_NONE));
 	vt_json_kv_u64(j, "period_ns", p ? p->step_period_ns : 0);
+	vt_json_kv_bool(j, "trains", p && p->trains);
 	vt_json_end_object(j);
 }
 

@@ -128,12 +128,16 @@ static void processes(const struct vt_report *r, FILE *out)
 		char status[64], exe[1024], steps[32];
 		int died = vt_report_proc_status(p, status, sizeof status);
 		int fw = vt_framework_of(p);
-		fprintf(out, "  pid %-7d %s  %s%s%s, %s allocator, %s (%s)%s%s\n", p->pid,
+		/* a period found where nothing trains is a pass over requests */
+		int passes = p->step_source == VT_STEPS_PERIOD && !p->trains;
+		fprintf(out, "  pid %-7d %s  %s%s%s, %s allocator, %s (%s%s)%s%s\n", p->pid,
 		        vt_term_safe(p->exe, exe, sizeof exe), died ? on(out, VT_COLOR_RED) : "",
 		        status, died ? off(out) : "", p->pool_mode ? "pool" : "per-tensor",
-		        vt_count(p->nsteps, "step", "steps", steps, sizeof steps),
-		        vt_step_source_name(p->step_source), fw ? ", " : "",
-		        fw ? vt_framework_name(fw) : "");
+		        passes ? vt_count(p->nsteps, "pass", "passes", steps, sizeof steps)
+		               : vt_count(p->nsteps, "step", "steps", steps, sizeof steps),
+		        vt_step_source_name(p->step_source),
+		        passes ? ", nothing trains: no gradients or optimizer state" : "",
+		        fw ? ", " : "", fw ? vt_framework_name(fw) : "");
 		if (p->header_flags & VT_FLAG_TRUNCATED)
 			fprintf(out, "            log truncated: %" PRIu64 " records dropped\n",
 			        p->events_dropped);

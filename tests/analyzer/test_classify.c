@@ -258,6 +258,7 @@ static void test_markers_twins(void **state)
 	assert_int_equal(m->procs[0].step_source, VT_STEPS_MARKERS);
 	assert_int_equal(m->procs[0].nsteps, 8);
 	check_roles(m, &j);
+	assert_int_equal(m->procs[0].trains, 1);
 	struct vt_findings f;
 	vt_findings_find(m, &f);
 	int whole = 0, depth = 0;
@@ -1531,6 +1532,8 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	struct vt_alternative alt[2];
 	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
 	assert_int_equal(alt[0].category, VT_CAT_UNKNOWN);
+	/* its period is a pass over requests: nothing trains */
+	assert_int_equal(m->procs[0].trains, 0);
 	vt_model_free(m);
 }
 
