@@ -8,6 +8,7 @@
 #include "classify_ctx.h"
 #include "classify_carried.h"
 #include "classify_gradients.h"
+#include "classify_grown.h"
 #include "classify_long_lived.h"
 #include "classify_pools.h"
 #include "classify_recurrence.h"
@@ -100,6 +101,13 @@ static const struct reason_row {
     [R_KEPT_PER_STEP] = {"made in most steps and never freed: outputs kept step after step "
                          "(a list that grows, a leak?)",
                          {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_GROWN_ROWS] = {"made in most steps and kept to the end, after a batch and before "
+                      "the step's gradients: state the model grows as ids come (rows of a "
+                      "sparse embedding)",
+                      {VT_CAT_OPTIMIZER, VT_CAT_UNKNOWN}},
+    [R_GROWN_SLOTS] = {"made in most steps and kept to the end, after the step's gradients "
+                       "(its update): the optimizer's state for what the model grew",
+                       {VT_CAT_WEIGHTS, VT_CAT_UNKNOWN}},
     [R_DATASET_BY_NAME] = {"filled from the host under a framework's dataset conversion "
                            "(stack names)",
                            {VT_CAT_WEIGHTS, NO_ALT}},
@@ -290,6 +298,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_cls_flattened_parameter_sizes(c, dev, sizes);
 	vt_cls_recurring_ones(c, dev, sizes);
 	vt_cls_recurring_groups(c, dev, sizes);
+	vt_cls_grown_state(c, dev);
 	vt_cls_temp_buffers(c, dev, sizes);
 	vt_cls_gradient_buckets(c, dev);
 	free(c->size_by_key);
@@ -319,6 +328,8 @@ static void gather(struct ctx *c, int *devs)
 		f->device = a->device;
 		f->charged = (a->flags & VT_AF_CHARGED) != 0;
 		f->freed = a->t_free != VT_T_NEVER;
+		f->torn_down = f->freed && a->device != VT_DEVICE_UNKNOWN &&
+		               a->t_free > c->last_alloc_t[a->device];
 		uint64_t h2d = vt_model_copies(c->m, a)->h2d_bytes;
 		f->host_filled = h2d > 0 && h2d * 2 >= a->bytes;
 		const struct vt_step_table *st = vt_cls_steps_of(c, a->device);
@@ -364,8 +375,12 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		vt_nomem();
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
-	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++)
-		c.readbacks += vt_model_copies(m, &m->allocs[i])->d2h_copies;
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		c.readbacks += vt_model_copies(m, a)->d2h_copies;
+		if (a->device != VT_DEVICE_UNKNOWN)
+			c.last_alloc_t[a->device] = a->t_alloc;
+	}
 	int devs[VT_MAX_DEVICES] = {0};
 	c.proc_steps = (struct vt_step_table){p->step_t, p->nsteps, p->step_period_ns};
 	vt_cls_own_steps(&c);

@@ -33,6 +33,10 @@ struct facts {
 	unsigned charged : 1, freed : 1, recurring : 1, host_filled : 1, decided : 1;
 	unsigned transient : 1; /* recurring only as made and freed within one step */
 	unsigned kept : 1;      /* never freed, its size made in most steps */
+	/* freed only by the job's teardown (after the last allocation on its
+	 * device): kept to the end, as if never freed */
+	unsigned torn_down : 1;
+	unsigned grown : 1; /* torn down, most of its size kept to the end (mark_recurring) */
 };
 _Static_assert(sizeof(struct facts) == 16, "classifier facts stay 16 bytes");
 
@@ -46,6 +50,9 @@ struct key_count {
 		uint32_t pad;
 	} key;
 	uint32_t count, steps_seen, freed;
+	/* of them made in training, and of those the ones never freed or freed
+	 * by the teardown */
+	uint32_t in_training, kept_from_training;
 	int last_step;
 	uint32_t index; /* in ctx.keys */
 	/* a folding model's counters of this key, NULL when none was folded:
@@ -95,14 +102,15 @@ struct ctx {
 	 * device being classified), so the per-allocation passes look a size
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
-	uint64_t span_ns;                /* first to last event of the process */
-	uint64_t readbacks;              /* device-to-host copies out of its allocations */
-	struct vt_upload_sites *sites;   /* classify_device: tensors filled per upload site */
-	struct vt_frame_evidence *fe;    /* what the stacks' names say (frame_rules.def) */
-	struct vt_step_table proc_steps; /* the process's steps */
-	struct vt_step_table *own;       /* [VT_MAX_DEVICES]: a device's own steps (t NULL:
-	                                    the process's), NULL when no device has its own */
-	int dev;                         /* classify_device: the device */
+	uint64_t span_ns;                      /* first to last event of the process */
+	uint64_t readbacks;                    /* device-to-host copies out of its allocations */
+	struct vt_upload_sites *sites;         /* classify_device: tensors filled per upload site */
+	struct vt_frame_evidence *fe;          /* what the stacks' names say (frame_rules.def) */
+	struct vt_step_table proc_steps;       /* the process's steps */
+	struct vt_step_table *own;             /* [VT_MAX_DEVICES]: a device's own steps (t NULL:
+	                                          the process's), NULL when no device has its own */
+	int dev;                               /* classify_device: the device */
+	uint64_t last_alloc_t[VT_MAX_DEVICES]; /* when each device's last allocation was */
 	int streams_batches;       /* classify_device: the job feeds it batches from the host */
 	uint64_t weights_loaded_t; /* classify_device: when the last weight filled from the
 	                              host was, 0 if none */
@@ -152,6 +160,8 @@ enum reason {
 	R_TRANSIENT_BATCH,
 	R_TRANSIENT,
 	R_KEPT_PER_STEP,
+	R_GROWN_ROWS,
+	R_GROWN_SLOTS,
 	R_DATASET_BY_NAME,
 	R_WEIGHTS_BY_NAME,
 	R_OPTIMIZER_BY_NAME,

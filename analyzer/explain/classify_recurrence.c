@@ -68,6 +68,10 @@ static void count_keys(struct ctx *c)
 		struct key_count *k = c->keys[f->key];
 		k->count++;
 		k->freed += f->freed;
+		if (f->born >= 0) {
+			k->in_training++;
+			k->kept_from_training += !f->freed || f->torn_down;
+		}
 		int s = f->born;
 		if (s >= 0 && s != k->last_step) {
 			k->steps_seen++;
@@ -89,6 +93,7 @@ static void count_keys(struct ctx *c)
 		k->count = k->fold->count;
 		k->steps_seen = k->fold->steps_seen;
 		k->freed += (uint32_t)k->fold->folded;
+		k->in_training += (uint32_t)k->fold->folded; /* folded: made and freed in steps */
 	}
 }
 
@@ -101,7 +106,7 @@ static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
 	/* still there at the end while most of its kind were freed: a batch or
 	 * an activation in flight when the job stopped; while most were kept:
 	 * state that grows (a leak, metrics), not a per-step tensor */
-	if (!f->freed && k->freed * 2 < k->count)
+	if ((!f->freed && k->freed * 2 < k->count) || f->grown)
 		return 0;
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
@@ -118,7 +123,7 @@ static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
  * the steps to recur but no more long-lived than an activation. */
 static int transient(const struct ctx *c, const struct key_count *k, const struct facts *f)
 {
-	return c->p->nsteps >= 3 && f->freed && f->died == f->born && k->count >= 3 &&
+	return c->p->nsteps >= 3 && f->freed && !f->grown && f->died == f->born && k->count >= 3 &&
 	       k->freed * 2 >= k->count;
 }
 
@@ -151,12 +156,29 @@ int vt_cls_group_recurs(struct ctx *c, const struct vt_fold_group *g, int *trans
 	return 0;
 }
 
+/* Freed only by the teardown, not from the host, while its size was made
+ * in most steps and three in four of those made in training were kept to
+ * the end: state the job grows step after step (rows of a sparse table
+ * made when their ids first came), no per-step tensor, even made in the
+ * last step. The last step's tensors are freed after the job's last
+ * allocation too, but a size with per-step tensors is mostly freed within
+ * the run (three steps of a gradient, one of them the last, beside Adam's
+ * two slots: 3 of 5 kept). A batch from the host may be one in flight. */
+static int grown(const struct ctx *c, const struct key_count *k, const struct facts *f)
+{
+	uint32_t steps = c->p->nsteps;
+	return steps >= 3 && f->torn_down && !f->host_filled &&
+	       4 * k->kept_from_training >= 3 * k->in_training && k->steps_seen >= 3 &&
+	       k->steps_seen * 2 >= steps;
+}
+
 void vt_cls_mark_recurring(struct ctx *c)
 {
 	count_keys(c);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct facts *f = &c->f[i - c->p->alloc_begin];
 		const struct key_count *k = c->keys[f->key];
+		f->grown = grown(c, k, f);
 		f->recurring = recurs(c, k, i, f);
 		if (!f->recurring && transient(c, k, f))
 			f->recurring = f->transient = 1;

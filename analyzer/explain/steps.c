@@ -102,9 +102,10 @@ struct valley {
 };
 
 /* Local minima of live bytes on dev: a free (or run of frees) followed by an
- * allocation. The frees after the last allocation (teardown) are not one. */
+ * allocation. The frees after the last allocation (teardown) are not one.
+ * Allocations freed after `kept_from` are left out (VT_T_NEVER: none). */
 static struct valley *find_valleys(const struct vt_model *m, const struct vt_proc *p, int dev,
-                                   uint32_t *nout, uint64_t *total_allocs)
+                                   uint64_t kept_from, uint32_t *nout, uint64_t *total_allocs)
 {
 	uint64_t allocs = 0;
 	uint32_t cap = 64, n = 0;
@@ -119,7 +120,8 @@ static struct valley *find_valleys(const struct vt_model *m, const struct vt_pro
 		int take_free = f && (!a || f->seq_free <= a->seq_alloc);
 		const struct vt_alloc *e = take_free ? f : a;
 		take_free ? fi++ : ai++;
-		if (e->device != dev || !(e->flags & VT_AF_CHARGED))
+		if (e->device != dev || !(e->flags & VT_AF_CHARGED) ||
+		    (kept_from != VT_T_NEVER && e->t_free > kept_from))
 			continue;
 		if (take_free) {
 			live -= e->bytes;
@@ -259,6 +261,67 @@ static uint32_t valleys_per_step(const uint64_t *allocs, uint32_t k)
 			return q;
 	}
 	return 0;
+}
+
+/* Training steps with an evaluation pass every few of them: a step keeps
+ * its activations until its backward, so it returns to the level once, at
+ * its end, while a pass without gradients frees each batch's tensors and
+ * returns there after every batch. The valleys then repeat in a period of
+ * two runs: the steps (r >= 2 alike) and the passes' batches (alike, with
+ * fewer allocations: no backward, no optimizer). A period of any other
+ * shape (a step that returns to the level between parts of its own) is the
+ * step itself. The steps' gap (allocations between two valleys), or 0. */
+static uint64_t training_gap(const uint64_t *allocs, uint32_t k, uint32_t q)
+{
+	if (q < 3 || k < 2 * q + 1)
+		return 0;
+	uint64_t gap[MAX_VALLEYS_PER_STEP] = {0};
+	/* a period from the middle: the first steps hold the set-up, the last
+	 * drain the batches in flight */
+	uint32_t from = (k - q) / 2 + 1;
+	for (uint32_t i = 0; i < q; i++)
+		gap[i] = allocs[from + i] - allocs[from + i - 1];
+	uint32_t runs = 0;
+	for (uint32_t i = 0; i < q; i++)
+		runs += gap[i] != gap[(i + q - 1) % q];
+	if (runs != 2)
+		return 0;
+	uint64_t a = gap[0], b = 0;
+	uint32_t na = 0;
+	for (uint32_t i = 0; i < q; i++) {
+		na += gap[i] == a;
+		if (gap[i] != a)
+			b = gap[i];
+	}
+	uint64_t steps = a > b ? a : b;
+	uint32_t nsteps = a > b ? na : q - na;
+	return nsteps >= 2 ? steps : 0;
+}
+
+/* Keep the first valley and those that end a training step. */
+static uint32_t training_valleys(uint64_t *ends, uint64_t *allocs, uint32_t k, uint64_t gap)
+{
+	uint32_t n = 1;
+	for (uint32_t i = 1; i < k; i++)
+		if (allocs[i] - allocs[i - 1] == gap) {
+			ends[n] = ends[i];
+			allocs[n++] = allocs[i];
+		}
+	return n;
+}
+
+/* The valleys at the level that end steps, and the valleys a step has
+ * (q), in place of the k valleys at the level. */
+static uint32_t level_steps(uint64_t *ends, uint64_t *allocs, uint32_t k, uint32_t *q)
+{
+	*q = valleys_per_step(allocs, k);
+	uint64_t gap = training_gap(allocs, k, *q);
+	if (gap) {
+		*q = 1;
+		return training_valleys(ends, allocs, k, gap);
+	}
+	*q = *q ? *q : 1; /* the level alone marks the steps */
+	return k;
 }
 
 /* Keep every q-th valley end (with its allocation count): the step ends. */
@@ -475,22 +538,33 @@ static int set_steps(const struct vt_model *m, const struct vt_proc *p, int dev,
 	return 1;
 }
 
-int vt_steps_on_device(const struct vt_model *m, const struct vt_proc *p, int dev,
-                       struct vt_step_table *out)
+/* When the last allocation on dev was made: what is freed after it is kept
+ * to the end of the job (its teardown). */
+static uint64_t last_alloc_on(const struct vt_model *m, const struct vt_proc *p, int dev)
+{
+	for (uint32_t i = p->alloc_end; i-- > p->alloc_begin;)
+		if (m->allocs[i].device == dev && (m->allocs[i].flags & VT_AF_CHARGED))
+			return m->allocs[i].t_alloc;
+	return 0;
+}
+
+/* Steps from the valleys of the allocations freed after kept_from left out. */
+static int steps_from_valleys(const struct vt_model *m, const struct vt_proc *p, int dev,
+                              uint64_t kept_from, struct vt_step_table *out)
 {
 	uint32_t n;
 	uint64_t total, level;
 	memset(out, 0, sizeof *out);
-	struct valley *v = find_valleys(m, p, dev, &n, &total);
-	uint64_t *ends = v && n >= 3 ? malloc(n * sizeof *ends) : NULL;
-	uint64_t *allocs = ends ? malloc(n * sizeof *allocs) : NULL;
+	struct valley *v = find_valleys(m, p, dev, kept_from, &n, &total);
+	/* calloc: gcc cannot see that the valleys fill what the rules read */
+	uint64_t *ends = v && n >= 3 ? calloc(n, sizeof *ends) : NULL;
+	uint64_t *allocs = ends ? calloc(n, sizeof *allocs) : NULL;
 	int ok = 0;
 	if (allocs) {
 		uint32_t k, q;
 		if (step_level(v, n, &level)) {
 			k = level_valleys(v, n, level, ends, allocs);
-			q = valleys_per_step(allocs, k);
-			q = q ? q : 1; /* the level alone marks the steps */
+			k = level_steps(ends, allocs, k, &q);
 		} else {
 			k = all_valleys(v, n, ends, allocs);
 			q = valleys_per_step(allocs, k);
@@ -503,6 +577,18 @@ int vt_steps_on_device(const struct vt_model *m, const struct vt_proc *p, int de
 	free(ends);
 	free(allocs);
 	return ok;
+}
+
+/* The live bytes of all allocations first. A job whose state grows at no
+ * fixed rate (rows of a sparse embedding made when new ids come, a cache
+ * filled by requests) never comes back to one level, and its returns make
+ * no pattern: then the same from the tensors it frees before its end alone,
+ * its transient ones, which return to their level every step. */
+int vt_steps_on_device(const struct vt_model *m, const struct vt_proc *p, int dev,
+                       struct vt_step_table *out)
+{
+	return steps_from_valleys(m, p, dev, VT_T_NEVER, out) ||
+	       steps_from_valleys(m, p, dev, last_alloc_on(m, p, dev), out);
 }
 
 static void steps_from_period(const struct vt_model *m, struct vt_proc *p)

@@ -45,6 +45,7 @@ struct job {
 	int bucket;         /* DDP: a flat buffer of all weights' size, made once, gets each step's
 	                       gradients by device-to-device copies, then sends them on to a 4 MiB
 	                       channel buffer made once too (NCCL's) */
+	int eval_every;     /* an evaluation pass (3 batches, no gradients) after every n-th step */
 	uint64_t wbytes[8];
 };
 
@@ -55,6 +56,25 @@ struct job {
 #define ENGINE_OUT 0x400000000ull
 #define OUTLIVER_ADDR 0x680000000ull
 #define CHANNEL_ADDR 0xe00000000ull
+
+#define EVAL_BATCH 0xf00000000ull
+#define EVAL_ACT 0xf80000000ull
+
+/* One batch of an evaluation pass under no_grad: uploaded, two layers'
+ * outputs made and freed as it goes, all freed before the next batch. */
+static void eval_batch(struct builder *b, uint64_t *t)
+{
+	b->stack = 15;
+	b_alloc(b, (*t)++, EVAL_BATCH, 4 * MIB, 0);
+	b_htod(b, (*t)++, EVAL_BATCH, 4 * MIB, 0);
+	b->stack = 16;
+	b_alloc(b, (*t)++, EVAL_ACT, 3 * MIB, 0);
+	b_alloc(b, (*t)++, EVAL_ACT + 0x10000000ull, 3 * MIB, 0);
+	b_free(b, (*t)++, EVAL_ACT, 0);
+	b_free(b, (*t)++, EVAL_ACT + 0x10000000ull, 0);
+	b_free(b, (*t)++, EVAL_BATCH, 0);
+	*t += 500;
+}
 
 /* A job like the simulated trainer, prefetch 2, Adam, all on device 0. */
 static struct vt_model *run_job(const struct job *j)
@@ -209,6 +229,9 @@ static struct vt_model *run_job(const struct job *j)
 		b.stack = 8;
 		if (j->leak)
 			b_alloc(&b, t++, 0x800000000ull + (uint64_t)s * 0x1000000ull, j->leak, 0);
+		for (int e = 0; j->eval_every && s % j->eval_every == j->eval_every - 1 && e < 3;
+		     e++)
+			eval_batch(&b, &t);
 	}
 	/* no teardown: the job is killed while everything is live */
 	vt_model_end_process(m, b.proc);
@@ -277,6 +300,100 @@ static void test_markers_twins(void **state)
 	assert_int_equal(whole, 1);
 	assert_int_equal(depth, 1);
 	vt_findings_free(&f);
+	vt_model_free(m);
+}
+
+/* No markers, and an evaluation pass of three batches after every fourth
+ * step: each batch returns to the level the steps end at, so the valleys
+ * repeat in periods of four steps and three batches. The steps are the
+ * run of four, not the period: 20 steps, not 5, and the gradients and
+ * optimizer state read as such. */
+static void test_evaluation_passes_are_not_steps(void **state)
+{
+	(void)state;
+	struct job j = {
+	    .layers = 3, .steps = 20, .eval_every = 4, .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_in_range(m->procs[0].nsteps, 20, 21);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), j.layers * j.steps);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 2 * j.layers);
+	for (int l = 0; l < j.layers; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, EVAL_ACT), VT_CAT_ACTIVATIONS);
+	vt_model_free(m);
+}
+
+static const struct vt_alloc *alloc_at(const struct vt_model *m, uint64_t addr);
+
+#define ROW_CHUNK(n) (0x700000000ull + (uint64_t)(n)*0x1000000ull)
+#define SLOT_CHUNK(n) (0x780000000ull + (uint64_t)(n)*0x1000000ull)
+
+/* A sparse embedding grown as new ids come (no markers): each step uploads
+ * its ids, makes a 4 MiB row chunk for ids never seen before (3, then 0 to
+ * 2 a step, at no fixed rate), runs a dense layer's forward and backward,
+ * and the lazy optimizer makes two 4 MiB slot chunks for each new row
+ * chunk after the gradients; the teardown frees everything. The live bytes
+ * never come back to one level: the steps come from the transient tensors,
+ * and the chunks, kept to the end, are no gradients: rows before the
+ * step's gradients, slots after. */
+static void test_grown_rows_and_slots(void **state)
+{
+	(void)state;
+	static const int new_rows[12] = {3, 1, 0, 2, 1, 0, 2, 1, 1, 0, 2, 1};
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1;
+	b.stack = 1;
+	b_alloc(&b, t++, W_ADDR(0), 2 * MIB, 0);
+	b_htod(&b, t++, W_ADDR(0), 2 * MIB, 0);
+	int rows = 0, slots = 0;
+	for (int s = 0; s < 12; s++) {
+		t += 1000;
+		b.stack = 2;
+		b_alloc(&b, t++, 0x200000000ull, 64 << 10, 0);
+		b_htod(&b, t++, 0x200000000ull, 64 << 10, 0);
+		b.stack = 3;
+		for (int r = 0; r < new_rows[s]; r++)
+			b_alloc(&b, t++, ROW_CHUNK(rows + r), 4 * MIB, 0);
+		b.stack = 4;
+		b_alloc(&b, t++, 0x300000000ull, 1 * MIB, 0);
+		b.stack = 5;
+		b_alloc(&b, t++, 0x500000000ull, 2 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b.stack = 6;
+		if (s == 0)
+			for (int k = 0; k < 2; k++)
+				b_alloc(&b, t++, 0xa00000000ull + (uint64_t)k * 0x1000000ull,
+				        2 * MIB, 0);
+		b.stack = 7;
+		for (int r = 0; r < 2 * new_rows[s]; r++)
+			b_alloc(&b, t++, SLOT_CHUNK(slots + r), 4 * MIB, 0);
+		rows += new_rows[s];
+		slots += 2 * new_rows[s];
+		b_free(&b, t++, 0x500000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	t += 1000; /* the teardown */
+	for (int r = 0; r < rows; r++)
+		b_free(&b, t++, ROW_CHUNK(r), 0);
+	for (int r = 0; r < slots; r++)
+		b_free(&b, t++, SLOT_CHUNK(r), 0);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_in_range(m->procs[0].nsteps, 11, 12);
+	for (int r = 0; r < rows; r++)
+		assert_int_equal(category_of(m, ROW_CHUNK(r)), VT_CAT_WEIGHTS);
+	for (int r = 0; r < slots; r++) {
+		const struct vt_alloc *a = alloc_at(m, SLOT_CHUNK(r));
+		assert_int_equal(a->category, VT_CAT_OPTIMIZER);
+		assert_true(a->confidence < VT_CONFIDENT); /* where it is made, no more */
+	}
+	assert_int_equal(category_of(m, W_ADDR(0)), VT_CAT_WEIGHTS);
 	vt_model_free(m);
 }
 
@@ -2055,6 +2172,8 @@ int main(void)
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
+	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
+	    cmocka_unit_test(test_grown_rows_and_slots),
 	    cmocka_unit_test(test_engine_bindings),
 	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
 	    cmocka_unit_test(test_state_mirroring_loaded_weights_is_optimizer),
