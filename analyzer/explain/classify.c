@@ -279,8 +279,11 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	if (!c->size_by_key)
 		vt_nomem();
 	vt_cls_count_sizes(c, dev, &sizes, ll_buf, n);
-	/* a flat bucket is evidence of its own: the sum of a run of tensors */
-	int flat = vt_cls_find_flat_bucket(c, sizes, ll_buf, n);
+	/* a flat bucket is evidence of its own: the sum of a run of tensors,
+	 * made every step; without steps, a tensor made again and again the
+	 * size of a run of loaded weights is a coincidence (an inference job's
+	 * scratch) */
+	int flat = c->p->nsteps >= 3 && vt_cls_find_flat_bucket(c, sizes, ll_buf, n);
 	if (flat || vt_cls_twins_believable(c, sizes, ll_buf, n)) {
 		vt_cls_weights_by_kept_twins(c, sizes, ll_buf, n, !flat);
 		vt_cls_weights_by_twin(c, sizes, ll_buf, n);

@@ -1654,6 +1654,47 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	vt_model_free(m);
 }
 
+/* Inference without steps: three weights loaded (2, 1 and 1 MiB), then
+ * two requests, each making a 4 MiB scratch tensor twice, the sum of the
+ * weights. Made again and again the size of a run of weights, it would be
+ * a flat gradient bucket in a job that steps; here nothing steps, and
+ * nothing trains. */
+static void test_scratch_the_size_of_the_weights_without_steps(void **state)
+{
+	(void)state;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	b_begin(&b, m, 9, 0, 0);
+	uint64_t t = 1;
+	b.stack = 1;
+	static const uint64_t w[3] = {2 * MIB, 1 * MIB, 1 * MIB};
+	for (int l = 0; l < 3; l++) {
+		b_alloc(&b, t++, W_ADDR(l), w[l], 0);
+		b_htod(&b, t++, W_ADDR(l), w[l], 0);
+	}
+	for (int r = 0; r < 2; r++) {
+		t += 5000;
+		b.stack = 3;
+		b_alloc(&b, t++, 0x200000000ull, 64 << 10, 0);
+		b_htod(&b, t++, 0x200000000ull, 64 << 10, 0);
+		b.stack = 4;
+		for (int k = 0; k < 2; k++) {
+			b_alloc(&b, t++, 0x300000000ull, 4 * MIB, 0);
+			b_free(&b, t++, 0x300000000ull, 0);
+		}
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->procs[0].nsteps, 0);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 0);
+	assert_int_equal(category_of(m, 0x300000000ull), VT_CAT_ACTIVATIONS);
+	assert_int_equal(m->procs[0].trains, 0);
+	vt_model_free(m);
+}
+
 /* A server's cache growing while requests repeat like steps: the weights
  * loaded, one 2 MiB cache block made before the first pass and a dozen more
  * kept in the first two, and every pass a 2 MiB scratch tensor. An
@@ -2174,6 +2215,7 @@ int main(void)
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
 	    cmocka_unit_test(test_grown_rows_and_slots),
+	    cmocka_unit_test(test_scratch_the_size_of_the_weights_without_steps),
 	    cmocka_unit_test(test_engine_bindings),
 	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
 	    cmocka_unit_test(test_state_mirroring_loaded_weights_is_optimizer),
