@@ -1606,6 +1606,18 @@ static void test_row_store_is_a_dataset(void **state)
 	vt_model_free(m);
 }
 
+/* Weights loaded tensor by tensor from the host at W_ADDR(0..n-1), from
+ * stack 1; the time after them. */
+static uint64_t load_weights(struct builder *b, uint64_t t, const uint64_t *bytes, int n)
+{
+	b->stack = 1;
+	for (int l = 0; l < n; l++) {
+		b_alloc(b, t++, W_ADDR(l), bytes[l], 0);
+		b_htod(b, t++, W_ADDR(l), bytes[l], 0);
+	}
+	return t;
+}
+
 /* An inference server: weights uploaded per tensor, a KV cache made on the
  * device and kept, each request's tokens uploaded and its activations made
  * and freed; no training step. The cache is no weight: unknown, with
@@ -1617,12 +1629,8 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 9, 0, 0);
-	uint64_t t = 1;
-	b.stack = 1;
-	for (int l = 0; l < 3; l++) {
-		b_alloc(&b, t++, W_ADDR(l), (uint64_t)(l + 2) * MIB, 0);
-		b_htod(&b, t++, W_ADDR(l), (uint64_t)(l + 2) * MIB, 0);
-	}
+	static const uint64_t w[3] = {2 * MIB, 3 * MIB, 4 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
 	b.stack = 2;
 	b_alloc(&b, t++, kv, 48 * MIB, 0);
 	for (int r = 0; r < 10; r++) {
@@ -1665,13 +1673,8 @@ static void test_scratch_the_size_of_the_weights_without_steps(void **state)
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 9, 0, 0);
-	uint64_t t = 1;
-	b.stack = 1;
 	static const uint64_t w[3] = {2 * MIB, 1 * MIB, 1 * MIB};
-	for (int l = 0; l < 3; l++) {
-		b_alloc(&b, t++, W_ADDR(l), w[l], 0);
-		b_htod(&b, t++, W_ADDR(l), w[l], 0);
-	}
+	uint64_t t = load_weights(&b, 1, w, 3);
 	for (int r = 0; r < 2; r++) {
 		t += 5000;
 		b.stack = 3;
@@ -1707,12 +1710,8 @@ static void test_cache_blocks_are_no_optimizer_state(void **state)
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 9, 0, 0);
-	uint64_t t = 1;
-	b.stack = 1;
-	for (int l = 0; l < 4; l++) {
-		b_alloc(&b, t++, W_ADDR(l), 16 * MIB, 0);
-		b_htod(&b, t++, W_ADDR(l), 16 * MIB, 0);
-	}
+	static const uint64_t w[4] = {16 * MIB, 16 * MIB, 16 * MIB, 16 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 4);
 	b.stack = 2;
 	b_alloc(&b, t++, 0x800000000ull, 2 * MIB, 0);
 	for (int s = 0; s < 10; s++) {
