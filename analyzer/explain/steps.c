@@ -166,9 +166,24 @@ static int cmp_level(const void *a, const void *b)
 	return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
 }
 
+/* The run's valleys in this many parts, for where a level recurs. */
+#define LEVEL_PARTS 8
+
+/* Whether the valleys of a level reach three parts in four of the run that
+ * they could (as many parts as valleys, up to LEVEL_PARTS): step ends come
+ * all through the training, the valleys of evaluation passes (between
+ * epochs, below the level while the epoch's data is freed) in a few
+ * clusters. `hit` counts the parts holding one. */
+static int spread_through(uint32_t hit, uint32_t count)
+{
+	uint32_t reach = count < LEVEL_PARTS ? count : LEVEL_PARTS;
+	return hit * 4 >= reach * 3;
+}
+
 /* The step-end level: the lowest valley level that recurs >= 3 times across
- * at least half of the run (the first step's own valleys, before the
- * optimizer state exists, recur too but only at the start). */
+ * at least half of the run, all through it (the first step's own valleys,
+ * before the optimizer state exists, recur too but only at the start; an
+ * evaluation pass between epochs returns lower, but only there). */
 static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
 {
 	struct level_pick *b = malloc((n ? n : 1) * sizeof *b);
@@ -182,9 +197,14 @@ static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
 	uint32_t *qmin = malloc((n ? n : 1) * sizeof *qmin),
 	         *qmax = malloc((n ? n : 1) * sizeof *qmax);
 	uint32_t hmin = 0, tmin = 0, hmax = 0, tmax = 0, j = 0;
+	uint32_t parts[LEVEL_PARTS] = {0}, hit = 0; /* the window's valleys by part of the run */
 	int found = 0;
 	for (uint32_t i = 0; qmin && qmax && i < n && !found; i++) {
+		if (i > 0 && --parts[(uint64_t)b[i - 1].index * LEVEL_PARTS / n] == 0)
+			hit--;
 		while (j < n && b[j].bytes <= b[i].bytes + level_slack(b[i].bytes)) {
+			if (parts[(uint64_t)b[j].index * LEVEL_PARTS / n]++ == 0)
+				hit++;
 			while (tmin > hmin && b[qmin[tmin - 1]].index >= b[j].index)
 				tmin--;
 			qmin[tmin++] = j;
@@ -200,7 +220,7 @@ static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
 		if (hmin == tmin || hmax == tmax)
 			continue; /* an empty window (never with sane levels): no index to read */
 		uint32_t lo = b[qmin[hmin]].index, hi = b[qmax[hmax]].index;
-		if (j - i >= 3 && (hi - lo) * 2 >= n - 1) {
+		if (j - i >= 3 && (hi - lo) * 2 >= n - 1 && spread_through(hit, j - i)) {
 			*level = b[i].bytes;
 			found = 1;
 		}
@@ -337,17 +357,29 @@ static uint32_t every_qth(uint64_t *ends, uint64_t *allocs, uint32_t k, uint32_t
 
 /* The valleys at the level, following a slow drift of it: the step-end
  * candidates. The first valley at the level ends the first steady step;
- * every later valley at or below it ends one more (the last steps drain
- * the batches in flight, so their valleys sit lower). */
+ * every later valley at it ends one more, and so do the valleys below it
+ * after the last at it (the last steps drain the batches in flight, so
+ * their valleys sit lower). Valleys below it between two at it are passes
+ * of another kind (an evaluation pass while the epoch's data is freed). */
 static uint32_t level_valleys(const struct valley *v, uint32_t n, uint64_t level, uint64_t *ends,
                               uint64_t *allocs)
 {
-	uint32_t first = 0, k = 0;
+	uint32_t first = 0, k = 0, last_at = 0;
 	while (first < n && (v[first].bytes < level || v[first].bytes - level > level_slack(level)))
 		first++;
 	uint64_t cur = first < n ? v[first].bytes : 0;
-	for (uint32_t i = first; i < n; i++) {
+	for (uint32_t i = first; i < n; i++) { /* the last valley at the level */
 		if (v[i].bytes > cur + level_slack(cur))
+			continue;
+		if (v[i].bytes + level_slack(cur) >= cur)
+			last_at = i;
+		if (v[i].bytes > cur)
+			cur = v[i].bytes;
+	}
+	cur = first < n ? v[first].bytes : 0;
+	for (uint32_t i = first; i < n; i++) {
+		if (v[i].bytes > cur + level_slack(cur) ||
+		    (i < last_at && v[i].bytes + level_slack(cur) < cur))
 			continue;
 		ends[k] = v[i].t_ns;
 		allocs[k++] = v[i].allocs;

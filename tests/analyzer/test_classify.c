@@ -57,6 +57,14 @@ struct job {
 #define OUTLIVER_ADDR 0x680000000ull
 #define CHANNEL_ADDR 0xe00000000ull
 
+/* A model with one process (pid 9) to build a job in. */
+static struct vt_model *begin_job(struct builder *b)
+{
+	struct vt_model *m = vt_model_new();
+	b_begin(b, m, 9, 0, 0);
+	return m;
+}
+
 #define EVAL_BATCH 0xf00000000ull
 #define EVAL_ACT 0xf80000000ull
 
@@ -325,6 +333,64 @@ static void test_evaluation_passes_are_not_steps(void **state)
 }
 
 static const struct vt_alloc *alloc_at(const struct vt_model *m, uint64_t addr);
+static uint64_t load_weights(struct builder *b, uint64_t t, const uint64_t *bytes, int n);
+
+/* Epochs of six steps over an array uploaded at each epoch's start (a
+ * reshuffled training set) and freed at its end, then an evaluation pass
+ * of three batches (no markers). The passes return to a level below the
+ * steps' (the epoch's array is gone), three times an epoch: that level
+ * recurs across the run, but only in clusters between the epochs; the
+ * steps are the level all through it. */
+static void test_evaluation_between_epochs_below_the_level(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	uint64_t opt = 0xa00000000ull;
+	for (int e = 0; e < 3; e++) {
+		b.stack = 20;
+		b_alloc(&b, t++, 0x900000000ull, 32 * MIB, 0);
+		b_htod(&b, t++, 0x900000000ull, 32 * MIB, 0);
+		for (int s = 0; s < 6; s++) {
+			t += 1000;
+			b.stack = 21;
+			b_alloc(&b, t++, 0x200000000ull, 1536 << 10, 0);
+			b_dtod(&b, t++, 0x200000000ull, 0x900000000ull + (uint64_t)s * 2 * MIB,
+			       1536 << 10, 0);
+			b.stack = 5;
+			for (int l = 0; l < 3; l++)
+				b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
+				        768 << 10, 0);
+			b.stack = 6;
+			for (int l = 2; l >= 0; l--) {
+				b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, w[l],
+				        0);
+				b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
+			}
+			b.stack = 3;
+			for (int l = 0; e == 0 && s == 0 && l < 3; l++)
+				for (int k = 0; k < 2; k++, opt += 0x10000000ull)
+					b_alloc(&b, t++, opt, w[l], 0);
+			for (int l = 0; l < 3; l++)
+				b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
+			b_free(&b, t++, 0x200000000ull, 0);
+		}
+		b_free(&b, t++, 0x900000000ull, 0);
+		for (int k = 0; k < 3; k++)
+			eval_batch(&b, &t);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_in_range(m->procs[0].nsteps, 18, 19);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 18);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
 
 #define ROW_CHUNK(n) (0x700000000ull + (uint64_t)(n)*0x1000000ull)
 #define SLOT_CHUNK(n) (0x780000000ull + (uint64_t)(n)*0x1000000ull)
@@ -341,9 +407,8 @@ static void test_grown_rows_and_slots(void **state)
 {
 	(void)state;
 	static const int new_rows[12] = {3, 1, 0, 2, 1, 0, 2, 1, 1, 0, 2, 1};
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	uint64_t t = 1;
 	b.stack = 1;
@@ -1372,9 +1437,8 @@ static void caching_device(struct builder *b, uint8_t dev, uint64_t base, int od
 static void test_caching_allocator_segments_are_pools(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	b_device(&b, 1, 16ull << 30, "test GPU");
 	caching_device(&b, 0, 0x100000000ull, 0);
@@ -1399,9 +1463,8 @@ static void test_caching_allocator_segments_are_pools(void **state)
  * or two slots, which the twin rules settle). */
 static struct vt_model *cached_training_job(int stream_ordered_beside)
 {
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	uint64_t t = 1;
 	b.stack = 4; /* DALI's decoder output, from the driver's stream-ordered pool */
@@ -1473,9 +1536,8 @@ static void test_stream_ordered_beside_caching_segments(void **state)
 static void test_growing_regions_are_pools(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	b_device(&b, 1, 16ull << 30, "test GPU");
 	const uint64_t grow[3] = {2 * MIB, 4 * MIB, 64 * MIB},
@@ -1513,9 +1575,8 @@ static void b_chunk(struct builder *b, uint64_t t, uint64_t handle, uint64_t va,
 static void test_chunk_next_to_a_pool_chunk_is_pool(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	const uint64_t va = 0x7000000000ull;
 	b_chunk(&b, 10, 0x11, va, 16 * MIB);
@@ -1538,9 +1599,8 @@ static void test_chunk_next_to_a_pool_chunk_is_pool(void **state)
 static void test_pool_region(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_alloc(&b, 1, 0x10000000, 512 * MIB, 0);
 	b_htod(&b, 2, 0x10000000 + 64 * MIB, 256 * MIB, 0); /* dataset inside */
 	for (int s = 0; s < 10; s++)                        /* batches at two offsets */
@@ -1575,9 +1635,8 @@ static void test_row_store_is_a_dataset(void **state)
 {
 	(void)state;
 	const uint64_t obs = 0x10000000, act = 0x20000000, region = 0x30000000, lone = 0x40000000;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	b_alloc(&b, t++, obs, 256 * 4096, 0);
 	b_alloc(&b, t++, act, 256 * 8, 0);
@@ -1626,9 +1685,8 @@ static void test_serving_cache_is_not_a_weight(void **state)
 {
 	(void)state;
 	const uint64_t kv = 0x50000000;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	static const uint64_t w[3] = {2 * MIB, 3 * MIB, 4 * MIB};
 	uint64_t t = load_weights(&b, 1, w, 3);
 	b.stack = 2;
@@ -1670,9 +1728,8 @@ static void test_serving_cache_is_not_a_weight(void **state)
 static void test_scratch_the_size_of_the_weights_without_steps(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	static const uint64_t w[3] = {2 * MIB, 1 * MIB, 1 * MIB};
 	uint64_t t = load_weights(&b, 1, w, 3);
 	for (int r = 0; r < 2; r++) {
@@ -1707,9 +1764,8 @@ static void test_scratch_the_size_of_the_weights_without_steps(void **state)
 static void test_cache_blocks_are_no_optimizer_state(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	static const uint64_t w[4] = {16 * MIB, 16 * MIB, 16 * MIB, 16 * MIB};
 	uint64_t t = load_weights(&b, 1, w, 4);
 	b.stack = 2;
@@ -1746,9 +1802,8 @@ static void test_cache_blocks_are_no_optimizer_state(void **state)
  * burst; over the binding's own life they are all of it. */
 static struct vt_model *engine_job(int answered)
 {
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	b.stack = 1;
 	b_alloc(&b, t++, ENGINE_BLOB, 48 * MIB, 0);
@@ -1834,9 +1889,8 @@ static void test_state_mirroring_loaded_weights_is_optimizer(void **state)
 {
 	(void)state;
 	const uint64_t *wb = three_weights;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	upload_three_weights(&b, &t);
 	b.stack = 2;
@@ -1875,9 +1929,8 @@ static void test_replicated_weights_and_their_state(void **state)
 	(void)state;
 	static const uint64_t wb[3] = {3 * MIB, 2 * MIB, 1 * MIB};
 	const uint64_t dev1 = 0x4000000000ull;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	for (uint64_t l = 0; l < 3; l++) {
 		b.stack = 1;
@@ -1929,9 +1982,8 @@ static void test_dataset_converted_on_the_device(void **state)
 {
 	(void)state;
 	const uint64_t raw = 0x500000000ull, conv = 0x600000000ull, labels = 0x700000000ull;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	b.stack = 1;
 	for (int l = 0; l < 6; l++) {
@@ -1980,9 +2032,8 @@ static void test_gradient_buffer_made_with_the_model(void **state)
 {
 	(void)state;
 	const uint64_t *wb = three_weights, grad_buf = 0x600000000ull;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	upload_three_weights(&b, &t);
 	b.stack = 2;
@@ -2025,9 +2076,8 @@ static void test_one_trained_size_freezes_the_rest(void **state)
 	(void)state;
 	const uint64_t adapter = 256 << 10, logits = 0x300000000ull;
 	const uint64_t lora[2] = {0x700000000ull, 0x710000000ull};
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	upload_three_weights(&b, &t);
 	for (int k = 0; k < 2; k++) {
@@ -2066,9 +2116,8 @@ static void test_one_trained_size_freezes_the_rest(void **state)
 static void test_parameter_broadcast_is_not_sliced_data(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	b.stack = 1;
 	b_alloc(&b, t++, W_ADDR(0), 8 * MIB, 0);
@@ -2097,9 +2146,8 @@ static void test_parameter_broadcast_is_not_sliced_data(void **state)
 static void test_gathered_parameters_are_weights(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
 	b.stack = 1;
 	b_alloc(&b, t++, W_ADDR(0), 4 * MIB, 0); /* this rank's shard */
@@ -2136,9 +2184,8 @@ static void test_gathered_parameters_are_weights(void **state)
 static void test_chunked_upload_is_not_a_pool(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_alloc(&b, 1, 0x10000000, 64 * MIB, 0);
 	for (int i = 0; i < 8; i++)
 		b_htod(&b, 2 + (uint64_t)i, 0x10000000 + (uint64_t)i * 8 * MIB, 8 * MIB, 0);
@@ -2155,9 +2202,8 @@ static void test_chunked_upload_is_not_a_pool(void **state)
 static void test_short_lived_scratch_is_not_a_pool(void **state)
 {
 	(void)state;
-	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 9, 0, 0);
+	struct vt_model *m = begin_job(&b);
 	b_alloc(&b, 1, 0x10000000, 18 * MIB, 0);
 	b_htod(&b, 2, 0x10000000, 64 * 1024, 0);
 	b_htod(&b, 3, 0x10000000 + 18 * MIB - 64 * 1024, 64 * 1024, 0);
@@ -2213,6 +2259,7 @@ int main(void)
 	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
+	    cmocka_unit_test(test_evaluation_between_epochs_below_the_level),
 	    cmocka_unit_test(test_grown_rows_and_slots),
 	    cmocka_unit_test(test_scratch_the_size_of_the_weights_without_steps),
 	    cmocka_unit_test(test_engine_bindings),
