@@ -108,6 +108,10 @@ static const struct reason_row {
     [R_GROWN_SLOTS] = {"made in most steps and kept to the end, after the step's gradients "
                        "(its update): the optimizer's state for what the model grew",
                        {VT_CAT_WEIGHTS, VT_CAT_UNKNOWN}},
+    [R_DATA_IN_TRAINING] = {"filled from the host while the job trains (after its first step), "
+                            "long-lived, no twin: data (an epoch's reshuffled set, a new "
+                            "shard); a model is loaded before it trains",
+                            {VT_CAT_WEIGHTS, NO_ALT}},
     [R_DATASET_BY_NAME] = {"filled from the host under a framework's dataset conversion "
                            "(stack names)",
                            {VT_CAT_WEIGHTS, NO_ALT}},

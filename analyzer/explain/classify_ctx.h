@@ -70,12 +70,14 @@ struct size_count {
 	uint32_t in_step; /* recurring allocations of this size in last_step */
 	struct {
 		uint32_t count, steps;
-	} hist[PER_STEP_HIST];         /* how many steps made `count` of them */
-	uint8_t gradient_size;         /* recurring allocations of this size are gradients */
-	uint32_t ll_before, ll_during; /* long-lived ones made before / during training */
-	uint32_t grads_per_step;       /* of the recurring ones each step, the last this many
-	                                  are gradients (the rest: activations of that size) */
-	int cur_step;                  /* recurring_ones: the step being walked */
+	} hist[PER_STEP_HIST]; /* how many steps made `count` of them */
+	uint8_t gradient_size; /* recurring allocations of this size are gradients */
+	/* long-lived ones made before training / during it (those not from the
+	 * host: the twins training makes) */
+	uint32_t ll_before, ll_during;
+	uint32_t grads_per_step; /* of the recurring ones each step, the last this many
+	                            are gradients (the rest: activations of that size) */
+	int cur_step;            /* recurring_ones: the step being walked */
 	uint32_t idx_in_step;
 	uint8_t *is_grad;          /* of the step being walked, by place: a gradient (the
 	                              grads_per_step that outlive the rest) */
@@ -161,6 +163,7 @@ enum reason {
 	R_TRANSIENT,
 	R_KEPT_PER_STEP,
 	R_GROWN_ROWS,
+	R_DATA_IN_TRAINING,
 	R_GROWN_SLOTS,
 	R_DATASET_BY_NAME,
 	R_WEIGHTS_BY_NAME,

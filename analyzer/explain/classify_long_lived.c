@@ -176,6 +176,8 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_GRADIENTS, 60, R_GRAD_BUFFER_EARLY);
 		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
+		else if (f->host_filled && c->trains && f->born >= 1)
+			set_cat(a, f, VT_CAT_DATASET, 70, R_DATA_IN_TRAINING);
 		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))
 			set_cat(a, f, VT_CAT_WEIGHTS, 60, R_LOADED_WEIGHTS);
 		else if (f->host_filled)

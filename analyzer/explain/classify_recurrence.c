@@ -111,7 +111,12 @@ static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
 	if (steps >= 3) {
 		if (k->steps_seen < 3 || k->steps_seen * 2 < steps)
 			return 0;
-		return (uint32_t)(f->died - f->born) * 4 < steps * 3;
+		/* a per-step tensor lives a few steps (a prefetched batch, a ring
+		 * of them); a tensor of a recurring size that lives through a
+		 * quarter of the steps is kept for a stretch of them (an epoch's
+		 * reshuffled training set, the size of an embedding) */
+		uint32_t lived = (uint32_t)(f->died - f->born);
+		return lived * 4 < steps * 3 && (lived <= 8 || lived * 4 <= steps);
 	}
 	/* no steps: made again and again, each one short-lived */
 	return k->count >= 3 && lifetime(c->m, &c->m->allocs[idx]) * 4 < c->span_ns;

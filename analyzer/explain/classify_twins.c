@@ -189,8 +189,9 @@ void vt_cls_count_sizes(struct ctx *c, int dev, struct size_count **sizes, const
 		s->long_lived++;
 		if (a->t_alloc < first_step)
 			s->ll_before++;
-		else
-			s->ll_during++;
+		else if (!c->f[ll[i] - c->p->alloc_begin].host_filled)
+			s->ll_during++; /* training's twins are made on the device; an
+			                   upload during it is data (an epoch's) */
 	}
 }
 
@@ -293,6 +294,8 @@ void vt_cls_weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const
 			} /* filled from the host: what the upload rules make of it */
 			continue;
 		}
+		if (f->host_filled)
+			continue; /* not a twin (count_sizes): what the upload rules make of it */
 		uint32_t idx = s->kept_seen++, first_twin = s->ll_during - weights * per;
 		if (idx < first_twin)
 			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);

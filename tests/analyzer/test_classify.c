@@ -335,6 +335,30 @@ static void test_evaluation_passes_are_not_steps(void **state)
 static const struct vt_alloc *alloc_at(const struct vt_model *m, uint64_t addr);
 static uint64_t load_weights(struct builder *b, uint64_t t, const uint64_t *bytes, int n);
 
+/* One training step of three layers of sizes w: their activations made,
+ * then each layer's gradient made as its activation is freed, Adam's two
+ * slots per layer made in the first step (`first`), the gradients freed.
+ * The time after it. */
+static uint64_t three_layer_step(struct builder *b, uint64_t t, const uint64_t *w, int first)
+{
+	b->stack = 5;
+	for (int l = 0; l < 3; l++)
+		b_alloc(b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 768 << 10, 0);
+	b->stack = 6;
+	for (int l = 2; l >= 0; l--) {
+		b_alloc(b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, w[l], 0);
+		b_free(b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
+	}
+	b->stack = 3;
+	for (int l = 0; first && l < 3; l++)
+		for (uint64_t k = 0; k < 2; k++)
+			b_alloc(b, t++, 0xa00000000ull + (uint64_t)(2 * l + k) * 0x10000000ull,
+			        w[l], 0);
+	for (int l = 0; l < 3; l++)
+		b_free(b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
+	return t;
+}
+
 /* Epochs of six steps over an array uploaded at each epoch's start (a
  * reshuffled training set) and freed at its end, then an evaluation pass
  * of three batches (no markers). The passes return to a level below the
@@ -348,7 +372,6 @@ static void test_evaluation_between_epochs_below_the_level(void **state)
 	struct vt_model *m = begin_job(&b);
 	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
 	uint64_t t = load_weights(&b, 1, w, 3);
-	uint64_t opt = 0xa00000000ull;
 	for (int e = 0; e < 3; e++) {
 		b.stack = 20;
 		b_alloc(&b, t++, 0x900000000ull, 32 * MIB, 0);
@@ -359,22 +382,7 @@ static void test_evaluation_between_epochs_below_the_level(void **state)
 			b_alloc(&b, t++, 0x200000000ull, 1536 << 10, 0);
 			b_dtod(&b, t++, 0x200000000ull, 0x900000000ull + (uint64_t)s * 2 * MIB,
 			       1536 << 10, 0);
-			b.stack = 5;
-			for (int l = 0; l < 3; l++)
-				b_alloc(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull,
-				        768 << 10, 0);
-			b.stack = 6;
-			for (int l = 2; l >= 0; l--) {
-				b_alloc(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, w[l],
-				        0);
-				b_free(&b, t++, 0x300000000ull + (uint64_t)l * 0x10000000ull, 0);
-			}
-			b.stack = 3;
-			for (int l = 0; e == 0 && s == 0 && l < 3; l++)
-				for (int k = 0; k < 2; k++, opt += 0x10000000ull)
-					b_alloc(&b, t++, opt, w[l], 0);
-			for (int l = 0; l < 3; l++)
-				b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
+			t = three_layer_step(&b, t, w, e == 0 && s == 0);
 			b_free(&b, t++, 0x200000000ull, 0);
 		}
 		b_free(&b, t++, 0x900000000ull, 0);
@@ -389,6 +397,52 @@ static void test_evaluation_between_epochs_below_the_level(void **state)
 	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 6);
 	for (int l = 0; l < 3; l++)
 		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
+/* The training set reshuffled and uploaded anew at each epoch's start,
+ * through the helper that uploaded the weights (so its site looks like a
+ * model loader), each batch a view into it (nothing copied on the device),
+ * the epoch's array freed at its end. Uploaded while the job trains, long
+ * after its weights, an array is data, and each upload its own finding. */
+static void test_arrays_uploaded_while_training_are_data(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	for (int e = 0; e < 3; e++) {
+		uint64_t data = 0x900000000ull + (uint64_t)e * 0x10000000ull;
+		b.stack = 1;
+		b_alloc(&b, t++, data, 48 * MIB, 0);
+		b_htod(&b, t++, data, 48 * MIB, 0);
+		for (int s = 0; s < 6; s++) {
+			t += 1000;
+			t = three_layer_step(&b, t, w, e == 0 && s == 0);
+		}
+		b_free(&b, t++, data, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	for (int e = 1; e < 3; e++) {
+		const struct vt_alloc *a =
+		    alloc_at(m, 0x900000000ull + (uint64_t)e * 0x10000000ull);
+		assert_int_equal(a->category, VT_CAT_DATASET);
+		assert_true(a->confidence >= VT_CONFIDENT);
+	}
+	struct vt_findings f;
+	vt_findings_find(m, &f);
+	int whole = 0;
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.v[i].kind == VT_FINDING_WHOLE_DATASET) {
+			assert_int_equal(f.v[i].bytes[0], 48 * MIB);
+			whole++;
+		}
+	assert_in_range(whole, 2, 3);
+	vt_findings_free(&f);
 	vt_model_free(m);
 }
 
@@ -2261,6 +2315,7 @@ int main(void)
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
 	    cmocka_unit_test(test_evaluation_between_epochs_below_the_level),
 	    cmocka_unit_test(test_grown_rows_and_slots),
+	    cmocka_unit_test(test_arrays_uploaded_while_training_are_data),
 	    cmocka_unit_test(test_scratch_the_size_of_the_weights_without_steps),
 	    cmocka_unit_test(test_engine_bindings),
 	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
