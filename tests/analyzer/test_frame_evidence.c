@@ -91,12 +91,37 @@ static void file_before_function(void **state)
 	assert_int_equal(h.category, VT_CAT_OPTIMIZER);
 }
 
+/* A graph job moves its model and its graph with .to(device): PyG's
+ * Data.to applies Tensor.to through its storage (data), the model's goes
+ * through Module._apply (weights) */
+static void graph_data_is_not_the_model(void **state)
+{
+	(void)state;
+	const char *funcs[] = {"<lambda>", "recursive_apply", "apply", "to", "main"};
+	const char *files[] = {"/x/site-packages/torch_geometric/data/data.py",
+	                       "/x/site-packages/torch_geometric/data/storage.py",
+	                       "/x/site-packages/torch_geometric/data/data.py",
+	                       "/x/site-packages/torch_geometric/data/data.py", "/a/gnn.py"};
+	struct vt_frame_hint h = vt_frame_hint_of_names(funcs, files, 5, NULL, 0);
+	assert_int_equal(h.category, VT_CAT_DATASET);
+	const char *mfuncs[] = {"convert", "_apply", "_apply", "to", "main"};
+	const char *mfiles[] = {"/x/site-packages/torch/nn/modules/module.py",
+	                        "/x/site-packages/torch/nn/modules/module.py",
+	                        "/x/site-packages/torch/nn/modules/module.py",
+	                        "/x/site-packages/torch/nn/modules/module.py", "/a/gnn.py"};
+	h = vt_frame_hint_of_names(mfuncs, mfiles, 5, NULL, 0);
+	assert_int_equal(h.category, VT_CAT_WEIGHTS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(every_row_matches_its_name), cmocka_unit_test(no_rule_no_hint),
-	    cmocka_unit_test(innermost_context_wins),     cmocka_unit_test(context_beats_mechanism),
+	    cmocka_unit_test(every_row_matches_its_name),
+	    cmocka_unit_test(no_rule_no_hint),
+	    cmocka_unit_test(innermost_context_wins),
+	    cmocka_unit_test(context_beats_mechanism),
 	    cmocka_unit_test(file_before_function),
+	    cmocka_unit_test(graph_data_is_not_the_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
