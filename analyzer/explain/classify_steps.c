@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "model_fold.h"
+#include "model_query.h"
+#include "nomem.h"
 #include "steps.h"
 
 /* The step of every allocation and free. Allocations and frees are each in
@@ -93,6 +95,101 @@ static int own_first_step(const struct ctx *c, struct vt_step_table *tab)
 	return 1;
 }
 
+/* Two stacks of one process with the same frames (two threads running the
+ * same code record the same call path under two ids). */
+static int same_stack(const struct vt_model *m, uint32_t proc, uint32_t a, uint32_t b)
+{
+	if (a == b)
+		return 1;
+	const struct vt_model_stack *x = vt_model_stack(m, proc, a),
+	                            *y = vt_model_stack(m, proc, b);
+	return x && y && x->depth == y->depth && x->py_depth == y->py_depth &&
+	       !memcmp(x->frames, y->frames,
+	               ((size_t)x->depth + 2 * (size_t)x->py_depth) * sizeof *x->frames);
+}
+
+/* How many allocations on dev are the tensor of allocation o (its size,
+ * its call path), and whether the marked steps after the first make one
+ * each (the first may make more: lazy set-up). */
+static uint32_t opener_count(const struct ctx *c, int dev, const struct vt_alloc *o,
+                             int *once_a_step)
+{
+	const struct vt_step_table *proc = &c->proc_steps;
+	uint32_t n = 0, k = 0, in_step = 0;
+	*once_a_step = 1;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (a->device != dev || a->bytes != o->bytes ||
+		    !same_stack(c->m, c->proc, a->stack_id, o->stack_id))
+			continue;
+		n++;
+		while (k < proc->n && proc->t[k] <= a->t_alloc) {
+			*once_a_step &= k < 2 || in_step == 1;
+			k++, in_step = 0;
+		}
+		in_step++;
+	}
+	*once_a_step &= k == proc->n && in_step == 1;
+	return n;
+}
+
+/* The tensor that opens every marked step on the device the marking
+ * thread drives: of the first allocations there after the second marker,
+ * one made once in every step (as many as the steps). VT_NO_INDEX when no
+ * device shows one. */
+#define OPENER_TRIES 8
+static uint32_t step_opener(const struct ctx *c, const int *devs)
+{
+	const struct vt_step_table *proc = &c->proc_steps;
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		uint32_t tries = 0;
+		for (uint32_t i = c->p->alloc_begin;
+		     devs[d] && i < c->p->alloc_end && tries < OPENER_TRIES; i++) {
+			const struct vt_alloc *a = &c->m->allocs[i];
+			if (a->device != d || !(a->flags & VT_AF_CHARGED) ||
+			    a->t_alloc < proc->t[1])
+				continue;
+			tries++;
+			int once;
+			if (opener_count(c, d, a, &once) == proc->n && once)
+				return i;
+		}
+	}
+	return VT_NO_INDEX;
+}
+
+/* The steps of device dev driven by a thread that marks none: where its
+ * twin of the step's opening tensor (the same stack and size) is made once
+ * a marked step, each one starts a step of its own. 0 when not so. */
+static int steps_by_opener(const struct ctx *c, int dev, uint32_t opener, struct vt_step_table *out)
+{
+	const struct vt_step_table *proc = &c->proc_steps;
+	const struct vt_alloc *o = &c->m->allocs[opener];
+	if (o->device == dev)
+		return 0;
+	uint64_t *t = malloc(proc->n * sizeof *t);
+	if (!t)
+		vt_nomem();
+	uint32_t n = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (a->device != dev || a->bytes != o->bytes ||
+		    !same_stack(c->m, c->proc, a->stack_id, o->stack_id))
+			continue;
+		if (n == proc->n) { /* more than one a step: no opener */
+			free(t);
+			return 0;
+		}
+		t[n++] = a->t_alloc;
+	}
+	if (n != proc->n) {
+		free(t);
+		return 0;
+	}
+	*out = (struct vt_step_table){t, n, proc->period_ns};
+	return 1;
+}
+
 /* Where two devices are driven by two threads, each device's steps are its
  * own: markers from one rank, or the period of the busiest device, cut the
  * other rank's steps anywhere, and its gradient buffer then reads as made
@@ -125,8 +222,16 @@ void vt_cls_own_steps(struct ctx *c)
 			                          "allocation");
 			break;
 		}
+	uint32_t opener =
+	    c->p->step_source == VT_STEPS_MARKERS ? step_opener(c, devs) : VT_NO_INDEX;
 	for (int d = 0; d < VT_MAX_DEVICES; d++) {
 		struct vt_step_table tab;
+		if (devs[d] && opener != VT_NO_INDEX && steps_by_opener(c, d, opener, &tab)) {
+			if (!c->own && !(c->own = calloc(VT_MAX_DEVICES, sizeof *c->own)))
+				vt_nomem();
+			c->own[d] = tab;
+			continue;
+		}
 		if (!devs[d] || !vt_steps_on_device(c->m, c->p, d, &tab))
 			continue;
 		uint32_t slack = proc->n / 10 > 1 ? proc->n / 10 : 1;

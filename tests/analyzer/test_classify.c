@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -443,6 +444,116 @@ static void test_arrays_uploaded_while_training_are_data(void **state)
 		}
 	assert_in_range(whole, 2, 3);
 	vt_findings_free(&f);
+	vt_model_free(m);
+}
+
+/* One event of a two-thread job, to be fed in time order. */
+struct timed_event {
+	uint64_t t, addr, bytes;
+	int what; /* 0 alloc, 1 free, 2 upload, 3 step marker */
+	uint8_t dev;
+	uint32_t stack;
+};
+
+static int by_time(const void *x, const void *y)
+{
+	const struct timed_event *a = x, *b = y;
+	return a->t < b->t ? -1 : a->t > b->t;
+}
+
+/* One step of rank dev from time t: its batch (the tensor that opens
+ * every step), three activations, three gradients, Adam's slots in the
+ * first step; all but the slots freed. */
+static uint32_t thread_step(struct timed_event *e, uint32_t n, uint8_t dev, int s, uint64_t t,
+                            const uint64_t *w)
+{
+	uint64_t base = (uint64_t)dev << 36;
+#define EV(what_, addr_, bytes_, stack_)                                                           \
+	(e[n++] = (struct timed_event){t, base + (addr_), (bytes_), (what_), dev, (stack_)},       \
+	 t += 10)
+	EV(0, 0x200000000ull, 2 * MIB, 4);
+	EV(2, 0x200000000ull, 2 * MIB, 4);
+	if (dev == 1 && s % 2 == 1) { /* a workspace now and then: one more valley */
+		EV(0, 0x700000000ull, 512 << 10, 7);
+		EV(1, 0x700000000ull, 0, 0);
+	}
+	for (uint64_t l = 0; l < 3; l++)
+		EV(0, 0x300000000ull + l * 0x10000000ull, 768 << 10, 5);
+	for (uint64_t l = 3; l-- > 0;) {
+		EV(0, 0x500000000ull + l * 0x10000000ull, w[l], 6);
+		EV(1, 0x300000000ull + l * 0x10000000ull, 0, 0);
+	}
+	for (uint64_t k = 0; s == 0 && k < 6; k++)
+		EV(0, 0xa00000000ull + k * 0x10000000ull, w[k / 2], 3);
+	for (uint64_t l = 0; l < 3; l++)
+		EV(1, 0x500000000ull + l * 0x10000000ull, 0, 0);
+	EV(1, 0x200000000ull, 0, 0);
+#undef EV
+	return n;
+}
+
+/* Data parallel on two devices from two threads, five steps, markers from
+ * the first thread only, the second running 60 % of a step behind (the
+ * markers cut its steps in the middle) with a workspace made and freed in
+ * every other step (its live bytes return to their level more often than
+ * it steps). The tensor that opens every marked
+ * step on the first device (its batch) is made once a step on the second
+ * too: there its steps start, and its gradients and slots read as such. */
+static void test_unmarked_rank_steps_by_its_opener(void **state)
+{
+	(void)state;
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	struct timed_event e[512];
+	uint32_t n = 0;
+	const uint64_t period = 100000;
+	for (int s = 0; s < 5; s++) {
+		uint64_t t0 = 1000000 + (uint64_t)s * period;
+		e[n++] = (struct timed_event){t0, 0, 0, 3, 0, 0};
+		n = thread_step(e, n, 0, s, t0 + 5, w);
+		n = thread_step(e, n, 1, s, t0 + 75000, w);
+	}
+	qsort(e, n, sizeof *e, by_time);
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	for (uint8_t d = 0; d < 2; d++) {
+		b.stack = 1;
+		for (uint64_t l = 0; l < 3; l++) {
+			uint64_t at = ((uint64_t)d << 36) + W_ADDR(l);
+			b_alloc(&b, 100 + l, at, w[l], d);
+			b_htod(&b, 110 + l, at, w[l], d);
+		}
+	}
+	for (uint32_t i = 0, s = 0; i < n; i++) {
+		char text[16];
+		b.stack = e[i].stack;
+		switch (e[i].what) {
+		case 0:
+			b_alloc(&b, e[i].t, e[i].addr, e[i].bytes, e[i].dev);
+			break;
+		case 1:
+			b_free(&b, e[i].t, e[i].addr, e[i].dev);
+			break;
+		case 2:
+			b_htod(&b, e[i].t, e[i].addr, e[i].bytes, e[i].dev);
+			break;
+		default:
+			snprintf(text, sizeof text, "step %u", s++);
+			b_mark(&b, e[i].t, text);
+		}
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_MARKERS);
+	int grads[2] = {0, 0}, slots[2] = {0, 0};
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		grads[a->device & 1] += a->category == VT_CAT_GRADIENTS;
+		slots[a->device & 1] += a->category == VT_CAT_OPTIMIZER;
+	}
+	for (int d = 0; d < 2; d++) {
+		assert_int_equal(grads[d], 3 * 5);
+		assert_int_equal(slots[d], 6);
+	}
 	vt_model_free(m);
 }
 
@@ -2315,6 +2426,7 @@ int main(void)
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
 	    cmocka_unit_test(test_evaluation_between_epochs_below_the_level),
 	    cmocka_unit_test(test_grown_rows_and_slots),
+	    cmocka_unit_test(test_unmarked_rank_steps_by_its_opener),
 	    cmocka_unit_test(test_arrays_uploaded_while_training_are_data),
 	    cmocka_unit_test(test_scratch_the_size_of_the_weights_without_steps),
 	    cmocka_unit_test(test_engine_bindings),
