@@ -112,6 +112,11 @@ static const struct reason_row {
                             "long-lived, no twin: data (an epoch's reshuffled set, a new "
                             "shard); a model is loaded before it trains",
                             {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_BESIDE_MODEL] = {"filled from the host in one upload, long-lived, where nothing trains "
+                        "and a model was loaded tensor by tensor: a part of the model loaded "
+                        "apart (an embedding, an lm_head), or data the passes read; not "
+                        "converted on the device as data often is",
+                        {VT_CAT_DATASET, NO_ALT}},
     [R_DATASET_BY_NAME] = {"filled from the host under a framework's dataset conversion "
                            "(stack names)",
                            {VT_CAT_WEIGHTS, NO_ALT}},
@@ -198,6 +203,11 @@ static const struct reason_row {
 const char *vt_alloc_reason(const struct vt_alloc *a)
 {
 	return a->reason < R_COUNT ? reasons[a->reason].text : reasons[R_UNCLASSIFIED].text;
+}
+
+int vt_alloc_is_caching_segment(const struct vt_alloc *a)
+{
+	return a->reason == R_CACHING_SEGMENT;
 }
 
 uint32_t vt_alloc_alternatives(const struct vt_alloc *a, struct vt_alternative *out, uint32_t max)

@@ -52,6 +52,11 @@ static inline int vt_alloc_is_pool(const struct vt_alloc *a)
 /* The classifier's reason for a's category (static text). */
 const char *vt_alloc_reason(const struct vt_alloc *a);
 
+/* a is a caching allocator's small-tensor segment (PyTorch's 2 MiB and
+ * 20 MiB segments: tensors of up to 10 MiB packed inside, larger ones in
+ * segments of their own). */
+int vt_alloc_is_caching_segment(const struct vt_alloc *a);
+
 /* The other categories the same evidence fits, most likely first, each with
  * its share of the confidence the verdict leaves (100 - a->confidence). */
 struct vt_alternative {

@@ -97,8 +97,11 @@ int vt_cls_trains(struct size_count *sizes)
  * makes weights the better guess, data the alternative: not confident.
  * Otherwise data: TensorFlow's numpy path uploads the whole dataset when
  * training starts, after the model, and streams its batches too. */
+static int converted_to(const struct ctx *c, uint32_t i);
+
 static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct facts *f)
 {
+	uint32_t i = (uint32_t)(a - c->m->allocs);
 	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
 	/* slices: copies of part of it (a batch); whole copies out every step
 	 * are a parameter broadcast to another rank (ZeRO's _sync_params) */
@@ -107,6 +110,8 @@ static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct fac
 		set_cat(a, f, VT_CAT_DATASET, 90, R_DATASET_SLICED);
 	else if (c->streams_batches && (!c->trains || cp->t_first_h2d < c->weights_loaded_t))
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FROZEN_WEIGHTS);
+	else if (!c->trains && vt_upload_sites_model_loaded(c->sites) && !converted_to(c, i))
+		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_BESIDE_MODEL);
 	else
 		set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
 }
@@ -209,6 +214,27 @@ static int converted_from(const struct ctx *c, uint32_t j, uint32_t i)
 		return 0;
 	return a->bytes * 2 == src->bytes || a->bytes == src->bytes || a->bytes == 2 * src->bytes ||
 	       a->bytes == 4 * src->bytes;
+}
+
+/* Whether host-filled allocation i was converted on the device: a later
+ * one (within CONVERT_LOOKBACK), not from the host, made while i lived,
+ * half, once, twice or four times its bytes, outliving it: data cast or
+ * normalised where it lies (a model's tensors are used as loaded). */
+static int converted_to(const struct ctx *c, uint32_t i)
+{
+	const struct vt_alloc *src = &c->m->allocs[i];
+	if (src->t_free == VT_T_NEVER)
+		return 0;
+	for (uint32_t j = i + 1; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++) {
+		const struct vt_alloc *a = &c->m->allocs[j];
+		if (a->device != src->device || c->f[j - c->p->alloc_begin].host_filled ||
+		    src->t_free <= a->t_alloc || src->t_free >= a->t_free)
+			continue;
+		if (a->bytes * 2 == src->bytes || a->bytes == src->bytes ||
+		    a->bytes == 2 * src->bytes || a->bytes == 4 * src->bytes)
+			return 1;
+	}
+	return 0;
 }
 
 void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n)

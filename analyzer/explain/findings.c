@@ -745,7 +745,11 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 		struct vt_upload_sites *sites = NULL;
 		for (uint32_t k = 0; k < ds.n; k++) {
 			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
-			if (!vt_alloc_is_pool(a) || a->proc != pi)
+			/* a caching segment holds tensors of up to 10 MiB, each as
+			 * the allocator packed it: an upload into it is one tensor
+			 * (a model's buffer), and an array larger than that has a
+			 * segment of its own, which the per-tensor rules read */
+			if (!vt_alloc_is_pool(a) || a->proc != pi || vt_alloc_is_caching_segment(a))
 				continue;
 			if (!sites)
 				sites = vt_upload_sites_count(m, pi, uploaded_tensor, pool_region,

@@ -86,6 +86,15 @@ int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id,
 	return rest * 4 >= bytes;
 }
 
+int vt_upload_sites_model_loaded(const struct vt_upload_sites *s)
+{
+	const struct site *e, *tmp;
+	HASH_ITER(hh, s->by_stack, e, tmp)
+	if (e->tensors >= VT_MODEL_TENSORS)
+		return 1;
+	return 0;
+}
+
 void vt_upload_sites_free(struct vt_upload_sites *s)
 {
 	if (!s)

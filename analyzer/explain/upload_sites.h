@@ -23,12 +23,10 @@ struct vt_upload_sites;
 /* Count the sites of process proc: every allocation for which
  * counts(m, index, arg) says yes, and every single-copy range of every
  * allocation for which pool(m, index, arg) says yes (pool may be NULL). */
-struct vt_upload_sites *vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
-                                              int (*counts)(const struct vt_model *, uint32_t,
-                                                            void *),
-                                              int (*pool)(const struct vt_model *, uint32_t,
-                                                          void *),
-                                              void *arg);
+struct vt_upload_sites *
+vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
+                      int (*counts)(const struct vt_model *, uint32_t, void *),
+                      int (*pool)(const struct vt_model *, uint32_t, void *), void *arg);
 
 /* Tensors filled by the site (stack id; 0, no stack: 0). */
 uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id);
@@ -39,6 +37,14 @@ uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_
  * is not taken for one of many: XLA makes every copy of a process on one
  * worker thread, one stack for the dataset and a few tiny scalars alike. */
 int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes);
+
+/* From this many tensors one site loaded a model (a data helper uploads x
+ * and y, a validation pair, an index: a handful). */
+#define VT_MODEL_TENSORS 8
+
+/* Some site filled VT_MODEL_TENSORS tensors or more: a model was loaded
+ * tensor by tensor. */
+int vt_upload_sites_model_loaded(const struct vt_upload_sites *s);
 
 void vt_upload_sites_free(struct vt_upload_sites *s);
 

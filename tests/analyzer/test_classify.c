@@ -1621,6 +1621,37 @@ static void test_caching_allocator_segments_are_pools(void **state)
 	vt_model_free(m);
 }
 
+static int whole_dataset_findings(struct vt_model *m)
+{
+	struct vt_findings f;
+	vt_findings_find(m, &f);
+	int n = 0;
+	for (uint32_t i = 0; i < f.n; i++)
+		n += f.v[i].kind == VT_FINDING_WHOLE_DATASET;
+	vt_findings_free(&f);
+	return n;
+}
+
+/* A caching segment holds tensors of up to 10 MiB as the allocator packs
+ * them: an 8 MiB buffer uploaded once into a 20 MiB segment (a model's
+ * density grid) is one tensor, no whole dataset, while a 48 MiB array in
+ * a segment of its own still goes through the per-tensor rules. */
+static void test_upload_into_a_caching_segment_is_no_dataset(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	caching_device(&b, 0, 0x100000000ull, 0);
+	b_htod(&b, 2000, 0x130000000ull + 2 * MIB, 8 * MIB, 0);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, 0x130000000ull), VT_CAT_POOL);
+	assert_int_equal(whole_dataset_findings(m), 1); /* the 48 MiB array alone */
+	vt_model_free(m);
+}
+
 /* A caching allocator's device in training: the segments made during the
  * steps that no weight's size explains are kept for the passes' tensors
  * (activations, not confidently); the ones a weight's size explains, made
@@ -1917,6 +1948,49 @@ static void test_scratch_the_size_of_the_weights_without_steps(void **state)
 	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 0);
 	assert_int_equal(category_of(m, 0x300000000ull), VT_CAT_ACTIVATIONS);
 	assert_int_equal(m->procs[0].trains, 0);
+	vt_model_free(m);
+}
+
+/* An inference job loading a model tensor by tensor (eight layers through
+ * one helper), its embedding before them and its head after them through
+ * call paths of their own, then requests (tokens uploaded, activations
+ * made and freed; a prompt's tokens are too few to be a streamed batch).
+ * Nothing trains: a lone upload beside a model loaded
+ * tensor by tensor is more likely a part of it than the whole dataset;
+ * weights, not sure, and no finding. */
+static void test_lone_uploads_beside_a_loaded_model(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = 1;
+	b.stack = 2;
+	b_alloc(&b, t++, 0x700000000ull, 128 * MIB, 0);
+	b_htod(&b, t++, 0x700000000ull, 128 * MIB, 0);
+	static const uint64_t w[8] = {22 * MIB, 22 * MIB, 22 * MIB, 22 * MIB,
+	                              22 * MIB, 22 * MIB, 22 * MIB, 22 * MIB};
+	t = load_weights(&b, t, w, 8);
+	b.stack = 3;
+	b_alloc(&b, t++, 0x780000000ull, 128 * MIB, 0);
+	b_htod(&b, t++, 0x780000000ull, 128 * MIB, 0);
+	for (int r = 0; r < 6; r++) {
+		t += 1000;
+		b.stack = 4;
+		b_alloc(&b, t++, 0x200000000ull, 2048, 0);
+		b_htod(&b, t++, 0x200000000ull, 2048, 0);
+		b.stack = 5;
+		b_alloc(&b, t++, 0x300000000ull, 4 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_free(&b, t++, 0x200000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t at = 0x700000000ull; at <= 0x780000000ull; at += 0x80000000ull) {
+		const struct vt_alloc *a = alloc_at(m, at);
+		assert_int_equal(a->category, VT_CAT_WEIGHTS);
+		assert_true(a->confidence < VT_CONFIDENT);
+	}
+	assert_int_equal(whole_dataset_findings(m), 0);
 	vt_model_free(m);
 }
 
@@ -2426,6 +2500,8 @@ int main(void)
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
 	    cmocka_unit_test(test_evaluation_between_epochs_below_the_level),
 	    cmocka_unit_test(test_grown_rows_and_slots),
+	    cmocka_unit_test(test_lone_uploads_beside_a_loaded_model),
+	    cmocka_unit_test(test_upload_into_a_caching_segment_is_no_dataset),
 	    cmocka_unit_test(test_unmarked_rank_steps_by_its_opener),
 	    cmocka_unit_test(test_arrays_uploaded_while_training_are_data),
 	    cmocka_unit_test(test_scratch_the_size_of_the_weights_without_steps),
