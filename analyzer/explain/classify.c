@@ -117,6 +117,12 @@ static const struct reason_row {
                         "apart (an embedding, an lm_head), or data the passes read; not "
                         "converted on the device as data often is",
                         {VT_CAT_DATASET, NO_ALT}},
+    [R_FIRST_BEFORE_DATA] = {"filled from the host in one upload, long-lived, the job's first "
+                             "tensor on the device, and a tensor four times larger came after "
+                             "it from another site: a model is made before its data is loaded, "
+                             "so a part of the model (a grid, a table) more likely than the "
+                             "whole dataset; not sure",
+                             {VT_CAT_DATASET, NO_ALT}},
     [R_DATASET_BY_NAME] = {"filled from the host under a framework's dataset conversion "
                            "(stack names)",
                            {VT_CAT_WEIGHTS, NO_ALT}},

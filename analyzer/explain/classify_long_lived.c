@@ -99,6 +99,32 @@ int vt_cls_trains(struct size_count *sizes)
  * training starts, after the model, and streams its batches too. */
 static int converted_to(const struct ctx *c, uint32_t i);
 
+/* How far ahead the job's first upload looks for the data. */
+#define FIRST_LOOKAHEAD 1024
+
+/* Whether host-filled allocation i is the first allocation on its device
+ * and a tensor at least four times larger was filled from the host after
+ * it in one upload from another site: a job builds or moves its model
+ * before it loads its data (torch-ngp's hash grid, then its preloaded
+ * images), so the job's first tensor, dwarfed by what came after it, is
+ * no whole dataset. */
+static int first_before_data(const struct ctx *c, uint32_t i)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	for (uint32_t j = c->p->alloc_begin; j < i; j++)
+		if (c->m->allocs[j].device == a->device)
+			return 0;
+	uint32_t site = vt_model_copies(c->m, a)->h2d_stack_id;
+	for (uint32_t j = i + 1; j < c->p->alloc_end && j - i <= FIRST_LOOKAHEAD; j++) {
+		const struct vt_alloc *b = &c->m->allocs[j];
+		const struct facts *g = &c->f[j - c->p->alloc_begin];
+		if (b->device == a->device && g->host_filled && !g->recurring &&
+		    b->bytes >= 4 * a->bytes && vt_model_copies(c->m, b)->h2d_stack_id != site)
+			return 1;
+	}
+	return 0;
+}
+
 static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct facts *f)
 {
 	uint32_t i = (uint32_t)(a - c->m->allocs);
@@ -112,6 +138,8 @@ static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct fac
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FROZEN_WEIGHTS);
 	else if (!c->trains && vt_upload_sites_model_loaded(c->sites) && !converted_to(c, i))
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_BESIDE_MODEL);
+	else if (first_before_data(c, i))
+		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FIRST_BEFORE_DATA);
 	else
 		set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
 }

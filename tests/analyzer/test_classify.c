@@ -1994,6 +1994,40 @@ static void test_lone_uploads_beside_a_loaded_model(void **state)
 	vt_model_free(m);
 }
 
+/* A job that preloads its images: its first tensor, a hash grid made on
+ * the host and uploaded, then the images (eight times larger, another
+ * call path), then steps that make rays on the device and upload nothing.
+ * The first tensor is no whole dataset: a model comes before its data. */
+static void test_first_upload_before_the_data_is_no_dataset(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = 1;
+	b.stack = 2;
+	b_alloc(&b, t++, 0x700000000ull, 8 * MIB, 0);
+	b_htod(&b, t++, 0x700000000ull, 8 * MIB, 0);
+	b.stack = 3;
+	b_alloc(&b, t++, 0x800000000ull, 64 * MIB, 0);
+	b_htod(&b, t++, 0x800000000ull, 64 * MIB, 0);
+	for (int s = 0; s < 8; s++) {
+		t += 1000;
+		b.stack = 5;
+		b_alloc(&b, t++, 0x300000000ull, 4 * MIB, 0);
+		b_alloc(&b, t++, 0x310000000ull, 1 * MIB, 0);
+		b_free(&b, t++, 0x310000000ull, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	const struct vt_alloc *grid = alloc_at(m, 0x700000000ull);
+	assert_int_equal(grid->category, VT_CAT_WEIGHTS);
+	assert_true(grid->confidence < VT_CONFIDENT);
+	assert_int_equal(category_of(m, 0x800000000ull), VT_CAT_DATASET);
+	assert_int_equal(whole_dataset_findings(m), 1);
+	vt_model_free(m);
+}
+
 /* A server's cache growing while requests repeat like steps: the weights
  * loaded, one 2 MiB cache block made before the first pass and a dozen more
  * kept in the first two, and every pass a 2 MiB scratch tensor. An
@@ -2501,6 +2535,7 @@ int main(void)
 	    cmocka_unit_test(test_evaluation_between_epochs_below_the_level),
 	    cmocka_unit_test(test_grown_rows_and_slots),
 	    cmocka_unit_test(test_lone_uploads_beside_a_loaded_model),
+	    cmocka_unit_test(test_first_upload_before_the_data_is_no_dataset),
 	    cmocka_unit_test(test_upload_into_a_caching_segment_is_no_dataset),
 	    cmocka_unit_test(test_unmarked_rank_steps_by_its_opener),
 	    cmocka_unit_test(test_arrays_uploaded_while_training_are_data),
