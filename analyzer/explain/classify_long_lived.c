@@ -87,17 +87,44 @@ int vt_cls_trains(struct size_count *sizes)
 	return 0;
 }
 
-/* A long-lived tensor filled from the host in one upload, no gradient twin,
- * and nothing in the stacks' names: data or frozen weights, which the
- * events tell apart only by how the job uses them. Batches copied out of it
- * on the device say data. In a job that streams its batches from the
- * host, an upload made while the model was loaded from the host (before its
- * last weight upload: frozen layers beside trained ones, a fine-tune's
- * checkpoint) or on a device where nothing trains (an inference server)
- * makes weights the better guess, data the alternative: not confident.
- * Otherwise data: TensorFlow's numpy path uploads the whole dataset when
- * training starts, after the model, and streams its batches too. */
-static int converted_to(const struct ctx *c, uint32_t i);
+/* How far a conversion lies from the array it read: a cast or a
+ * normalisation follows its source at once, and the bound keeps the pass
+ * linear in the allocations. */
+#define CONVERT_LOOKBACK 16
+
+/* Whether a is src converted on the device: made while src lived, half,
+ * once, twice or four times its bytes (float32 to half, a normalised copy,
+ * uint8 images to half or float32), and outliving it (the job dropped the
+ * original). */
+static int converts(const struct vt_alloc *src, const struct vt_alloc *a)
+{
+	if (src->device != a->device || src->t_free == VT_T_NEVER || src->t_free <= a->t_alloc ||
+	    src->t_free >= a->t_free)
+		return 0;
+	return a->bytes * 2 == src->bytes || a->bytes == src->bytes || a->bytes == 2 * src->bytes ||
+	       a->bytes == 4 * src->bytes;
+}
+
+/* Whether long-lived allocation j is dataset array i converted on the
+ * device. */
+static int converted_from(const struct ctx *c, uint32_t j, uint32_t i)
+{
+	const struct vt_alloc *src = &c->m->allocs[i];
+	return src->category == VT_CAT_DATASET && c->f[i - c->p->alloc_begin].host_filled &&
+	       converts(src, &c->m->allocs[j]);
+}
+
+/* Whether host-filled allocation i was converted on the device by one of
+ * the allocations after it, not from the host: data cast or normalised
+ * where it lies (a model's tensors are used as loaded). */
+static int converted_to(const struct ctx *c, uint32_t i)
+{
+	for (uint32_t j = i + 1; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++)
+		if (!c->f[j - c->p->alloc_begin].host_filled &&
+		    converts(&c->m->allocs[i], &c->m->allocs[j]))
+			return 1;
+	return 0;
+}
 
 /* How far ahead the job's first upload looks for the data. */
 #define FIRST_LOOKAHEAD 1024
@@ -125,6 +152,19 @@ static int first_before_data(const struct ctx *c, uint32_t i)
 	return 0;
 }
 
+/* A long-lived tensor filled from the host in one upload, no gradient twin,
+ * and nothing in the stacks' names: data or frozen weights, which the
+ * events tell apart only by how the job uses them. Batches copied out of it
+ * on the device say data. In a job that streams its batches from the
+ * host, an upload made while the model was loaded from the host (before its
+ * last weight upload: frozen layers beside trained ones, a fine-tune's
+ * checkpoint) or on a device where nothing trains (an inference server)
+ * makes weights the better guess, data the alternative: not confident. So
+ * does an upload beside a model loaded tensor by tensor where nothing
+ * trains and nothing converts it, and the job's first tensor dwarfed by a
+ * later upload. Otherwise data: TensorFlow's numpy path uploads the whole
+ * dataset when training starts, after the model, and streams its batches
+ * too. */
 static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct facts *f)
 {
 	uint32_t i = (uint32_t)(a - c->m->allocs);
@@ -222,47 +262,6 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		else
 			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
 	}
-}
-
-/* How far back a conversion looks for the array it read: a cast or a
- * normalisation follows its source at once, and the bound keeps the pass
- * linear in the allocations. */
-#define CONVERT_LOOKBACK 16
-
-/* Whether long-lived allocation j is dataset array i converted on the
- * device: made while i lived, half, once, twice or four times its bytes
- * (float32 to half, a normalised copy, uint8 images to half or float32),
- * and outliving it (the job dropped the original). */
-static int converted_from(const struct ctx *c, uint32_t j, uint32_t i)
-{
-	const struct vt_alloc *a = &c->m->allocs[j], *src = &c->m->allocs[i];
-	const struct facts *sf = &c->f[i - c->p->alloc_begin];
-	if (src->device != a->device || src->category != VT_CAT_DATASET || !sf->host_filled ||
-	    src->t_free == VT_T_NEVER || src->t_free <= a->t_alloc || src->t_free >= a->t_free)
-		return 0;
-	return a->bytes * 2 == src->bytes || a->bytes == src->bytes || a->bytes == 2 * src->bytes ||
-	       a->bytes == 4 * src->bytes;
-}
-
-/* Whether host-filled allocation i was converted on the device: a later
- * one (within CONVERT_LOOKBACK), not from the host, made while i lived,
- * half, once, twice or four times its bytes, outliving it: data cast or
- * normalised where it lies (a model's tensors are used as loaded). */
-static int converted_to(const struct ctx *c, uint32_t i)
-{
-	const struct vt_alloc *src = &c->m->allocs[i];
-	if (src->t_free == VT_T_NEVER)
-		return 0;
-	for (uint32_t j = i + 1; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++) {
-		const struct vt_alloc *a = &c->m->allocs[j];
-		if (a->device != src->device || c->f[j - c->p->alloc_begin].host_filled ||
-		    src->t_free <= a->t_alloc || src->t_free >= a->t_free)
-			continue;
-		if (a->bytes * 2 == src->bytes || a->bytes == src->bytes ||
-		    a->bytes == 2 * src->bytes || a->bytes == 4 * src->bytes)
-			return 1;
-	}
-	return 0;
 }
 
 void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n)

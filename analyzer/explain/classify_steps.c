@@ -108,9 +108,17 @@ static int same_stack(const struct vt_model *m, uint32_t proc, uint32_t a, uint3
 	               ((size_t)x->depth + 2 * (size_t)x->py_depth) * sizeof *x->frames);
 }
 
-/* How many allocations on dev are the tensor of allocation o (its size,
- * its call path), and whether the marked steps after the first make one
- * each (the first may make more: lazy set-up). */
+/* Whether allocation a, on dev, is the tensor of allocation o: its size
+ * and its call path (of any thread). */
+static int same_tensor(const struct ctx *c, const struct vt_alloc *a, int dev,
+                       const struct vt_alloc *o)
+{
+	return a->device == dev && a->bytes == o->bytes &&
+	       same_stack(c->m, c->proc, a->stack_id, o->stack_id);
+}
+
+/* How many allocations on dev are the tensor of allocation o, and whether the marked steps after
+ * the first make one each (the first may make more: lazy set-up). */
 static uint32_t opener_count(const struct ctx *c, int dev, const struct vt_alloc *o,
                              int *once_a_step)
 {
@@ -119,8 +127,7 @@ static uint32_t opener_count(const struct ctx *c, int dev, const struct vt_alloc
 	*once_a_step = 1;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
-		if (a->device != dev || a->bytes != o->bytes ||
-		    !same_stack(c->m, c->proc, a->stack_id, o->stack_id))
+		if (!same_tensor(c, a, dev, o))
 			continue;
 		n++;
 		while (k < proc->n && proc->t[k] <= a->t_alloc) {
@@ -173,8 +180,7 @@ static int steps_by_opener(const struct ctx *c, int dev, uint32_t opener, struct
 	uint32_t n = 0;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
-		if (a->device != dev || a->bytes != o->bytes ||
-		    !same_stack(c->m, c->proc, a->stack_id, o->stack_id))
+		if (!same_tensor(c, a, dev, o))
 			continue;
 		if (n == proc->n) { /* more than one a step: no opener */
 			free(t);

@@ -355,6 +355,20 @@ static uint32_t every_qth(uint64_t *ends, uint64_t *allocs, uint32_t k, uint32_t
 	return n;
 }
 
+/* Where valley v sits against the level cur, which follows a slow drift:
+ * above it (not a step end), at it, or below it; a valley a little higher
+ * moves the level up. */
+enum valley_place { VALLEY_ABOVE, VALLEY_AT, VALLEY_BELOW };
+static enum valley_place against_level(const struct valley *v, uint64_t *cur)
+{
+	if (v->bytes > *cur + level_slack(*cur))
+		return VALLEY_ABOVE;
+	enum valley_place where = v->bytes + level_slack(*cur) >= *cur ? VALLEY_AT : VALLEY_BELOW;
+	if (v->bytes > *cur)
+		*cur = v->bytes;
+	return where;
+}
+
 /* The valleys at the level, following a slow drift of it: the step-end
  * candidates. The first valley at the level ends the first steady step;
  * every later valley at it ends one more, and so do the valleys below it
@@ -368,23 +382,16 @@ static uint32_t level_valleys(const struct valley *v, uint32_t n, uint64_t level
 	while (first < n && (v[first].bytes < level || v[first].bytes - level > level_slack(level)))
 		first++;
 	uint64_t cur = first < n ? v[first].bytes : 0;
-	for (uint32_t i = first; i < n; i++) { /* the last valley at the level */
-		if (v[i].bytes > cur + level_slack(cur))
-			continue;
-		if (v[i].bytes + level_slack(cur) >= cur)
+	for (uint32_t i = first; i < n; i++)
+		if (against_level(&v[i], &cur) == VALLEY_AT)
 			last_at = i;
-		if (v[i].bytes > cur)
-			cur = v[i].bytes;
-	}
 	cur = first < n ? v[first].bytes : 0;
 	for (uint32_t i = first; i < n; i++) {
-		if (v[i].bytes > cur + level_slack(cur) ||
-		    (i < last_at && v[i].bytes + level_slack(cur) < cur))
+		enum valley_place where = against_level(&v[i], &cur);
+		if (where == VALLEY_ABOVE || (where == VALLEY_BELOW && i < last_at))
 			continue;
 		ends[k] = v[i].t_ns;
 		allocs[k++] = v[i].allocs;
-		if (v[i].bytes > cur)
-			cur = v[i].bytes;
 	}
 	return k;
 }

@@ -461,35 +461,45 @@ static int by_time(const void *x, const void *y)
 	return a->t < b->t ? -1 : a->t > b->t;
 }
 
+/* A thread's events of one device, made 10 ns apart. */
+struct thread_events {
+	struct timed_event *e;
+	uint32_t n;
+	uint64_t t, base;
+	uint8_t dev;
+};
+
+static void event(struct thread_events *te, int what, uint64_t addr, uint64_t bytes, uint32_t stack)
+{
+	te->e[te->n++] = (struct timed_event){te->t, te->base + addr, bytes, what, te->dev, stack};
+	te->t += 10;
+}
+
 /* One step of rank dev from time t: its batch (the tensor that opens
  * every step), three activations, three gradients, Adam's slots in the
  * first step; all but the slots freed. */
 static uint32_t thread_step(struct timed_event *e, uint32_t n, uint8_t dev, int s, uint64_t t,
                             const uint64_t *w)
 {
-	uint64_t base = (uint64_t)dev << 36;
-#define EV(what_, addr_, bytes_, stack_)                                                           \
-	(e[n++] = (struct timed_event){t, base + (addr_), (bytes_), (what_), dev, (stack_)},       \
-	 t += 10)
-	EV(0, 0x200000000ull, 2 * MIB, 4);
-	EV(2, 0x200000000ull, 2 * MIB, 4);
+	struct thread_events te = {e, n, t, (uint64_t)dev << 36, dev};
+	event(&te, 0, 0x200000000ull, 2 * MIB, 4);
+	event(&te, 2, 0x200000000ull, 2 * MIB, 4);
 	if (dev == 1 && s % 2 == 1) { /* a workspace now and then: one more valley */
-		EV(0, 0x700000000ull, 512 << 10, 7);
-		EV(1, 0x700000000ull, 0, 0);
+		event(&te, 0, 0x700000000ull, 512 << 10, 7);
+		event(&te, 1, 0x700000000ull, 0, 0);
 	}
 	for (uint64_t l = 0; l < 3; l++)
-		EV(0, 0x300000000ull + l * 0x10000000ull, 768 << 10, 5);
+		event(&te, 0, 0x300000000ull + l * 0x10000000ull, 768 << 10, 5);
 	for (uint64_t l = 3; l-- > 0;) {
-		EV(0, 0x500000000ull + l * 0x10000000ull, w[l], 6);
-		EV(1, 0x300000000ull + l * 0x10000000ull, 0, 0);
+		event(&te, 0, 0x500000000ull + l * 0x10000000ull, w[l], 6);
+		event(&te, 1, 0x300000000ull + l * 0x10000000ull, 0, 0);
 	}
 	for (uint64_t k = 0; s == 0 && k < 6; k++)
-		EV(0, 0xa00000000ull + k * 0x10000000ull, w[k / 2], 3);
+		event(&te, 0, 0xa00000000ull + k * 0x10000000ull, w[k / 2], 3);
 	for (uint64_t l = 0; l < 3; l++)
-		EV(1, 0x500000000ull + l * 0x10000000ull, 0, 0);
-	EV(1, 0x200000000ull, 0, 0);
-#undef EV
-	return n;
+		event(&te, 1, 0x500000000ull + l * 0x10000000ull, 0, 0);
+	event(&te, 1, 0x200000000ull, 0, 0);
+	return te.n;
 }
 
 /* Data parallel on two devices from two threads, five steps, markers from
