@@ -64,6 +64,11 @@ static int next_to_pool_chunk(const struct ctx *c, const struct vt_alloc *a)
 	return 0;
 }
 
+static int released_within_step(const struct facts *f)
+{
+	return f->freed && !f->torn_down && f->born >= 0 && f->died == f->born;
+}
+
 /* Physical chunks mapped back to back into one reservation make one arena
  * (XLA's GpuVirtualMemAllocator, PyTorch's expandable segments): a chunk
  * next to one that is an allocator's region is part of that region too,
@@ -78,9 +83,12 @@ void vt_cls_arena_chunks(struct ctx *c)
 		for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 			struct vt_alloc *a = &c->m->allocs[i];
 			struct facts *f = &c->f[i - c->p->alloc_begin];
-			/* a chunk the host filled is judged by what filled it */
+			/* a chunk the host filled is judged by what filled it; one
+			 * mapped and released within a step held that step's
+			 * temporaries (anything kept would have kept it mapped) */
 			if (!(a->flags & VT_AF_HANDLE) || !f->charged || f->host_filled ||
-			    a->category == VT_CAT_POOL || !next_to_pool_chunk(c, a))
+			    released_within_step(f) || a->category == VT_CAT_POOL ||
+			    !next_to_pool_chunk(c, a))
 				continue;
 			set_cat(a, f, VT_CAT_POOL, 75, R_ARENA_CHUNK);
 			joined = 1;

@@ -1802,6 +1802,48 @@ static void test_chunk_next_to_a_pool_chunk_is_pool(void **state)
 	vt_model_free(m);
 }
 
+/* One VMM handle unmapped from va and released: what an allocator's
+ * empty_cache does to a chunk with no block in use. */
+static void b_unchunk(struct builder *b, uint64_t t, uint64_t handle, uint64_t va, uint64_t bytes)
+{
+	b_event(b, VT_REC_UNMAP, t, va, bytes, 0, 0, 0, API_UNMAP);
+	b_event(b, VT_REC_FREE, t + 1, handle, 0, 0, VT_ALLOC_VMM, 0, API_RELEASE);
+}
+
+/* PyTorch's expandable segments map a chunk when the step needs memory and
+ * unmap it at empty_cache once no block over it is in use: a chunk mapped
+ * and released within one step held only that step's temporaries (anything
+ * kept would have kept it mapped), so it is not the arena's pool though it
+ * sits next to one; a chunk kept across steps stays the pool's. */
+static void test_chunk_released_within_a_step_is_not_pool(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	const uint64_t va = 0x7000000000ull;
+	uint64_t t = 10;
+	b_chunk(&b, t, 0x11, va, 20 * MIB);
+	b_chunk(&b, t += 10, 0x12, va + 20 * MIB, 20 * MIB);
+	for (int s = 0; s < 6; s++) {
+		char text[16];
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		b_htod(&b, t += 10, va + (uint64_t)(s % 3) * 2 * MIB, 2 * MIB, 0); /* batches */
+		b_chunk(&b, t += 10, 0x20 + (uint64_t)s, va + 40 * MIB, 20 * MIB);
+		b_unchunk(&b, t += 100, 0x20 + (uint64_t)s, va + 40 * MIB, 20 * MIB);
+	}
+	b_chunk(&b, t += 1000, 0x30, va + 40 * MIB, 20 * MIB); /* evaluation, after */
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, 0x11), VT_CAT_POOL);
+	assert_int_equal(category_of(m, 0x12), VT_CAT_POOL);
+	for (uint64_t s = 0; s < 6; s++)
+		assert_int_not_equal(category_of(m, 0x20 + s), VT_CAT_POOL);
+	vt_model_free(m);
+}
+
 static void test_pool_region(void **state)
 {
 	(void)state;
@@ -2577,6 +2619,7 @@ int main(void)
 	    cmocka_unit_test(test_stream_ordered_beside_caching_segments),
 	    cmocka_unit_test(test_growing_regions_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
+	    cmocka_unit_test(test_chunk_released_within_a_step_is_not_pool),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
