@@ -52,6 +52,11 @@ static const struct reason_row {
                           "often the requests' activations (an engine's workspace), or a "
                           "cache (a KV cache)",
                           {VT_CAT_UNKNOWN, VT_CAT_WEIGHTS}},
+    [R_EARLY_WORKSPACE] = {"long-lived, made on the device before the first step, on a device "
+                           "where no tensor shows a weight's evidence (a gradient twin, a "
+                           "model loader, an upload): memory the job fills itself, a "
+                           "working buffer or data it derives on the device",
+                           {VT_CAT_WEIGHTS, VT_CAT_DATASET}},
     [R_SERVED_OUTPUT] = {"long-lived, made on the device by a job that never trains, read "
                          "back by the host again and again: the output of each request (an "
                          "engine's output binding)",
@@ -318,6 +323,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
 	vt_cls_serving_buffers(c, dev);
+	vt_cls_unproven_weights(c, dev);
 	vt_cls_flattened_parameter_sizes(c, dev, sizes);
 	vt_cls_recurring_ones(c, dev, sizes);
 	vt_cls_recurring_groups(c, dev, sizes);

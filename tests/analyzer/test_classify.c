@@ -47,6 +47,8 @@ struct job {
 	                       gradients by device-to-device copies, then sends them on to a 4 MiB
 	                       channel buffer made once too (NCCL's) */
 	int eval_every;     /* an evaluation pass (3 batches, no gradients) after every n-th step */
+	int table;          /* a 64 MiB table made on the device first, kept, no gradient of its
+	                       size (an embedding updated by rows) */
 	uint64_t wbytes[8];
 };
 
@@ -57,6 +59,7 @@ struct job {
 #define ENGINE_OUT 0x400000000ull
 #define OUTLIVER_ADDR 0x680000000ull
 #define CHANNEL_ADDR 0xe00000000ull
+#define TABLE_ADDR 0xe80000000ull
 
 /* A model with one process (pid 9) to build a job in. */
 static struct vt_model *begin_job(struct builder *b)
@@ -64,6 +67,23 @@ static struct vt_model *begin_job(struct builder *b)
 	struct vt_model *m = vt_model_new();
 	b_begin(b, m, 9, 0, 0);
 	return m;
+}
+
+/* The marker "step s" at t. */
+static void mark_step(struct builder *b, uint64_t t, int s)
+{
+	char text[16];
+	snprintf(text, sizeof text, "step %d", s);
+	b_mark(b, t, text);
+}
+
+/* The job's process ends; the model is finished and classified. */
+static struct vt_model *classified_job(struct builder *b)
+{
+	vt_model_end_process(b->m, b->proc);
+	vt_model_finish(b->m);
+	vt_classify(b->m);
+	return b->m;
 }
 
 #define EVAL_BATCH 0xf00000000ull
@@ -93,6 +113,9 @@ static struct vt_model *run_job(const struct job *j)
 	b_begin(&b, m, 7, 0, 0);
 	b_device(&b, 0, 16ull << 30, "test GPU");
 	uint64_t t = 1000;
+	b.stack = 1;
+	if (j->table)
+		b_alloc(&b, t++, TABLE_ADDR, 64 * MIB, 0);
 	b.stack = 13;
 	if (j->bucket && j->channel_first)
 		b_alloc(&b, t++, CHANNEL_ADDR, 4 * MIB, 0);
@@ -1826,9 +1849,7 @@ static void test_chunk_released_within_a_step_is_not_pool(void **state)
 	b_chunk(&b, t, 0x11, va, 20 * MIB);
 	b_chunk(&b, t += 10, 0x12, va + 20 * MIB, 20 * MIB);
 	for (int s = 0; s < 6; s++) {
-		char text[16];
-		snprintf(text, sizeof text, "step %d", s);
-		b_mark(&b, t += 1000, text);
+		mark_step(&b, t += 1000, s);
 		b_htod(&b, t += 10, va + (uint64_t)(s % 3) * 2 * MIB, 2 * MIB, 0); /* batches */
 		b_chunk(&b, t += 10, 0x20 + (uint64_t)s, va + 40 * MIB, 20 * MIB);
 		b_unchunk(&b, t += 100, 0x20 + (uint64_t)s, va + 40 * MIB, 20 * MIB);
@@ -1841,6 +1862,56 @@ static void test_chunk_released_within_a_step_is_not_pool(void **state)
 	assert_int_equal(category_of(m, 0x12), VT_CAT_POOL);
 	for (uint64_t s = 0; s < 6; s++)
 		assert_int_not_equal(category_of(m, 0x20 + s), VT_CAT_POOL);
+	vt_model_free(m);
+}
+
+/* A job that uploads a table and builds its working buffers on the device
+ * before its rounds (XGBoost: the quantised matrix, histograms, prediction
+ * caches), each round making transients on the device. Returns
+ * the model, classified. */
+static struct vt_model *device_buffers_job(void)
+{
+	struct builder b;
+	begin_job(&b);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	b.stack = 2;
+	b_alloc(&b, t++, 0x900000000ull, 64 * MIB, 0);
+	b_htod(&b, t++, 0x900000000ull, 64 * MIB, 0);
+	b.stack = 3;
+	b_alloc(&b, t++, 0x100000000ull, 32 * MIB, 0); /* made on the device, kept */
+	b_alloc(&b, t++, 0x110000000ull, 8 * MIB, 0);
+	for (int s = 0; s < 8; s++) {
+		mark_step(&b, t += 1000, s);
+		b.stack = 5;
+		b_alloc(&b, t++, 0x300000000ull, 3 * MIB, 0);
+		b_alloc(&b, t++, 0x310000000ull, 1 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_free(&b, t++, 0x310000000ull, 0);
+	}
+	return classified_job(&b);
+}
+
+/* A buffer made on the device before the steps and kept is a weight only
+ * where weights show on that device by other evidence (gradient twins
+ * here): alone, it is the job's own working memory, with weights the
+ * alternative; beside trained weights, it is a weight updated without a
+ * gradient of its size (an embedding updated by rows, an EMA copy). */
+static void test_device_made_buffers_need_a_weight_beside(void **state)
+{
+	(void)state;
+	struct vt_model *m = device_buffers_job();
+	assert_int_equal(category_of(m, 0x100000000ull), VT_CAT_ACTIVATIONS);
+	assert_int_equal(category_of(m, 0x110000000ull), VT_CAT_ACTIVATIONS);
+	vt_model_free(m);
+	struct job j = {.layers = 3,
+	                .steps = 8,
+	                .markers = 1,
+	                .table = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	m = run_job(&j);
+	assert_int_equal(category_of(m, W_ADDR(0)), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, TABLE_ADDR), VT_CAT_WEIGHTS);
 	vt_model_free(m);
 }
 
@@ -2620,6 +2691,7 @@ int main(void)
 	    cmocka_unit_test(test_growing_regions_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunk_released_within_a_step_is_not_pool),
+	    cmocka_unit_test(test_device_made_buffers_need_a_weight_beside),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
