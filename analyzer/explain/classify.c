@@ -88,6 +88,10 @@ static const struct reason_row {
     [R_KEPT_WEIGHT] = {"long-lived, made before training; training made its gradient and "
                        "optimizer slots, long-lived twins of its size",
                        {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_TRAINING_COPY] = {"long-lived, the size of a weight, made in training after the "
+                         "optimizer's slots of its size while its gradients come every step: "
+                         "a copy of the weights updated without a gradient (an EMA)",
+                         {VT_CAT_OPTIMIZER, NO_ALT}},
     [R_KEPT_GRADIENT] = {"long-lived, the size of a weight, made in training before the "
                          "optimizer slots of its size (a gradient kept between steps)",
                          {VT_CAT_OPTIMIZER, NO_ALT}},

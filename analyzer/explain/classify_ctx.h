@@ -90,6 +90,11 @@ struct size_count {
 	uint32_t trained;          /* weights_by_twin: of its weights, those that train (0: all) */
 	uint32_t params_flattened; /* parameters of this size packed into a flat buffer */
 	uint32_t kept_seen;        /* weights_by_kept_twins: twins of this size walked */
+	/* weights_by_kept_twins: when its first and last kept twins were made,
+	 * and of its recurring ones those live from before the first to after
+	 * the last */
+	uint64_t t_first_twin, t_last_twin;
+	uint32_t live_across_twins;
 	UT_hash_handle hh;
 };
 
@@ -158,6 +163,7 @@ enum reason {
 	R_UNFINISHED,
 	R_KEPT_WEIGHT,
 	R_KEPT_GRADIENT,
+	R_TRAINING_COPY,
 	R_LOADED_WEIGHTS,
 	R_RING,
 	R_TRANSIENT_BATCH,

@@ -266,6 +266,61 @@ static uint32_t twins_per_weight(struct size_count *sizes, int two_may_be_kept)
 	                                                                                  : 0;
 }
 
+/* Of a size with kept twins, the per-step tensors made before its first
+ * kept twin and freed after its last (twins_in_step counted them): one
+ * for each weight means the gradients come per step
+ * (`zero_grad(set_to_none=True)`) and none of the kept twins is one. A
+ * gradient is made by the backward pass before the optimizer step makes
+ * the slots, and lives through it; a forward activation of that size is
+ * freed by the backward pass, and a temporary of the optimizer's own (a
+ * weight-decayed copy of each gradient) is made after a kept gradient. */
+static int grads_made_per_step(const struct size_count *s, uint32_t weights)
+{
+	return s->recurring && s->live_across_twins >= weights;
+}
+
+/* For each size with twins made in training: when its first and last
+ * ones were made, and how many of its per-step allocations lived across
+ * that span. */
+static void twins_in_step(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
+{
+	uint64_t first_step = c->p->step_t[0];
+	int dev = n ? c->f[ll[0] - c->p->alloc_begin].device : -1; /* ll is one device's */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_alloc *a = &c->m->allocs[ll[i]];
+		struct size_count *s = vt_cls_size_find(sizes, a->bytes);
+		if (a->t_alloc < first_step || c->f[ll[i] - c->p->alloc_begin].host_filled)
+			continue;
+		if (!s->t_first_twin)
+			s->t_first_twin = a->t_alloc;
+		s->t_last_twin = a->t_alloc;
+	}
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device != dev || !f->recurring || a->t_alloc < first_step)
+			continue;
+		struct size_count *s = vt_cls_size_find(sizes, a->bytes);
+		if (s && s->t_first_twin && a->t_alloc < s->t_first_twin &&
+		    a->t_free > s->t_last_twin)
+			s->live_across_twins++;
+	}
+}
+
+/* Twin k of a size's W * T kept twins beside per-step gradients: the
+ * optimizer's slots (Adam's two per weight, made at its first step), then,
+ * made after them, one copy of each weight that something updates without
+ * a gradient (an EMA of the model, made at the first step after the
+ * optimizer's). */
+static void copy_or_slot(struct vt_alloc *a, struct facts *f, uint32_t k, uint32_t weights,
+                         uint32_t per)
+{
+	if (k >= (per - 1) * weights)
+		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_TRAINING_COPY);
+	else
+		set_cat(a, f, VT_CAT_OPTIMIZER, 75, R_OPTIMIZER);
+}
+
 /* The earliest of a size are its weights (ll_during / T of them), the
  * others made before training frozen copies of them; of its twins the last
  * W * T are gradients then slots, earlier ones first-step set-up (library
@@ -277,6 +332,7 @@ void vt_cls_weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const
 	if (!per)
 		return;
 	uint64_t first_step = c->p->step_t[0];
+	twins_in_step(c, sizes, ll, n);
 	for (uint32_t i = 0; i < n; i++) {
 		struct vt_alloc *a = &c->m->allocs[ll[i]];
 		struct facts *f = &c->f[ll[i] - c->p->alloc_begin];
@@ -285,6 +341,10 @@ void vt_cls_weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const
 		if (f->decided || !weights || s->ll_before < weights)
 			continue;
 		s->kept = 1;
+		if (grads_made_per_step(s, weights)) {
+			s->gradient_size = 1;
+			s->grads_per_step = weights;
+		}
 		if (a->t_alloc < first_step) {
 			if (s->weights < weights) {
 				s->weights++;
@@ -299,6 +359,8 @@ void vt_cls_weights_by_kept_twins(struct ctx *c, struct size_count *sizes, const
 		uint32_t idx = s->kept_seen++, first_twin = s->ll_during - weights * per;
 		if (idx < first_twin)
 			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
+		else if (grads_made_per_step(s, weights))
+			copy_or_slot(a, f, idx - first_twin, weights, per);
 		else if (idx < first_twin + weights)
 			set_cat(a, f, VT_CAT_GRADIENTS, 75, R_KEPT_GRADIENT);
 		else

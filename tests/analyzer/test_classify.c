@@ -49,6 +49,8 @@ struct job {
 	int eval_every;     /* an evaluation pass (3 batches, no gradients) after every n-th step */
 	int table;          /* a 64 MiB table made on the device first, kept, no gradient of its
 	                       size (an embedding updated by rows) */
+	int ema;            /* the first step makes a copy of each weight after the optimizer's
+	                       slots, kept (an EMA of the model) */
 	uint64_t wbytes[8];
 };
 
@@ -60,6 +62,7 @@ struct job {
 #define OUTLIVER_ADDR 0x680000000ull
 #define CHANNEL_ADDR 0xe00000000ull
 #define TABLE_ADDR 0xe80000000ull
+#define EMA_ADDR(l) (0x1000000000ull + (uint64_t)(l)*0x10000000ull)
 
 /* A model with one process (pid 9) to build a job in. */
 static struct vt_model *begin_job(struct builder *b)
@@ -245,6 +248,9 @@ static struct vt_model *run_job(const struct job *j)
 					t += j->lazy_opt_ns;
 					b_alloc(&b, t++, opt, j->wbytes[l], 0);
 				}
+		b.stack = 15;
+		for (int l = 0; s == 0 && j->ema && l < j->layers; l++)
+			b_alloc(&b, t++, EMA_ADDR(l), j->wbytes[l], 0);
 		if (j->flat)
 			b_free(&b, t++, 0x400000000ull, 0);
 		for (int l = 0; !j->flat && l < j->layers; l++)
@@ -1915,6 +1921,29 @@ static void test_device_made_buffers_need_a_weight_beside(void **state)
 	vt_model_free(m);
 }
 
+/* Adam's two slots and an EMA copy per weight, all made in the first step
+ * and kept, while the gradients come every step and live through the
+ * optimizer's step: none of the three kept twins is a gradient; the copy,
+ * made after the slots, is a weight. */
+static void test_ema_copy_beside_per_step_gradients(void **state)
+{
+	(void)state;
+	struct job j = {
+	    .layers = 3, .steps = 8, .markers = 1, .ema = 1, .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	for (uint64_t l = 0; l < 3; l++) {
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+		assert_int_equal(category_of(m, EMA_ADDR(l)), VT_CAT_WEIGHTS);
+		assert_int_equal(category_of(m, 0x500000000ull + l * 0x10000000ull),
+		                 VT_CAT_GRADIENTS);
+		for (uint64_t k = 0; k < 2; k++)
+			assert_int_equal(
+			    category_of(m, 0xa00000000ull + (2 * l + k) * 0x10000000ull),
+			    VT_CAT_OPTIMIZER);
+	}
+	vt_model_free(m);
+}
+
 static void test_pool_region(void **state)
 {
 	(void)state;
@@ -2692,6 +2721,7 @@ int main(void)
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunk_released_within_a_step_is_not_pool),
 	    cmocka_unit_test(test_device_made_buffers_need_a_weight_beside),
+	    cmocka_unit_test(test_ema_copy_beside_per_step_gradients),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
