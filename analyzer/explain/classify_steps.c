@@ -46,32 +46,23 @@ const struct vt_step_table *vt_cls_steps_of(const struct ctx *c, int dev)
 	return c->own && dev < VT_MAX_DEVICES && c->own[dev].t ? &c->own[dev] : &c->proc_steps;
 }
 
-static int by_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
-
-/* Median distance from each of a device's step starts (the first, an
- * estimate, left out) to the nearest process step start. */
+/* Largest distance from one of a device's step starts (the first, an
+ * estimate, left out) to the nearest process step start: a device in phase
+ * with the process is so at every step; a rank that lags one step by a
+ * third of a period (its optimizer state made while the other rank began
+ * its next step) is not, though its later steps catch up. */
 static uint64_t phase_gap(const struct vt_step_table *own, const struct vt_step_table *proc)
 {
-	uint64_t *d = malloc((own->n ? own->n : 1) * sizeof *d); /* malloc(0) may be NULL */
-	if (!d)
-		vt_nomem();
-	uint32_t n = 0;
+	uint64_t gap = 0;
 	for (uint32_t i = 1; i < own->n; i++) {
 		int k = vt_step_in(proc->t, proc->n, own->t[i]);
 		uint64_t after = k < 0 ? UINT64_MAX : own->t[i] - proc->t[k];
 		uint64_t before =
 		    (uint32_t)(k + 1) < proc->n ? proc->t[k + 1] - own->t[i] : UINT64_MAX;
-		d[n++] = after < before ? after : before;
+		uint64_t d = after < before ? after : before;
+		gap = d > gap ? d : gap;
 	}
-	if (n)
-		qsort(d, n, sizeof *d, by_u64);
-	uint64_t median = n ? d[(n - 1) / 2] : 0;
-	free(d);
-	return median;
+	return gap;
 }
 
 /* A device in phase with the process's steps found by the period of

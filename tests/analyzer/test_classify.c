@@ -1420,6 +1420,49 @@ static void test_each_device_its_own_steps(void **state)
 	vt_model_free(m);
 }
 
+/* Two ranks from two threads, no markers (steps by period): rank 1 begins
+ * its first step late, a third of a period behind rank 0's second step
+ * when it makes its Adam slots, then catches up to a few hundredths of a
+ * period; the job tears everything down at the end. Close to the
+ * process's steps at every step but one, device 1 still takes its own:
+ * cut by rank 0's steps, its slots would be born a step late and, torn
+ * down three steps later, read as per-step tensors. */
+static void test_lagging_rank_keeps_its_own_first_step(void **state)
+{
+	(void)state;
+	static const uint64_t wb[3] = {2 * MIB, 2 * MIB, 2 * MIB};
+	const uint64_t period = 100000, t0 = 10 * period;
+	const uint64_t lag[5] = {period * 6 / 5, period / 3, period / 12, period / 20, period / 30};
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	b_device(&b, 1, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	b.stack = 1;
+	for (uint8_t dev = 0; dev < 2; dev++)
+		for (uint64_t l = 0; l < 3; l++) {
+			b_alloc(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
+			b_htod(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
+		}
+	for (int s = 0; s < 5; s++) {
+		rank_step(&b, t0 + (uint64_t)s * period, 0, s);
+		rank_step(&b, t0 + (uint64_t)s * period + lag[s], 1, s);
+	}
+	t = t0 + 6 * period;
+	for (uint64_t dev = 0; dev < 2; dev++)
+		for (uint64_t l = 0; l < 3; l++) {
+			b_free(&b, t++, (dev << 36) + W_ADDR(l), (uint8_t)dev);
+			for (uint64_t k = 0; k < 2; k++)
+				b_free(&b, t++, (dev << 36) + SLOT_ADDR(l, k), (uint8_t)dev);
+		}
+	classified_job(&b);
+	for (uint64_t l = 0; l < 3; l++)
+		for (uint64_t k = 0; k < 2; k++)
+			assert_int_equal(category_of(m, (1ull << 36) + SLOT_ADDR(l, k)),
+			                 VT_CAT_OPTIMIZER);
+	vt_model_free(m);
+}
+
 /* JAX without buffer donation: every step returns new parameters and
  * momentum, and the old ones die in the next step; nothing is long-lived
  * but the data. Each generation's first of its size is the parameter, the
@@ -2674,6 +2717,7 @@ int main(void)
 	    cmocka_unit_test(test_accumulated_gradients_outlive_activations),
 	    cmocka_unit_test(test_step_with_lazy_state_below_the_level),
 	    cmocka_unit_test(test_each_device_its_own_steps),
+	    cmocka_unit_test(test_lagging_rank_keeps_its_own_first_step),
 	    cmocka_unit_test(test_state_handed_from_step_to_step),
 	    cmocka_unit_test(test_frozen_model_beside_a_trained_one),
 	    cmocka_unit_test(test_first_tensor_of_a_step_is_no_gradient),
