@@ -1373,6 +1373,21 @@ static uint64_t rank_step(struct builder *b, uint64_t t, uint8_t dev, int s)
 	return t;
 }
 
+/* Two devices, and on each the three 2 MiB weights rank_step trains,
+ * uploaded (addresses apart per device). */
+static void load_two_ranks(struct builder *b)
+{
+	uint64_t t = 1000;
+	b_device(b, 0, 16ull << 30, "test GPU");
+	b_device(b, 1, 16ull << 30, "test GPU");
+	b->stack = 1;
+	for (uint8_t dev = 0; dev < 2; dev++)
+		for (uint64_t l = 0; l < 3; l++) {
+			b_alloc(b, t++, ((uint64_t)dev << 36) + W_ADDR(l), 2 * MIB, dev);
+			b_htod(b, t++, ((uint64_t)dev << 36) + W_ADDR(l), 2 * MIB, dev);
+		}
+}
+
 /* Two ranks on two devices from two threads, markers from rank 0 only, and
  * rank 1 running half a step ahead: cut by rank 0's markers, rank 1's first
  * step (and the Adam state it makes) falls before training, where its slots
@@ -1381,20 +1396,11 @@ static uint64_t rank_step(struct builder *b, uint64_t t, uint8_t dev, int s)
 static void test_each_device_its_own_steps(void **state)
 {
 	(void)state;
-	static const uint64_t wb[3] = {2 * MIB, 2 * MIB, 2 * MIB};
 	const uint64_t period = 100000;
 	struct vt_model *m = vt_model_new();
 	struct builder b;
 	b_begin(&b, m, 7, 0, 0);
-	b_device(&b, 0, 16ull << 30, "test GPU");
-	b_device(&b, 1, 16ull << 30, "test GPU");
-	uint64_t t = 1000;
-	b.stack = 1;
-	for (uint8_t dev = 0; dev < 2; dev++)
-		for (uint64_t l = 0; l < 3; l++) {
-			b_alloc(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
-			b_htod(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
-		}
+	load_two_ranks(&b);
 	const uint64_t t0 = 10 * period;
 	for (int s = 0; s < 8; s++) {
 		rank_step(&b, t0 + (uint64_t)s * period - period / 2, 1, s);
@@ -1430,25 +1436,16 @@ static void test_each_device_its_own_steps(void **state)
 static void test_lagging_rank_keeps_its_own_first_step(void **state)
 {
 	(void)state;
-	static const uint64_t wb[3] = {2 * MIB, 2 * MIB, 2 * MIB};
 	const uint64_t period = 100000, t0 = 10 * period;
 	const uint64_t lag[5] = {period * 6 / 5, period / 3, period / 12, period / 20, period / 30};
 	struct builder b;
 	struct vt_model *m = begin_job(&b);
-	b_device(&b, 0, 16ull << 30, "test GPU");
-	b_device(&b, 1, 16ull << 30, "test GPU");
-	uint64_t t = 1000;
-	b.stack = 1;
-	for (uint8_t dev = 0; dev < 2; dev++)
-		for (uint64_t l = 0; l < 3; l++) {
-			b_alloc(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
-			b_htod(&b, t++, ((uint64_t)dev << 36) + W_ADDR(l), wb[l], dev);
-		}
+	load_two_ranks(&b);
 	for (int s = 0; s < 5; s++) {
 		rank_step(&b, t0 + (uint64_t)s * period, 0, s);
 		rank_step(&b, t0 + (uint64_t)s * period + lag[s], 1, s);
 	}
-	t = t0 + 6 * period;
+	uint64_t t = t0 + 6 * period;
 	for (uint64_t dev = 0; dev < 2; dev++)
 		for (uint64_t l = 0; l < 3; l++) {
 			b_free(&b, t++, (dev << 36) + W_ADDR(l), (uint8_t)dev);
