@@ -24,8 +24,9 @@ compared with it:
   a job that dies on purpose writes `exit_code N`: that exit status is its
   success.
 Sets (jobs.txt's second column): no = tuning, yes = hold1, hold2 = hold2,
-hold3 = hold3, hold4 = hold4, hold5 = hold5, hold6 = hold6, hold7 = hold7;
---set holdout takes hold1, hold2, hold3, hold4, hold5, hold6 and hold7.
+hold3 = hold3, hold4 = hold4, hold5 = hold5, hold6 = hold6, hold7 = hold7,
+hold8 = hold8; --set holdout takes hold1, hold2, hold3, hold4, hold5, hold6,
+hold7 and hold8.
 
 Report-only (default): exit 0 when every job ran and left a trace, 1 when a
 job failed or the scorer broke. --require: also exit 1 unless every job is
@@ -49,7 +50,8 @@ REQ_MIN, REQ_MEAN = 0.90, 0.97
 SIZE_TOLERANCE = 0.02
 # jobs.txt's set column -> the set's name; every set but `tuning` is holdout
 SETS = {"no": "tuning", "yes": "hold1", "hold2": "hold2", "hold3": "hold3",
-        "hold4": "hold4", "hold5": "hold5", "hold6": "hold6", "hold7": "hold7"}
+        "hold4": "hold4", "hold5": "hold5", "hold6": "hold6", "hold7": "hold7",
+        "hold8": "hold8"}
 
 
 def read_manifest(path):
@@ -321,9 +323,10 @@ def main():
     ap.add_argument("--jobs", default=os.path.join(HERE, "jobs.txt"))
     ap.add_argument("--set", default="all",
                     choices=("all", "tuning", "holdout", "hold1", "hold2", "hold3", "hold4",
-                             "hold5", "hold6", "hold7"),
-                    help="holdout: hold1, hold2, hold3, hold4, hold5, hold6 and hold7 (jobs.txt's "
-                         "set column yes, hold2, hold3, hold4, hold5, hold6, hold7)")
+                             "hold5", "hold6", "hold7", "hold8"),
+                    help="holdout: hold1, hold2, hold3, hold4, hold5, hold6, hold7 and hold8 "
+                         "(jobs.txt's set column yes, hold2, hold3, hold4, hold5, hold6, hold7, "
+                         "hold8)")
     ap.add_argument("--only", help="jobs whose name contains this")
     ap.add_argument("--require", action="store_true",
                     help="fail unless each job >= 90%%, mean >= 97%%, no false whole_dataset_upload")
@@ -353,7 +356,7 @@ def main():
     for r in results:
         tag = {"tuning": "tune", "hold1": "hold", "hold2": "hld2", "hold3": "hld3",
                "hold4": "hld4", "hold5": "hld5", "hold6": "hld6",
-               "hold7": "hld7"}[r["set"]]
+               "hold7": "hld7", "hold8": "hld8"}[r["set"]]
         if r["error"]:
             failed += 1
             print("%-26s %-4s %-10s %8s %8s  ERROR %s" % (r["name"], tag, "?", "-", "-", r["error"]))
