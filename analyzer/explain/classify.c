@@ -8,6 +8,7 @@
 #include "classify_ctx.h"
 #include "classify_carried.h"
 #include "classify_gradients.h"
+#include "classify_early.h"
 #include "classify_grown.h"
 #include "classify_long_lived.h"
 #include "classify_pools.h"
@@ -57,6 +58,11 @@ static const struct reason_row {
                            "model loader, an upload): memory the job fills itself, a "
                            "working buffer or data it derives on the device",
                            {VT_CAT_WEIGHTS, VT_CAT_DATASET}},
+    [R_EARLY_STATE] = {"long-lived, made on the device before the first step after a buffer "
+                       "of its size, where sizes come again and again and no gradient "
+                       "shows: the optimizer's state of a model made on the device "
+                       "(optax's init(params))",
+                       {VT_CAT_GRADIENTS, VT_CAT_WEIGHTS}},
     [R_SERVED_OUTPUT] = {"long-lived, made on the device by a job that never trains, read "
                          "back by the host again and again: the output of each request (an "
                          "engine's output binding)",

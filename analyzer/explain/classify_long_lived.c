@@ -344,32 +344,6 @@ void vt_cls_serving_buffers(struct ctx *c, int dev)
 	}
 }
 
-/* A weight made on the device and never written from the host is
- * initialised there (a JAX or PyTorch model built on the device), and such
- * a model trains, so its weights have gradient twins; a model that does not
- * train is loaded, from the host. Where no allocation of the device is a
- * weight by any evidence other than its age (a twin, a loader, an upload,
- * a flat buffer), a buffer the job made on the device before its steps and
- * kept is memory the job fills itself: a workspace, a histogram, a cache,
- * data derived on the device (XGBoost's quantised matrix and prediction
- * caches, a library's cached blocks). Not confident: weights updated
- * without gradients (an EMA copy alone on its device) read the same. */
-void vt_cls_unproven_weights(struct ctx *c, int dev)
-{
-	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		const struct vt_alloc *a = &c->m->allocs[i];
-		if (c->f[i - c->p->alloc_begin].device == dev && a->category == VT_CAT_WEIGHTS &&
-		    a->reason != R_EARLY_WEIGHTS)
-			return;
-	}
-	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
-		struct vt_alloc *a = &c->m->allocs[i];
-		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (f->device == dev && a->reason == R_EARLY_WEIGHTS)
-			set_cat(a, f, VT_CAT_ACTIVATIONS, 40, R_EARLY_WORKSPACE);
-	}
-}
-
 /* Whether allocation i of dev is a parameter that was packed into a flat
  * buffer: filled from the host, copied whole to the device elsewhere, and
  * gone before training. */

@@ -34,11 +34,6 @@ void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n);
  * the weights, outputs, or caches and workspaces. */
 void vt_cls_serving_buffers(struct ctx *c, int dev);
 
-/* On a device where no weight has evidence beyond its age, the long-lived
- * buffers made on it before the first step (R_EARLY_WEIGHTS) are working
- * memory, weights the alternative. */
-void vt_cls_unproven_weights(struct ctx *c, int dev);
-
 /* With a flat weights buffer on the device (R_FLATTENED), the sizes of the
  * parameters packed into it are gradient sizes. */
 void vt_cls_flattened_parameter_sizes(struct ctx *c, int dev, struct size_count *sizes);

@@ -1961,6 +1961,40 @@ static void test_device_made_buffers_need_a_weight_beside(void **state)
 	vt_model_free(m);
 }
 
+/* A jitted step with donated parameters (JAX): the parameters and the
+ * optimizer's two slots per parameter made on the device before the steps
+ * and updated in place, each step running in one temp buffer that holds
+ * the gradients, so no gradient shows. The sizes come three at a time, the
+ * parameter first: a model and its state, not working memory. */
+static void test_donated_model_and_state_made_on_the_device(void **state)
+{
+	(void)state;
+	static const uint64_t wb[3] = {4 * MIB, 3 * MIB, 1 * MIB};
+	struct builder b;
+	begin_job(&b);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	b.stack = 3;
+	for (uint64_t l = 0; l < 3; l++)
+		b_alloc(&b, t++, W_ADDR(l), wb[l], 0);
+	for (uint64_t k = 0; k < 2; k++)
+		for (uint64_t l = 0; l < 3; l++)
+			b_alloc(&b, t++, SLOT_ADDR(l, k), wb[l], 0);
+	for (int s = 0; s < 8; s++) {
+		mark_step(&b, t += 1000, s);
+		b.stack = 5;
+		b_alloc(&b, t++, 0x300000000ull, 40 * MIB, 0); /* the step's temp buffer */
+		b_free(&b, t++, 0x300000000ull, 0);
+	}
+	struct vt_model *m = classified_job(&b);
+	for (uint64_t l = 0; l < 3; l++) {
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+		for (uint64_t k = 0; k < 2; k++)
+			assert_int_equal(category_of(m, SLOT_ADDR(l, k)), VT_CAT_OPTIMIZER);
+	}
+	vt_model_free(m);
+}
+
 /* Adam's two slots and an EMA copy per weight, all made in the first step
  * and kept, while the gradients come every step and live through the
  * optimizer's step: none of the three kept twins is a gradient; the copy,
@@ -2763,6 +2797,7 @@ int main(void)
 	    cmocka_unit_test(test_chunk_released_within_a_step_is_not_pool),
 	    cmocka_unit_test(test_device_made_buffers_need_a_weight_beside),
 	    cmocka_unit_test(test_ema_copy_beside_per_step_gradients),
+	    cmocka_unit_test(test_donated_model_and_state_made_on_the_device),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
