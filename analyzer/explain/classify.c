@@ -63,6 +63,10 @@ static const struct reason_row {
                        "shows: the optimizer's state of a model made on the device "
                        "(optax's init(params))",
                        {VT_CAT_GRADIENTS, VT_CAT_WEIGHTS}},
+    [R_SAMPLE_STORE] = {"long-lived, filled from the host, then written on the device in most "
+                        "steps by copies from a batch the host sent: a store of the samples "
+                        "the job streams in (a rollout or replay buffer)",
+                        {VT_CAT_PREFETCH, VT_CAT_WEIGHTS}},
     [R_SERVED_OUTPUT] = {"long-lived, made on the device by a job that never trains, read "
                          "back by the host again and again: the output of each request (an "
                          "engine's output binding)",

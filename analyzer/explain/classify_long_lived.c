@@ -203,6 +203,25 @@ static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts
 	return sf->host_filled && src->t_free != VT_T_NEVER && src->t_free < first_step;
 }
 
+/* Filled from the host, then written on the device by copies in most
+ * steps from a batch the host sent (a tensor filled from the host and
+ * freed): a store of the samples the job streams in, a row per step (a
+ * rollout or replay buffer: `obs[step] = next_obs`). A frozen weight is
+ * never written again; a weight kept in step with another rank's is written
+ * from that rank's weights, not from a batch. What arrived whole was its
+ * initial value (zeros), not data: not confident, so no whole-dataset
+ * finding. */
+static int sample_store(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
+	if (!f->host_filled || !vt_cls_rewritten_on_device(c, a))
+		return 0;
+	uint32_t src = vt_cls_d2d_source(c, a);
+	if (src == VT_NO_INDEX)
+		return 0;
+	const struct facts *sf = &c->f[src - c->p->alloc_begin];
+	return sf->host_filled && sf->freed && !sf->torn_down;
+}
+
 /* Whether long-lived allocation i (not from the host) is a copy of a weight
  * of another device: nine tenths of it filled by device-to-device copies
  * whose first source is a weight there (a single-process data-parallel job
@@ -242,6 +261,8 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		}
 		if (replicated_weight(c, ll[i], f))
 			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_REPLICATED);
+		else if (sample_store(c, a, f))
+			set_cat(a, f, VT_CAT_DATASET, 60, R_SAMPLE_STORE);
 		else if (f->kept && !f->host_filled)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
 		else if (s->weights > 0 && !f->host_filled && a->t_alloc < first_step &&

@@ -1961,6 +1961,39 @@ static void test_device_made_buffers_need_a_weight_beside(void **state)
 	vt_model_free(m);
 }
 
+/* A rollout buffer (CleanRL's PPO storage): made and filled whole from the
+ * host once (zeros), then every step the batch the host sent is copied
+ * into it on the device, a row at a time. A frozen weight is never written
+ * again: this is the data the job trains on, not confident (what arrived
+ * whole was no data), so no whole-dataset finding. */
+static void test_rollout_store_written_from_batches(void **state)
+{
+	(void)state;
+	struct builder b;
+	begin_job(&b);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	const uint64_t store = 0x900000000ull, batch = 0x200000000ull;
+	uint64_t t = 1000;
+	b.stack = 2;
+	b_alloc(&b, t++, store, 32 * MIB, 0);
+	b_htod(&b, t++, store, 32 * MIB, 0);
+	for (int s = 0; s < 8; s++) {
+		mark_step(&b, t += 1000, s);
+		b.stack = 4;
+		b_alloc(&b, t++, batch, 1 * MIB, 0);
+		b_htod(&b, t++, batch, 1 * MIB, 0);
+		b_dtod(&b, t++, store + (uint64_t)s * MIB, batch, 1 * MIB, 0);
+		b.stack = 5;
+		b_alloc(&b, t++, 0x300000000ull, 3 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		b_free(&b, t++, batch, 0);
+	}
+	struct vt_model *m = classified_job(&b);
+	assert_int_equal(category_of(m, store), VT_CAT_DATASET);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
 /* A jitted step with donated parameters (JAX): the parameters and the
  * optimizer's two slots per parameter made on the device before the steps
  * and updated in place, each step running in one temp buffer that holds
@@ -2798,6 +2831,7 @@ int main(void)
 	    cmocka_unit_test(test_device_made_buffers_need_a_weight_beside),
 	    cmocka_unit_test(test_ema_copy_beside_per_step_gradients),
 	    cmocka_unit_test(test_donated_model_and_state_made_on_the_device),
+	    cmocka_unit_test(test_rollout_store_written_from_batches),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
