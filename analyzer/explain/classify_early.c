@@ -63,14 +63,17 @@ static struct early_size *early_sizes(const struct ctx *c, int dev, uint64_t *re
 
 /* The count most repeated sizes share: buffers per weight (the weight and
  * its slots); ties to the smaller. */
+#define MAX_BUFFERS_PER_WEIGHT 8
 static uint32_t buffers_per_weight(struct early_size *sizes)
 {
-	uint32_t votes[9] = {0}, best = 2;
+	uint32_t votes[MAX_BUFFERS_PER_WEIGHT + 1] = {0}, best = 2;
 	struct early_size *e, *tmp;
 	HASH_ITER(hh, sizes, e, tmp)
-	if (e->count >= 2 && e->count <= 8)
-		votes[e->count]++;
-	for (uint32_t k = 3; k <= 8; k++)
+	{
+		if (e->count >= 2 && e->count <= MAX_BUFFERS_PER_WEIGHT)
+			votes[e->count]++;
+	}
+	for (uint32_t k = 3; k <= MAX_BUFFERS_PER_WEIGHT; k++)
 		if (votes[k] > votes[best])
 			best = k;
 	return best;
@@ -83,8 +86,10 @@ static int segment_sizes(struct early_size *sizes)
 {
 	struct early_size *e, *tmp;
 	HASH_ITER(hh, sizes, e, tmp)
-	if (e->bytes % (2ull << 20))
-		return 0;
+	{
+		if (e->bytes % (2ull << 20))
+			return 0;
+	}
 	return 1;
 }
 
