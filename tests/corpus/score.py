@@ -166,6 +166,45 @@ def accuracy(truth, rep):
     return (ok / live if live else 1.0), wrong, (rok / rl if rl else 1.0)
 
 
+def reasons_at_peak(truth, rep):
+    """Per reason the report gave: the bytes at the truth's peak it got
+    right and, by true category, the bytes it got wrong."""
+    got = report_identities(rep.get("allocations", []))
+    out = {}
+    for dev, (nbytes, entries) in truth_peak(truth["events"]).items():
+        for ident, b, cat in entries:
+            a = got.get(ident)
+            if not a:
+                continue
+            r = out.setdefault(a.get("reason", "?"), {"right": 0, "wrong": {}})
+            if same_cat(cat, a["category"]):
+                r["right"] += b
+            else:
+                key = "%s->%s" % (cat, a["category"])
+                r["wrong"][key] = r["wrong"].get(key, 0) + b
+    return out
+
+
+def print_reasons(results):
+    """--by-reason: which rule is wrong most, over every job scored."""
+    table = {}
+    for res in results:
+        for reason, r in res.get("reasons", {}).items():
+            t = table.setdefault(reason, {"right": 0, "wrong": {}, "jobs": set()})
+            t["right"] += r["right"]
+            for k, v in r["wrong"].items():
+                t["wrong"][k] = t["wrong"].get(k, 0) + v
+            if r["wrong"]:
+                t["jobs"].add(res["name"])
+    print("%10s %10s  %-60s  %s" % ("wrong MiB", "right MiB", "reason", "wrong as (jobs)"))
+    for reason, t in sorted(table.items(), key=lambda kv: -sum(kv[1]["wrong"].values())):
+        wrong = sum(t["wrong"].values())
+        kinds = ", ".join("%s %.0f" % (k, v / 2**20) for k, v in
+                          sorted(t["wrong"].items(), key=lambda kv: -kv[1])[:3])
+        print("%10.1f %10.1f  %-60.60s  %s (%s)" % (wrong / 2**20, t["right"] / 2**20, reason,
+                                                   kinds or "-", ", ".join(sorted(t["jobs"]))))
+
+
 def near(a, b):
     return abs(a - b) <= SIZE_TOLERANCE * max(a, b)
 
@@ -271,6 +310,8 @@ def run_job(job, args, work):
     rep = json.loads(r.stdout)
     t = parse_truth(truth)
     res["acc"], res["wrong"], res["rpeak"] = accuracy(t, rep)
+    if args.by_reason:
+        res["reasons"] = reasons_at_peak(t, rep)
     flags = rep.get("flags", [])
     res["whole"] = score_whole(t, flags)
     res["prefetch"] = score_prefetch(t, flags)
@@ -337,6 +378,9 @@ def main():
                     help="fail unless each leak job has its one growth_per_step finding (bytes "
                          "per step within 5%%) and no other job has any")
     ap.add_argument("--keep", help="copy truths and reports here")
+    ap.add_argument("--by-reason", action="store_true",
+                    help="also print, per reason the report gave, the bytes at peak it got right "
+                         "and wrong over all jobs scored (which rule to look at first)")
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=120)
     args = ap.parse_args()
@@ -390,6 +434,8 @@ def main():
     print("mean accuracy: %.1f%%" % (100 * mean))
     print("jobs >= 90%%: %d of %d" % (ge90, n))
     print("false whole_dataset_upload findings: %d" % false_whole)
+    if args.by_reason:
+        print_reasons(r for r in results if not r["error"])
     if failed:
         return 1
     if args.floor:
