@@ -310,7 +310,7 @@ def run_job(job, args, work):
     rep = json.loads(r.stdout)
     t = parse_truth(truth)
     res["acc"], res["wrong"], res["rpeak"] = accuracy(t, rep)
-    if args.by_reason:
+    if getattr(args, "by_reason", False):  # fold_compare.py passes its own arguments
         res["reasons"] = reasons_at_peak(t, rep)
     flags = rep.get("flags", [])
     res["whole"] = score_whole(t, flags)
