@@ -311,6 +311,7 @@ static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
 
 static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 {
+	c->dev = dev;
 	vt_cls_carried_state(c, dev);
 	uint32_t n = vt_cls_long_lived(c, dev, ll_buf);
 	struct size_count *sizes = NULL;
@@ -327,7 +328,6 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 		vt_cls_weights_by_kept_twins(c, sizes, ll_buf, n, !flat);
 		vt_cls_weights_by_twin(c, sizes, ll_buf, n);
 	}
-	c->dev = dev;
 	c->streams_batches = streams_batches(c, dev);
 	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
 	c->weights_loaded_t = vt_cls_weights_loaded_t(c, dev);

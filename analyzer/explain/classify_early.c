@@ -6,6 +6,8 @@
 #include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include <uthash.h>
 
+#include "classify_pools.h"
+
 /* A weight made on the device and never written from the host is
  * initialised there (a JAX or PyTorch model built on the device). A model
  * that does not train is loaded, from the host; one that trains shows
@@ -87,7 +89,7 @@ static int segment_sizes(struct early_size *sizes)
 	struct early_size *e, *tmp;
 	HASH_ITER(hh, sizes, e, tmp)
 	{
-		if (e->bytes % (2ull << 20))
+		if (e->bytes % VT_CACHING_ROUND)
 			return 0;
 	}
 	return 1;

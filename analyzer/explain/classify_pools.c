@@ -64,6 +64,7 @@ static int next_to_pool_chunk(const struct ctx *c, const struct vt_alloc *a)
 	return 0;
 }
 
+/* Freed in the step it was made in, before the job's teardown. */
 static int released_within_step(const struct facts *f)
 {
 	return f->freed && !f->torn_down && f->born >= 0 && f->died == f->born;
@@ -108,7 +109,7 @@ static int folded_size_on(const struct ctx *c, int dev, uint64_t unit)
 	return 0;
 }
 
-#define CACHING_SMALL_SEGMENT (2ull << 20)
+#define CACHING_SMALL_SEGMENT VT_CACHING_ROUND
 #define CACHING_LARGE_SEGMENT (20ull << 20)
 
 /* cuMemAllocAsync and cuMemAllocFromPoolAsync: the driver's stream-ordered
@@ -139,7 +140,7 @@ int vt_cls_caching_allocator_sizes(const struct ctx *c, int dev)
 		if (f->device != dev || !f->charged || (a->flags & VT_AF_HANDLE) ||
 		    stream_ordered(a))
 			continue;
-		if (a->bytes % CACHING_SMALL_SEGMENT)
+		if (a->bytes % VT_CACHING_ROUND)
 			return 0;
 		small += a->bytes == CACHING_SMALL_SEGMENT;
 		large += a->bytes == CACHING_LARGE_SEGMENT;
@@ -148,7 +149,7 @@ int vt_cls_caching_allocator_sizes(const struct ctx *c, int dev)
 		return 0;
 	/* a folding model's per-step allocations count too, but a folded group
 	 * does not say whether it was stream-ordered: the full model decides */
-	if (folded_size_on(c, dev, CACHING_SMALL_SEGMENT)) {
+	if (folded_size_on(c, dev, VT_CACHING_ROUND)) {
 		vt_fold_set_inexact(c->m,
 		                    "a folded allocation of an odd size beside caching segments");
 		return 0;

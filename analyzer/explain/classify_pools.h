@@ -8,6 +8,10 @@
 
 #include "classify_ctx.h"
 
+/* PyTorch's caching allocator asks the driver for multiples of this only
+ * (kRoundLarge; its small segments are one of it). */
+#define VT_CACHING_ROUND (2ull << 20)
+
 /* gather's per-allocation rules: allocation i (a, facts f) a pool region,
  * or a buffer refilled from the host again and again (a ring). */
 void vt_cls_classify_pool(struct ctx *c, uint32_t i, struct vt_alloc *a, struct facts *f);

@@ -285,7 +285,6 @@ static int grads_made_per_step(const struct size_count *s, uint32_t weights)
 static void twins_in_step(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	uint64_t first_step = c->p->step_t[0];
-	int dev = n ? c->f[ll[0] - c->p->alloc_begin].device : -1; /* ll is one device's */
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vt_alloc *a = &c->m->allocs[ll[i]];
 		struct size_count *s = vt_cls_size_find(sizes, a->bytes);
@@ -298,7 +297,7 @@ static void twins_in_step(struct ctx *c, struct size_count *sizes, const uint32_
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (f->device != dev || !f->recurring || a->t_alloc < first_step)
+		if (f->device != c->dev || !f->recurring || a->t_alloc < first_step)
 			continue;
 		struct size_count *s = vt_cls_size_find(sizes, a->bytes);
 		if (s && s->t_first_twin && a->t_alloc < s->t_first_twin &&

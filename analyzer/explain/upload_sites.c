@@ -90,8 +90,10 @@ int vt_upload_sites_model_loaded(const struct vt_upload_sites *s)
 {
 	const struct site *e, *tmp;
 	HASH_ITER(hh, s->by_stack, e, tmp)
-	if (e->tensors >= VT_MODEL_TENSORS)
-		return 1;
+	{
+		if (e->tensors >= VT_MODEL_TENSORS)
+			return 1;
+	}
 	return 0;
 }
 
