@@ -242,3 +242,17 @@ class Job:
     def step(self, s):
         if self._mark:
             self._mark(b"step %d" % s)
+
+
+def coalesce(blocks, ptr):
+    """A block just marked free merged with its free neighbours in the same
+    region (blocks: address -> [size, free, region]), as a best-fit
+    allocator's free does."""
+    blk = blocks[ptr]
+    nxt = ptr + blk[0]
+    if nxt in blocks and blocks[nxt][1] and blocks[nxt][2] is blk[2]:
+        blk[0] += blocks.pop(nxt)[0]
+    for p, other in blocks.items():
+        if other[1] and other[2] is blk[2] and p + other[0] == ptr:
+            other[0] += blocks.pop(ptr)[0]
+            break
