@@ -124,6 +124,10 @@ static const struct reason_row {
                       "the step's gradients: state the model grows as ids come (rows of a "
                       "sparse embedding)",
                       {VT_CAT_OPTIMIZER, VT_CAT_UNKNOWN}},
+    [R_KEPT_OUTPUTS] = {"made in most passes and kept to the end by a job that never trains "
+                        "(no gradient, no optimizer state): the results of its passes (an "
+                        "encoder's embeddings, kept until stacked), or a cache it grows",
+                        {VT_CAT_UNKNOWN, NO_ALT}},
     [R_GROWN_SLOTS] = {"made in most steps and kept to the end, after the step's gradients "
                        "(its update): the optimizer's state for what the model grew",
                        {VT_CAT_WEIGHTS, VT_CAT_UNKNOWN}},

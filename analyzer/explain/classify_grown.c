@@ -26,7 +26,9 @@ void vt_cls_grown_state(struct ctx *c, int dev)
 		/* a folding model keeps no gradient of a folded step */
 		if ((uint32_t)f->born >= vt_fold_keep_steps(c->m))
 			vt_fold_set_inexact(c->m, "grown state read against folded gradients");
-		if (after_gradients)
+		if (!c->trains)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_OUTPUTS);
+		else if (after_gradients)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 55, R_GROWN_SLOTS);
 		else
 			set_cat(a, f, VT_CAT_WEIGHTS, 55, R_GROWN_ROWS);

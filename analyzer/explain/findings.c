@@ -404,19 +404,38 @@ static struct vt_finding *finding_of_stack(struct vt_findings *out, uint32_t fir
 	return NULL;
 }
 
+/* The finding that big dataset array b opened: uploaded through its call
+ * path, first at its first upload (a job that uploads a new array each
+ * epoch through one path has a finding for each); else the path's. */
+static struct vt_finding *finding_of_array(const struct vt_model *m, struct vt_findings *out,
+                                           uint32_t first, const struct vt_alloc *b)
+{
+	const struct vt_alloc_copies *bc = vt_model_copies(m, b);
+	uint32_t stack = bc->h2d_stack_id ? bc->h2d_stack_id : b->stack_id;
+	for (uint32_t i = first; i < out->n; i++) {
+		struct vt_finding *f = &out->v[i];
+		if (f->kind == VT_FINDING_WHOLE_DATASET && f->proc == b->proc &&
+		    on_device(f, b->device) && f->stack_id == stack && f->t_ns == bc->t_first_h2d)
+			return f;
+	}
+	return finding_of_stack(out, first, b->proc, b->device, stack);
+}
+
 /* The finding of the big array allocated right before or after allocation
- * idx of its process, on its device, both before training: `device_put(x);
- * device_put(y)`, one conversion after the other. A big array's upload can
- * take longer than half a step, so time alone would miss the label array
- * that follows it. */
+ * idx of its process, on its device: `device_put(x); device_put(y)`, one
+ * conversion after the other, before training or between its steps (a
+ * continual trainer's next day of data). A big array's upload can take
+ * longer than half a step, so time alone would miss the label array that
+ * follows it. */
 static struct vt_finding *next_to(const struct vt_model *m, const struct scan *ds,
                                   struct vt_findings *out, uint32_t first, uint32_t idx)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
 	const struct vt_proc *p = &m->procs[a->proc];
-	/* before training began: a batch made right after the data, in a step
-	 * the job did not finish (an out-of-memory death), is no label array */
-	if (p->nsteps < 3 || a->t_alloc >= p->step_t[0])
+	/* with a step begun after it: a batch made right after the data, in a
+	 * step the job did not finish (an out-of-memory death), is no label
+	 * array */
+	if (p->nsteps < 3 || a->t_alloc >= p->step_t[p->nsteps - 1])
 		return NULL;
 	for (int d = -1; d <= 1; d += 2) {
 		uint32_t j = idx + (uint32_t)d;
@@ -426,10 +445,7 @@ static struct vt_finding *next_to(const struct vt_model *m, const struct scan *d
 		if (b->category != VT_CAT_DATASET || b->confidence < VT_CONFIDENT ||
 		    b->device != a->device || !big_enough(m, ds, b->device, b->bytes))
 			continue;
-		const struct vt_alloc_copies *bc = vt_model_copies(m, b);
-		struct vt_finding *f =
-		    finding_of_stack(out, first, a->proc, a->device,
-		                     bc->h2d_stack_id ? bc->h2d_stack_id : b->stack_id);
+		struct vt_finding *f = finding_of_array(m, out, first, b);
 		if (f)
 			return f;
 	}

@@ -409,6 +409,174 @@ static uint32_t all_valleys(const struct valley *v, uint32_t n, uint64_t *ends, 
 	return n;
 }
 
+/* The lowest valley among the h after valley i (out[i], UINT64_MAX when
+ * none), or before it with `before`: a sliding minimum over a deque of
+ * positions whose bytes rise from its head, each pushed and popped once. */
+static void window_min(const struct valley *v, uint32_t n, uint32_t h, int before, uint32_t *q,
+                       uint64_t *out)
+{
+	uint32_t head = 0, tail = 0;
+	for (uint32_t s = 0; s < n; s++) {
+		uint32_t i = before ? s : n - 1 - s;
+		if (s > 0) {
+			uint32_t j = before ? i - 1 : i + 1;
+			while (tail > head && v[q[tail - 1]].bytes >= v[j].bytes)
+				tail--;
+			q[tail++] = j;
+		}
+		while (tail > head && (before ? q[head] + h < i : q[head] > i + h))
+			head++;
+		out[i] = tail > head ? v[q[head]].bytes : UINT64_MAX;
+	}
+}
+
+/* Valleys on the run's lower envelope, for a job whose step-end level
+ * drifts too far for one level to hold it (an encoder keeping every batch's
+ * embeddings, each batch's passes through its layers returning to a level
+ * a layer's hidden state higher): a valley no higher than the lowest of the
+ * MAX_VALLEYS_PER_STEP after it, or of those before it (the level may rise
+ * or fall), within the slack. A step has fewer valleys than that, so a
+ * valley inside one always has a lower step end on either side. Their
+ * positions in `at`; the count, 0 when the deque cannot be had. */
+static uint32_t envelope_valleys(const struct valley *v, uint32_t n, uint32_t *at)
+{
+	uint32_t *q = malloc((n ? n : 1) * sizeof *q);
+	uint64_t *after = malloc((n ? n : 1) * sizeof *after);
+	uint64_t *before = malloc((n ? n : 1) * sizeof *before);
+	uint32_t k = 0;
+	if (q && after && before) {
+		window_min(v, n, MAX_VALLEYS_PER_STEP, 0, q, after);
+		window_min(v, n, MAX_VALLEYS_PER_STEP, 1, q, before);
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t slack = level_slack(v[i].bytes);
+			if ((after[i] != UINT64_MAX && v[i].bytes <= after[i] + slack) ||
+			    (before[i] != UINT64_MAX && v[i].bytes <= before[i] + slack))
+				at[k++] = i;
+		}
+	}
+	free(q);
+	free(after);
+	free(before);
+	return k;
+}
+
+/* Of q candidates a step, the one that ends it: the place in the pattern
+ * that most often holds the lowest valley of its q, where the step has
+ * freed the most (the others are inside it: its batch's uploads replacing
+ * the last batch's, its first layer's set-up). A vote, not a mean: the
+ * valleys of the set-up before the first step are not in the pattern. The
+ * first place on a tie. */
+static uint32_t lowest_phase(const struct valley *v, const uint32_t *at, uint32_t k, uint32_t q)
+{
+	uint32_t votes[MAX_VALLEYS_PER_STEP] = {0};
+	for (uint32_t w = 0; w + q <= k; w += q) {
+		uint32_t low = 0;
+		for (uint32_t ph = 1; ph < q; ph++)
+			if (v[at[w + ph]].bytes < v[at[w + low]].bytes)
+				low = ph;
+		votes[low]++;
+	}
+	uint32_t best = 0;
+	for (uint32_t ph = 1; ph < q; ph++)
+		if (votes[ph] > votes[best])
+			best = ph;
+	return best;
+}
+
+/* Whether the allocations between candidates x and x + 1 are those of
+ * the pattern of q at x's place in it, as it runs from candidate mid. */
+static int in_pattern(const uint64_t *allocs, uint32_t x, uint32_t mid, uint32_t q)
+{
+	uint32_t r = mid + (x + q - mid % q) % q;
+	return allocs[x + 1] - allocs[x] == allocs[r + 1] - allocs[r];
+}
+
+/* The candidates that follow the pattern of q a step as it runs in the
+ * middle of the run, [*from, *to): the valleys of a model's set-up (each
+ * load a little higher than the one before), of the first step's layers
+ * (nothing lower before them yet) and of the last one's (nothing lower
+ * after) lie on the envelope too, but out of the pattern. */
+static void pattern_span(const uint64_t *allocs, uint32_t k, uint32_t q, uint32_t *from,
+                         uint32_t *to)
+{
+	uint32_t mid = (k - q) / 2, i = 0, j;
+	for (; i < mid; i++) {
+		for (j = 0; j < q && in_pattern(allocs, i + j, mid, q); j++)
+			;
+		if (j == q)
+			break;
+	}
+	*from = i;
+	for (i = k - 1; i > mid + q; i--) {
+		for (j = 1; j <= q && in_pattern(allocs, i - j, mid, q); j++)
+			;
+		if (j > q)
+			break;
+	}
+	*to = i + 1;
+}
+
+/* Step ends from the envelope's k candidates `at`, in a pattern of q a
+ * step (set in *q); 0 when they make none. */
+static uint32_t envelope_steps(const struct valley *v, uint32_t n, const uint32_t *at, uint32_t k,
+                               uint64_t *ends, uint64_t *allocs, uint32_t *q)
+{
+	for (uint32_t i = 0; i < k; i++) {
+		ends[i] = v[at[i]].t_ns;
+		allocs[i] = v[at[i]].allocs;
+	}
+	*q = k && k < n ? valleys_per_step(allocs, k) : 0;
+	uint32_t from = k, to = k, steps = 0;
+	if (*q)
+		pattern_span(allocs, k, *q, &from, &to);
+	for (uint32_t i = from + (from < to ? lowest_phase(v, at + from, to - from, *q) : 0);
+	     i < to; i += *q) {
+		ends[steps] = v[at[i]].t_ns;
+		allocs[steps++] = v[at[i]].allocs;
+	}
+	return steps;
+}
+
+/* Whether most of every q-th valley (the ends the pattern of all valleys
+ * keeps) lie on the envelope (`at`, k of them, in order). */
+static int ends_on_envelope(const uint32_t *at, uint32_t k, uint32_t n, uint32_t q)
+{
+	uint32_t on = 0, kept = 0;
+	for (uint32_t i = 0, c = 0; i < n; i += q, kept++) {
+		while (c < k && at[c] < i)
+			c++;
+		on += c < k && at[c] == i;
+	}
+	return on * 2 >= kept;
+}
+
+/* Steps from valleys that return to no one level. The pattern of all of
+ * them counts the steps of a job that keeps a little of every step (a
+ * JAX loss buffer a step: every valley a step end or beside one). Where
+ * the ends that pattern keeps mostly lie above the run's lower envelope,
+ * it repeats inside a step (an encoder's passes through its layers, each
+ * returning a hidden state above the batch's level): the envelope's own
+ * pattern counts the steps. */
+static uint32_t drifting_steps(const struct valley *v, uint32_t n, uint64_t *ends, uint64_t *allocs,
+                               uint32_t *q)
+{
+	uint32_t *at = malloc((n ? n : 1) * sizeof *at);
+	uint32_t ke = at ? envelope_valleys(v, n, at) : 0;
+	uint32_t k = all_valleys(v, n, ends, allocs);
+	*q = valleys_per_step(allocs, k);
+	if (ke && ke < n && !(*q && ends_on_envelope(at, ke, n, *q))) {
+		uint32_t qe, steps = envelope_steps(v, n, at, ke, ends, allocs, &qe);
+		if (steps) {
+			free(at);
+			*q = qe;
+			return steps;
+		}
+		k = all_valleys(v, n, ends, allocs); /* the envelope's tries overwrote them */
+	}
+	free(at);
+	return *q ? every_qth(ends, allocs, k, *q) : k;
+}
+
 /* Where the first step begins by its own tensors: step 1's first transient
  * tensor (site and size) seen n times in step 1, the n-th latest of that
  * site and size freed within step 0 is step 0's counterpart. A first step
@@ -551,7 +719,7 @@ static int set_steps(const struct vt_model *m, const struct vt_proc *p, int dev,
 		return 0;
 	t[0] = ends[0] > period ? ends[0] - period : 0;
 	for (uint32_t i = 1; i < nsteps; i++)
-		t[i] = ends[i - 1];
+		t[i] = ends[i - 1] + 1;
 	/* the job's period from its measured steps, before the first step's
 	 * start is bounded below */
 	out->period_ns = median_gap(t, nsteps);
@@ -604,12 +772,11 @@ static int steps_from_valleys(const struct vt_model *m, const struct vt_proc *p,
 		if (step_level(v, n, &level)) {
 			k = level_valleys(v, n, level, ends, allocs);
 			k = level_steps(ends, allocs, k, &q);
+			if (q)
+				k = every_qth(ends, allocs, k, q);
 		} else {
-			k = all_valleys(v, n, ends, allocs);
-			q = valleys_per_step(allocs, k);
+			k = drifting_steps(v, n, ends, allocs, &q);
 		}
-		if (q)
-			k = every_qth(ends, allocs, k, q);
 		ok = q && k >= 3 && set_steps(m, p, dev, ends, allocs, k, q, total, out);
 	}
 	free(v);

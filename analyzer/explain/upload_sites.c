@@ -11,6 +11,7 @@
 
 struct site {
 	uint32_t stack_id, tensors;
+	uint32_t alive, most_alive; /* its tensors alive now, and at most at once */
 	uint64_t bytes;
 	UT_hash_handle hh;
 };
@@ -19,10 +20,8 @@ struct vt_upload_sites {
 	struct site *by_stack;
 };
 
-static void note(struct vt_upload_sites *s, uint32_t stack_id, uint32_t n, uint64_t bytes)
+static struct site *site_of(struct vt_upload_sites *s, uint32_t stack_id)
 {
-	if (!stack_id)
-		return;
 	struct site *e;
 	HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
 	if (!e) {
@@ -32,8 +31,46 @@ static void note(struct vt_upload_sites *s, uint32_t stack_id, uint32_t n, uint6
 		e->stack_id = stack_id;
 		HASH_ADD(hh, s->by_stack, stack_id, sizeof e->stack_id, e);
 	}
+	return e;
+}
+
+/* n more tensors of the site, alive from now on (until forget). */
+static void note(struct vt_upload_sites *s, uint32_t stack_id, uint32_t n, uint64_t bytes)
+{
+	if (!stack_id)
+		return;
+	struct site *e = site_of(s, stack_id);
 	e->tensors += n;
 	e->bytes += bytes;
+	e->alive += n;
+	if (e->alive > e->most_alive)
+		e->most_alive = e->alive;
+}
+
+static void forget(struct vt_upload_sites *s, uint32_t stack_id)
+{
+	struct site *e = NULL;
+	if (stack_id)
+		HASH_FIND(hh, s->by_stack, &stack_id, sizeof stack_id, e);
+	if (e && e->alive)
+		e->alive--;
+}
+
+/* An allocation's tensors: its single-copy ranges in a pool region (alive
+ * as long as the region: a range is not freed on its own), or itself. */
+static void note_alloc(struct vt_upload_sites *s, const struct vt_model *m, uint32_t i, int in_pool)
+{
+	const struct vt_alloc *a = &m->allocs[i];
+	if (!in_pool) {
+		note(s, vt_model_copies(m, a)->h2d_stack_id, 1, a->bytes);
+		return;
+	}
+	uint32_t n = 0;
+	const struct vt_copy_range *r =
+	    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(m, i, &n) : NULL;
+	for (uint32_t k = 0; k < n; k++)
+		if (r[k].copies == 1)
+			note(s, r[k].stack_id, 1, r[k].bytes);
 }
 
 struct vt_upload_sites *
@@ -45,20 +82,25 @@ vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
 	if (!s)
 		vt_nomem();
 	const struct vt_proc *p = &m->procs[proc];
-	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
-		const struct vt_alloc *a = &m->allocs[i];
-		if (!(a->flags & VT_AF_COPIES))
+	/* allocations and frees in the order they happened, so that a site
+	 * knows how many of its tensors were alive at once: a model's, all of
+	 * them; a per-epoch upload's, the new array and the one it replaces */
+	uint32_t ai = p->alloc_begin, fi = p->free_begin;
+	while (ai < p->alloc_end || fi < p->free_end) {
+		const struct vt_alloc *a = ai < p->alloc_end ? &m->allocs[ai] : NULL;
+		uint32_t fidx = fi < p->free_end ? m->free_order[fi] : VT_NO_INDEX;
+		const struct vt_alloc *f = fidx != VT_NO_INDEX ? &m->allocs[fidx] : NULL;
+		int take_free = f && (!a || f->seq_free <= a->seq_alloc);
+		uint32_t i = take_free ? fidx : ai;
+		take_free ? fi++ : ai++;
+		const struct vt_alloc *e = &m->allocs[i];
+		if (!(e->flags & VT_AF_COPIES))
 			continue;
-		if (pool && pool(m, i, arg)) {
-			uint32_t n = 0;
-			const struct vt_copy_range *r =
-			    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(m, i, &n) : NULL;
-			for (uint32_t k = 0; k < n; k++)
-				if (r[k].copies == 1)
-					note(s, r[k].stack_id, 1, r[k].bytes);
-		} else if (counts(m, i, arg)) {
-			note(s, vt_model_copies(m, a)->h2d_stack_id, 1, a->bytes);
-		}
+		int in_pool = pool && pool(m, i, arg);
+		if (take_free && !in_pool && counts(m, i, arg))
+			forget(s, vt_model_copies(m, e)->h2d_stack_id);
+		else if (!take_free && (in_pool || counts(m, i, arg)))
+			note_alloc(s, m, i, in_pool);
 	}
 	return s;
 }
@@ -80,7 +122,7 @@ uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_
 int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes)
 {
 	const struct site *e = find(s, stack_id);
-	if (!e || e->tensors < VT_LOADER_TENSORS)
+	if (!e || e->most_alive < VT_LOADER_TENSORS)
 		return 0;
 	uint64_t rest = e->bytes > bytes ? e->bytes - bytes : 0;
 	return rest * 4 >= bytes;
@@ -91,7 +133,7 @@ int vt_upload_sites_model_loaded(const struct vt_upload_sites *s)
 	const struct site *e, *tmp;
 	HASH_ITER(hh, s->by_stack, e, tmp)
 	{
-		if (e->tensors >= VT_MODEL_TENSORS)
+		if (e->most_alive >= VT_MODEL_TENSORS)
 			return 1;
 	}
 	return 0;

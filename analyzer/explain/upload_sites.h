@@ -1,13 +1,15 @@
 /* Upload sites: how many distinct tensors each host-to-device copy site of a
- * process filled (docs/design/classification.md, "dataset or weights").
+ * process filled, and how many of them were alive at once
+ * (docs/design/classification.md, "dataset or weights").
  *
  * A model is loaded tensor by tensor (Module.to -> _apply, load_weights,
- * device_put leaf by leaf, safetensors): one site fills many tensors. A
- * dataset is one array per input (x, y; train and validation): its site
- * fills one or two. A tensor here is a long-lived allocation filled from the
- * host (its first copy's stack), or one range of a pool region filled by a
- * single copy (its stack; a block refilled batch after batch is no
- * tensor). The caller says which allocations are candidates. */
+ * device_put leaf by leaf, safetensors): one site fills many tensors, all
+ * alive together. A dataset is one array per input (x, y; train and
+ * validation): its site fills one or two, or one an epoch (a day's data, a
+ * reshuffled copy), each replacing the one before. A tensor here is a long-lived allocation filled
+ * from the host (its first copy's stack), or one range of a pool region filled by a single copy
+ * (its stack; a block refilled batch after batch is no tensor). The caller says which allocations
+ * are candidates. */
 #ifndef VT_UPLOAD_SITES_H
 #define VT_UPLOAD_SITES_H
 
@@ -15,7 +17,7 @@
 
 #include "model.h"
 
-/* From this many tensors a site is a loader of many tensors. */
+/* From this many tensors alive at once a site is a loader of many tensors. */
 #define VT_LOADER_TENSORS 3
 
 struct vt_upload_sites;
@@ -31,19 +33,19 @@ vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
 /* Tensors filled by the site (stack id; 0, no stack: 0). */
 uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id);
 
-/* The site filled VT_LOADER_TENSORS tensors or more, and the tensor of
+/* The site had VT_LOADER_TENSORS tensors or more alive at once, and the tensor of
  * `bytes` is not most of what it filled: a loader of many tensors (weights),
  * or a batch feeder. A tensor four times all the rest of its site together
  * is not taken for one of many: XLA makes every copy of a process on one
  * worker thread, one stack for the dataset and a few tiny scalars alike. */
 int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes);
 
-/* From this many tensors one site loaded a model (a data helper uploads x
- * and y, a validation pair, an index: a handful). */
+/* From this many tensors alive at once one site loaded a model (a data
+ * helper uploads x and y, a validation pair, an index: a handful). */
 #define VT_MODEL_TENSORS 8
 
-/* Some site filled VT_MODEL_TENSORS tensors or more: a model was loaded
- * tensor by tensor. */
+/* Some site had VT_MODEL_TENSORS tensors or more alive at once: a model
+ * was loaded tensor by tensor. */
 int vt_upload_sites_model_loaded(const struct vt_upload_sites *s);
 
 void vt_upload_sites_free(struct vt_upload_sites *s);

@@ -17,9 +17,12 @@
 #include "model_builder.h"
 #include "steps.h"
 
+#define KIB 1024ull
 #define MIB (1024ull * 1024ull)
 #define W_ADDR(l) (0x100000000ull + (uint64_t)(l)*0x10000000ull)
 #define LABEL_ADDR(batch) ((batch) + 0x400000000ull) /* y beside batch x */
+#define DAY_X(d) (0x1800000000ull + (uint64_t)(d)*0x4000000ull)
+#define DAY_Y(d) (0x1c00000000ull + (uint64_t)(d)*0x4000000ull)
 
 struct job {
 	int layers, steps, markers, flat, host_weights, opt_early, dataset;
@@ -51,6 +54,9 @@ struct job {
 	                       size (an embedding updated by rows) */
 	int ema;            /* the first step makes a copy of each weight after the optimizer's
 	                       slots, kept (an EMA of the model) */
+	int daily;          /* every n-th step opens with a new day of data: a 32 MiB x uploaded
+	                       in upload_ns, then a 256 KiB y from another line, the day
+	                       before's freed once they are bound (continual training) */
 	uint64_t wbytes[8];
 };
 
@@ -106,6 +112,22 @@ static void eval_batch(struct builder *b, uint64_t *t)
 	b_free(b, (*t)++, EVAL_ACT + 0x10000000ull, 0);
 	b_free(b, (*t)++, EVAL_BATCH, 0);
 	*t += 500;
+}
+
+/* The next day's data of a continual trainer (job.daily). */
+static void new_day(struct builder *b, uint64_t *t, const struct job *j, uint64_t day)
+{
+	b->stack = 16;
+	b_alloc(b, (*t)++, DAY_X(day), 32 * MIB, 0);
+	b_htod(b, (*t)++, DAY_X(day), 32 * MIB, 0);
+	*t += j->upload_ns;
+	b->stack = 17;
+	b_alloc(b, (*t)++, DAY_Y(day), 256 << 10, 0);
+	b_htod(b, (*t)++, DAY_Y(day), 256 << 10, 0);
+	if (day) {
+		b_free(b, (*t)++, DAY_X(day - 1), 0);
+		b_free(b, (*t)++, DAY_Y(day - 1), 0);
+	}
 }
 
 /* A job like the simulated trainer, prefetch 2, Adam, all on device 0. */
@@ -183,6 +205,8 @@ static struct vt_model *run_job(const struct job *j)
 			snprintf(text, sizeof text, "step %d", s);
 			b_mark(&b, t++, text);
 		}
+		if (j->daily && s % j->daily == 0)
+			new_day(&b, &t, j, (uint64_t)(s / j->daily));
 		if (j->ring) {
 			b.stack = 12;
 			b_htod(&b, t++, 0xc00000000ull + (uint64_t)(s % j->ring) * 0x1000000ull,
@@ -686,6 +710,85 @@ static void test_adversarial(void **state)
 	vt_model_free(m);
 }
 
+#define ENC_WEIGHT 0x2000000000ull
+#define ENC_INPUT(k) (0x2100000000ull + (uint64_t)(k)*0x1000000ull)
+#define ENC_HIDDEN(l) (0x2200000000ull + (uint64_t)(l)*0x10000000ull)
+#define ENC_SCORES 0x2900000000ull
+#define ENC_EMB(i) (0x3000000000ull + (uint64_t)(i)*0x200000ull)
+
+/* An encoder over a corpus, no markers, nothing trains: 6 weights loaded
+ * (sizes no sum of the batches' tensors makes),
+ * then 30 batches, longest texts first. A batch frees the last one's three
+ * inputs and uploads its own, passes its 6 layers (a hidden state each,
+ * the next made before the last is freed, and a scores tensor made and
+ * freed in the layer: a valley a layer, a hidden state above the batch's)
+ * and keeps its 1 MiB of embeddings to the end. The batch-end level rises
+ * 1 MiB a batch, far past one level's slack; shorter texts make each
+ * batch's tensors smaller. */
+static struct vt_model *encoder_job(void)
+{
+	struct builder b;
+	begin_job(&b);
+	uint64_t t = 1000;
+	b.stack = 1;
+	for (int w = 0; w < 6; w++) {
+		uint64_t bytes = 3 * MIB + (uint64_t)w * 12 * KIB + 512;
+		b_alloc(&b, t++, ENC_WEIGHT + (uint64_t)w * 0x10000000ull, bytes, 0);
+		b_htod(&b, t++, ENC_WEIGHT + (uint64_t)w * 0x10000000ull, bytes, 0);
+	}
+	for (int i = 0; i < 30; i++) {
+		uint64_t in = (uint64_t)(64 - i) * 4 * KIB, hid = (uint64_t)(64 - i) * 64 * KIB;
+		b.stack = 2;
+		for (int k = 0; i && k < 3; k++)
+			b_free(&b, t += 10, ENC_INPUT(k), 0);
+		for (int k = 0; k < 3; k++) {
+			b_alloc(&b, t += 10, ENC_INPUT(k), in, 0);
+			b_htod(&b, t += 10, ENC_INPUT(k), in, 0);
+		}
+		b.stack = 3;
+		for (int l = 0; l < 6; l++) {
+			b_alloc(&b, t += 10, ENC_HIDDEN(l % 2), hid, 0);
+			b_alloc(&b, t += 10, ENC_SCORES, 4 * hid, 0);
+			b_free(&b, t += 10, ENC_SCORES, 0);
+			if (l)
+				b_free(&b, t += 10, ENC_HIDDEN((l - 1) % 2), 0);
+		}
+		b.stack = 4;
+		b_alloc(&b, t += 10, ENC_EMB(i), 1 * MIB + 256, 0);
+		b_free(&b, t += 10, ENC_HIDDEN(1), 0);
+		t += 200;
+	}
+	for (int i = 0; i < 30; i++)
+		b_free(&b, t += 10, ENC_EMB(i), 0);
+	for (int k = 0; k < 3; k++)
+		b_free(&b, t += 10, ENC_INPUT(k), 0);
+	return classified_job(&b);
+}
+
+/* The encoder's passes are its batches, not its layers (a pass a layer made
+ * 1218 steps of an encoder with 190 batches, and its scores read as
+ * gradients): each pass begins with the batch's uploads, which die within
+ * it (a batch a step, not kept data), and nothing trains, so the
+ * embeddings kept pass after pass are its results, not grown state. */
+static void test_encoder_passes_are_batches_not_layers(void **state)
+{
+	(void)state;
+	struct vt_model *m = encoder_job();
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_in_range(m->procs[0].nsteps, 29, 31);
+	assert_int_equal(m->procs[0].trains, 0);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 0);
+	assert_int_equal(count_cat(m, VT_CAT_WEIGHTS), 6);
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->addr >= ENC_INPUT(0) && a->addr <= ENC_INPUT(2))
+			assert_int_equal(a->category, VT_CAT_PREFETCH);
+		if (a->addr >= ENC_EMB(0)) /* the kept results: no rows of a model that grows */
+			assert_int_equal(a->category, VT_CAT_ACTIVATIONS);
+	}
+	vt_model_free(m);
+}
+
 /* Without markers, a level that creeps up a little every step still gives
  * the steps. */
 static void test_period_with_drift(void **state)
@@ -1154,6 +1257,23 @@ static void test_sliced_upload_is_a_confident_dataset(void **state)
 	vt_model_free(m);
 }
 
+/* The whole-dataset findings of m, each asserted to hold `bytes` (x and
+ * its labels together). */
+static int dataset_findings(struct vt_model *m, uint64_t bytes)
+{
+	struct vt_findings f;
+	vt_findings_find(m, &f);
+	int n = 0;
+	for (uint32_t i = 0; i < f.n; i++) {
+		if (f.v[i].kind != VT_FINDING_WHOLE_DATASET)
+			continue;
+		n++;
+		assert_int_equal(vt_finding_bytes_max(&f.v[i]), bytes);
+	}
+	vt_findings_free(&f);
+	return n;
+}
+
 /* y converted on the next line after x (another call path, the same
  * moment): one finding with both, its bytes what moving the data frees. */
 static void test_labels_uploaded_with_the_data_join_its_finding(void **state)
@@ -1170,17 +1290,7 @@ static void test_labels_uploaded_with_the_data_join_its_finding(void **state)
 	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(category_of(m, 0x980000000ull), VT_CAT_DATASET);
-	struct vt_findings f;
-	vt_findings_find(m, &f);
-	int n = 0;
-	for (uint32_t i = 0; i < f.n; i++) {
-		if (f.v[i].kind != VT_FINDING_WHOLE_DATASET)
-			continue;
-		n++;
-		assert_int_equal(vt_finding_bytes_max(&f.v[i]), 64 * MIB + (256 << 10));
-	}
-	assert_int_equal(n, 1);
-	vt_findings_free(&f);
+	assert_int_equal(dataset_findings(m, 64 * MIB + (256 << 10)), 1);
 	vt_model_free(m);
 }
 
@@ -1199,17 +1309,31 @@ static void test_labels_allocated_beside_the_data_join_its_finding(void **state)
 	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
 	struct vt_model *m = run_job(&j);
 	assert_int_equal(category_of(m, 0x980000000ull), VT_CAT_DATASET);
-	struct vt_findings f;
-	vt_findings_find(m, &f);
-	int n = 0;
-	for (uint32_t i = 0; i < f.n; i++) {
-		if (f.v[i].kind != VT_FINDING_WHOLE_DATASET)
-			continue;
-		n++;
-		assert_int_equal(vt_finding_bytes_max(&f.v[i]), 64 * MIB + (256 << 10));
+	assert_int_equal(dataset_findings(m, 64 * MIB + (256 << 10)), 1);
+	vt_model_free(m);
+}
+
+/* A continual trainer gets a day of data every 8 steps, x then y, each
+ * from its own line, x's upload longer than a step: every day's pair is a
+ * dataset and one finding with both arrays, the day before's included. One
+ * line filled four x arrays, but never more than two at once: it loads
+ * days, not a model (a loader's tensors are all alive together). */
+static void test_each_day_of_data_is_its_own_finding(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 30,
+	                .markers = 1,
+	                .host_weights = 1,
+	                .daily = 8,
+	                .upload_ns = 10000000,
+	                .wbytes = {1 * MIB, 2 * MIB, 3 * MIB}};
+	struct vt_model *m = run_job(&j);
+	for (uint64_t d = 0; d < 4; d++) {
+		assert_int_equal(category_of(m, DAY_X(d)), VT_CAT_DATASET);
+		assert_int_equal(category_of(m, DAY_Y(d)), VT_CAT_DATASET);
 	}
-	assert_int_equal(n, 1);
-	vt_findings_free(&f);
+	assert_int_equal(dataset_findings(m, 32 * MIB + (256 << 10)), 4);
 	vt_model_free(m);
 }
 
@@ -2774,6 +2898,7 @@ int main(void)
 	    cmocka_unit_test(test_markers_twins),
 	    cmocka_unit_test(test_adversarial),
 	    cmocka_unit_test(test_period_with_drift),
+	    cmocka_unit_test(test_encoder_passes_are_batches_not_layers),
 	    cmocka_unit_test(test_period_with_steep_drift),
 	    cmocka_unit_test(test_activations_of_weight_size),
 	    cmocka_unit_test(test_first_step_shorter_than_period),
@@ -2816,6 +2941,7 @@ int main(void)
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_labels_uploaded_with_the_data_join_its_finding),
 	    cmocka_unit_test(test_labels_allocated_beside_the_data_join_its_finding),
+	    cmocka_unit_test(test_each_day_of_data_is_its_own_finding),
 	    cmocka_unit_test(test_bucket_written_from_gradients_is_gradients),
 	    cmocka_unit_test(test_kept_gradients_beside_a_target_network),
 	    cmocka_unit_test(test_kept_gradients_with_momentum),
