@@ -257,8 +257,21 @@ static inline void count_pending(struct vt_model *m)
 
 /* ---- folding -------------------------------------------------------------- */
 
-static struct group_entry *add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t place,
-                                        int span)
+/* Is e the group of allocation a at this place and span? Field by field:
+ * the probe key a hash lookup needs is built only on a miss. */
+static inline int group_is(const struct group_entry *e, const struct vt_alloc *a, uint32_t place,
+                           int span)
+{
+	return e->key.bytes == a->bytes && e->key.stack_id == a->stack_id &&
+	       e->key.place == place && e->key.proc == a->proc && e->key.span == span &&
+	       e->key.device == a->device && e->key.api == a->api && e->key.rt_api == a->rt_api &&
+	       e->key.kind == a->kind;
+}
+
+/* The group from the hash, made when new: out of line, as the cache
+ * before it answers nearly every time. */
+static __attribute__((noinline)) struct group_entry *
+group_slow(struct vt_fold *f, const struct vt_alloc *a, uint32_t place, int span)
 {
 	struct group_entry probe, *e;
 	memset(&probe.key, 0, sizeof probe.key);
@@ -271,38 +284,44 @@ static struct group_entry *add_to_group(struct vt_fold *f, const struct vt_alloc
 	probe.key.api = a->api;
 	probe.key.rt_api = a->rt_api;
 	probe.key.kind = a->kind;
+	HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
+	if (e)
+		return e;
+	e = calloc(1, sizeof *e);
+	if (!e)
+		vt_nomem();
+	e->key = probe.key;
+	e->sizes = size_entry(f, a->proc, a->bytes, a->device);
+	f->groups = vt_model_grow(f->groups, &f->cap_groups, f->ngroups, sizeof *f->groups);
+	e->index = f->ngroups++;
+	f->groups[e->index] = (struct vt_fold_group){
+	    .bytes = a->bytes,
+	    .proc = a->proc,
+	    .stack_id = a->stack_id,
+	    .place = place,
+	    .device = a->device,
+	    .span = (uint8_t)span,
+	    .api = a->api,
+	    .rt_api = a->rt_api,
+	    .kind = a->kind,
+	    .category = VT_CAT_UNKNOWN,
+	};
+	HASH_ADD(hh, f->group_hash, key, sizeof e->key, e);
+	return e;
+}
+
+static struct group_entry *add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t place,
+                                        int span)
+{
 	/* a direct-mapped cache before the hash: a loop folds the same few
 	 * groups over and over */
 	uint64_t h = (a->bytes ^ ((uint64_t)a->stack_id << 32) ^ ((uint64_t)place << 48) ^
 	              ((uint64_t)span << 62) ^ a->proc) *
 	             0x9e3779b97f4a7c15ull;
 	struct group_entry **slot = &f->group_cache[h >> 56];
-	e = *slot && !memcmp(&(*slot)->key, &probe.key, sizeof probe.key) ? *slot : NULL;
-	if (!e)
-		HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
-	if (!e) {
-		e = calloc(1, sizeof *e);
-		if (!e)
-			vt_nomem();
-		e->key = probe.key;
-		e->sizes = size_entry(f, a->proc, a->bytes, a->device);
-		f->groups = vt_model_grow(f->groups, &f->cap_groups, f->ngroups, sizeof *f->groups);
-		e->index = f->ngroups++;
-		f->groups[e->index] = (struct vt_fold_group){
-		    .bytes = a->bytes,
-		    .proc = a->proc,
-		    .stack_id = a->stack_id,
-		    .place = place,
-		    .device = a->device,
-		    .span = (uint8_t)span,
-		    .api = a->api,
-		    .rt_api = a->rt_api,
-		    .kind = a->kind,
-		    .category = VT_CAT_UNKNOWN,
-		};
-		HASH_ADD(hh, f->group_hash, key, sizeof e->key, e);
-	}
-	*slot = e;
+	struct group_entry *e = *slot;
+	if (!e || !group_is(e, a, place, span))
+		e = *slot = group_slow(f, a, place, span);
 	f->groups[e->index].count++;
 	return e;
 }
@@ -362,7 +381,8 @@ static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, ui
                    uint64_t seq)
 {
 	count_pending(m);
-	proc_of(m->fold, a->proc)->charged[a->device] = 1;
+	if (!is_free) /* a free is charged where its allocation was */
+		proc_of(m->fold, a->proc)->charged[a->device] = 1;
 	/* the full model's charge, without its call: replay_peaks is made
 	 * with the model */
 	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, is_free, t, seq);
