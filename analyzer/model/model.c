@@ -402,8 +402,9 @@ static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_f
 	m->consumer->charge(m, a, is_free, t, seq);
 }
 
-static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t,
-                        uint64_t seq)
+/* Inline: every free of a replay comes here, through free_address. */
+static inline __attribute__((always_inline)) void
+record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t, uint64_t seq)
 {
 	struct vt_alloc *a = &m->allocs[idx];
 	if (a->t_free != VT_T_NEVER)
@@ -542,8 +543,8 @@ static int free_handle(struct vt_model *m, struct vt_proc *p, const struct vt_ev
 	return 1;
 }
 
-static int free_address(struct vt_model *m, struct vt_proc *p, const struct vt_event *ev,
-                        uint64_t t)
+static inline __attribute__((always_inline)) int free_address(struct vt_model *m, struct vt_proc *p,
+                                                              const struct vt_event *ev, uint64_t t)
 {
 	/* one descent: erase, and put a VMM mapping back (a FREE of a mapped
 	 * address frees nothing; rare) */
