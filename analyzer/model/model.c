@@ -402,8 +402,9 @@ static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_f
 	m->consumer->charge(m, a, is_free, t, seq);
 }
 
-static void record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t,
-                        uint64_t seq)
+/* Inline: every free of a replay comes here, through free_address. */
+static inline __attribute__((always_inline)) void
+record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t, uint64_t seq)
 {
 	struct vt_alloc *a = &m->allocs[idx];
 	if (a->t_free != VT_T_NEVER)
@@ -457,6 +458,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 	/* the stale one is closed before the new record exists, so no state of
 	 * the replay (a streaming snapshot taken at that free) ever holds both */
 	struct vt_handle_entry *h = NULL;
+	uint32_t at = 0; /* the live map's node at ev->addr, for the insert */
 	if (handle) {
 		/* a handle value still live: its release was lost; close it now */
 		HASH_FIND(hh, p->handles, &ev->addr, sizeof ev->addr, h);
@@ -464,7 +466,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			record_free(m, p, h->alloc, t, ev->seq);
 	} else {
 		/* an ALLOC over a live address: its FREE was lost; close it now */
-		const struct vt_ival *old = vt_ival_find(p->live, ev->addr);
+		const struct vt_ival *old = vt_ival_find_at(p->live, ev->addr, &at);
 		if (old && !old->is_mapping) {
 			struct vt_ival gone;
 			vt_ival_erase(p->live, old->start, &gone);
@@ -510,7 +512,7 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
-	if (vt_ival_insert(p->live, &iv) != 0)
+	if (vt_ival_insert_at(p->live, &iv, at) != 0)
 		vt_nomem();
 	replay_charge(m, a, 0, t, ev->seq);
 }
@@ -541,8 +543,8 @@ static int free_handle(struct vt_model *m, struct vt_proc *p, const struct vt_ev
 	return 1;
 }
 
-static int free_address(struct vt_model *m, struct vt_proc *p, const struct vt_event *ev,
-                        uint64_t t)
+static inline __attribute__((always_inline)) int free_address(struct vt_model *m, struct vt_proc *p,
+                                                              const struct vt_event *ev, uint64_t t)
 {
 	/* one descent: erase, and put a VMM mapping back (a FREE of a mapped
 	 * address frees nothing; rare) */

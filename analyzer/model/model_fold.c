@@ -40,9 +40,15 @@ struct group_entry {
 		uint32_t proc, stack_id, place;
 		uint8_t device, span, api, rt_api, kind, pad[3];
 	} key;
-	uint32_t index; /* in vt_fold.groups */
+	uint32_t index;           /* in vt_fold.groups */
+	struct size_entry *sizes; /* its (size, device)'s counters: no second lookup */
 	UT_hash_handle hh;
 };
+
+/* Slots of the groups' direct-mapped cache: with 256, one fold in eight
+ * missed where a loop kept 32 groups busy (two that share a slot evict
+ * each other step after step). */
+#define GROUP_CACHE 4096
 
 struct vt_fold {
 	struct fold_proc **procs;
@@ -52,7 +58,7 @@ struct vt_fold {
 	struct size_entry *sizes; /* uthash */
 	struct size_entry *size_cache[256];
 	struct group_entry *group_hash;
-	struct group_entry *group_cache[256];
+	struct group_entry *group_cache[GROUP_CACHE];
 	struct vt_fold_group *groups;
 	uint32_t ngroups, cap_groups;
 	uint32_t *free_records; /* folded records to reuse */
@@ -79,7 +85,7 @@ int vt_model_is_folding(const struct vt_model *m)
 
 /* ---- per process -------------------------------------------------------- */
 
-static struct fold_proc *proc_of_slow(struct vt_fold *f, uint32_t proc)
+static __attribute__((noinline)) struct fold_proc *proc_of_slow(struct vt_fold *f, uint32_t proc)
 {
 	if (proc >= f->nprocs) {
 		struct fold_proc **v = realloc(f->procs, (proc + 1) * sizeof *v);
@@ -105,19 +111,10 @@ static inline struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
 	return f->last && f->last_proc == proc ? f->last : proc_of_slow(f, proc);
 }
 
-/* The step of time t from the markers seen so far (vt_step_of's rule). */
-static int step_at(const struct fold_proc *fp, uint64_t t)
+/* The step of time t, an earlier one than the last two (a binary search). */
+static __attribute__((noinline)) int step_before(const struct fold_proc *fp, uint64_t t)
 {
-	uint32_t n = fp->nsteps;
-	if (!n || t < fp->step_t[0])
-		return -1;
-	/* nearly every event is of the latest step or the one before: the
-	 * search per allocation and free was most of the folding's time */
-	if (t >= fp->step_t[n - 1])
-		return (int)n - 1;
-	if (n >= 2 && t >= fp->step_t[n - 2])
-		return (int)n - 2;
-	uint32_t lo = 0, hi = n;
+	uint32_t lo = 0, hi = fp->nsteps;
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (fp->step_t[mid] <= t)
@@ -128,17 +125,35 @@ static int step_at(const struct fold_proc *fp, uint64_t t)
 	return (int)lo;
 }
 
+/* The step of time t from the markers seen so far (vt_step_of's rule). */
+static inline int step_at(const struct fold_proc *fp, uint64_t t)
+{
+	uint32_t n = fp->nsteps;
+	if (!n || t < fp->step_t[0])
+		return -1;
+	/* nearly every event is of the latest step or the one before: the
+	 * search per allocation and free was most of the folding's time */
+	if (t >= fp->step_t[n - 1])
+		return (int)n - 1;
+	if (n >= 2 && t >= fp->step_t[n - 2])
+		return (int)n - 2;
+	return step_before(fp, t);
+}
+
 /* ---- (size, device) counters --------------------------------------------- */
 
-static struct size_entry *size_entry(struct vt_fold *f, uint32_t proc, uint64_t bytes,
-                                     uint8_t device)
+static size_t size_cache_slot(uint32_t proc, uint64_t bytes, uint8_t device)
 {
 	uint64_t h =
 	    (bytes ^ ((uint64_t)device << 56) ^ ((uint64_t)proc << 40)) * 0x9e3779b97f4a7c15ull;
-	struct size_entry **slot = &f->size_cache[h >> 56];
-	if (*slot && (*slot)->key.bytes == bytes && (*slot)->key.proc == proc &&
-	    (*slot)->key.device == device)
-		return *slot;
+	return (size_t)(h >> 56);
+}
+
+/* The hash behind the cache, out of line: the inline hit path stays free of
+ * its stack frame and saved registers (a fifth of the folding's time). */
+static __attribute__((noinline)) struct size_entry *
+size_entry_slow(struct vt_fold *f, uint32_t proc, uint64_t bytes, uint8_t device)
+{
 	struct size_entry probe, *e;
 	memset(&probe.key, 0, sizeof probe.key);
 	probe.key.bytes = bytes;
@@ -157,7 +172,16 @@ static struct size_entry *size_entry(struct vt_fold *f, uint32_t proc, uint64_t 
 		                             .era_step = -2};
 		HASH_ADD(hh, f->sizes, key, sizeof e->key, e);
 	}
-	return *slot = e;
+	return f->size_cache[size_cache_slot(proc, bytes, device)] = e;
+}
+
+static inline struct size_entry *size_entry(struct vt_fold *f, uint32_t proc, uint64_t bytes,
+                                            uint8_t device)
+{
+	struct size_entry *e = f->size_cache[size_cache_slot(proc, bytes, device)];
+	if (e && e->key.bytes == bytes && e->key.proc == proc && e->key.device == device)
+		return e;
+	return size_entry_slow(f, proc, bytes, device);
 }
 
 /* The era's step just left made in_step of this size: count it, as the
@@ -194,11 +218,11 @@ static void grow_side(struct vt_fold *f, uint32_t idx)
 }
 
 /* The record made last is complete now: count it as count_keys would. */
-static void count_pending(struct vt_model *m)
+static __attribute__((noinline)) void count_pending_slow(struct vt_model *m)
 {
 	struct vt_fold *f = m->fold;
 	uint32_t idx = f->pending;
-	if (idx == VT_NO_INDEX || idx >= m->nallocs)
+	if (idx >= m->nallocs)
 		return;
 	f->pending = VT_NO_INDEX;
 	const struct vt_alloc *a = &m->allocs[idx];
@@ -228,9 +252,31 @@ static void count_pending(struct vt_model *m)
 	s->era_allocs++;
 }
 
+/* Every entry of the consumer asks, and most find nothing pending: the
+ * check inline, the counting out of line. */
+static inline void count_pending(struct vt_model *m)
+{
+	if (m->fold->pending != VT_NO_INDEX)
+		count_pending_slow(m);
+}
+
 /* ---- folding -------------------------------------------------------------- */
 
-static void add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t place, int span)
+/* Is e the group of allocation a at this place and span? Field by field:
+ * the probe key a hash lookup needs is built only on a miss. */
+static inline int group_is(const struct group_entry *e, const struct vt_alloc *a, uint32_t place,
+                           int span)
+{
+	return e->key.bytes == a->bytes && e->key.stack_id == a->stack_id &&
+	       e->key.place == place && e->key.proc == a->proc && e->key.span == span &&
+	       e->key.device == a->device && e->key.api == a->api && e->key.rt_api == a->rt_api &&
+	       e->key.kind == a->kind;
+}
+
+/* The group from the hash, made when new: out of line, as the cache
+ * before it answers nearly every time. */
+static __attribute__((noinline)) struct group_entry *
+group_slow(struct vt_fold *f, const struct vt_alloc *a, uint32_t place, int span)
 {
 	struct group_entry probe, *e;
 	memset(&probe.key, 0, sizeof probe.key);
@@ -243,38 +289,46 @@ static void add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t p
 	probe.key.api = a->api;
 	probe.key.rt_api = a->rt_api;
 	probe.key.kind = a->kind;
+	HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
+	if (e)
+		return e;
+	e = calloc(1, sizeof *e);
+	if (!e)
+		vt_nomem();
+	e->key = probe.key;
+	e->sizes = size_entry(f, a->proc, a->bytes, a->device);
+	f->groups = vt_model_grow(f->groups, &f->cap_groups, f->ngroups, sizeof *f->groups);
+	e->index = f->ngroups++;
+	f->groups[e->index] = (struct vt_fold_group){
+	    .bytes = a->bytes,
+	    .proc = a->proc,
+	    .stack_id = a->stack_id,
+	    .place = place,
+	    .device = a->device,
+	    .span = (uint8_t)span,
+	    .api = a->api,
+	    .rt_api = a->rt_api,
+	    .kind = a->kind,
+	    .category = VT_CAT_UNKNOWN,
+	};
+	HASH_ADD(hh, f->group_hash, key, sizeof e->key, e);
+	return e;
+}
+
+static struct group_entry *add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t place,
+                                        int span)
+{
 	/* a direct-mapped cache before the hash: a loop folds the same few
 	 * groups over and over */
 	uint64_t h = (a->bytes ^ ((uint64_t)a->stack_id << 32) ^ ((uint64_t)place << 48) ^
 	              ((uint64_t)span << 62) ^ a->proc) *
 	             0x9e3779b97f4a7c15ull;
-	struct group_entry **slot = &f->group_cache[h >> 56];
-	e = *slot && !memcmp(&(*slot)->key, &probe.key, sizeof probe.key) ? *slot : NULL;
-	if (!e)
-		HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
-	if (!e) {
-		e = calloc(1, sizeof *e);
-		if (!e)
-			vt_nomem();
-		e->key = probe.key;
-		f->groups = vt_model_grow(f->groups, &f->cap_groups, f->ngroups, sizeof *f->groups);
-		e->index = f->ngroups++;
-		f->groups[e->index] = (struct vt_fold_group){
-		    .bytes = a->bytes,
-		    .proc = a->proc,
-		    .stack_id = a->stack_id,
-		    .place = place,
-		    .device = a->device,
-		    .span = (uint8_t)span,
-		    .api = a->api,
-		    .rt_api = a->rt_api,
-		    .kind = a->kind,
-		    .category = VT_CAT_UNKNOWN,
-		};
-		HASH_ADD(hh, f->group_hash, key, sizeof e->key, e);
-	}
-	*slot = e;
+	struct group_entry **slot = &f->group_cache[h >> 52];
+	struct group_entry *e = *slot;
+	if (!e || !group_is(e, a, place, span))
+		e = *slot = group_slow(f, a, place, span);
 	f->groups[e->index].count++;
+	return e;
 }
 
 /* Can freed allocation idx be folded (model_fold.h says when)? Its span. */
@@ -311,8 +365,7 @@ static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 		full()->freed(m, p, idx);
 		return;
 	}
-	add_to_group(f, a, f->place[idx], span);
-	size_entry(f, a->proc, a->bytes, a->device)->s.folded++;
+	add_to_group(f, a, f->place[idx], span)->sizes->s.folded++;
 	fp->folded++;
 	f->free_records = vt_model_grow(f->free_records, &f->cap_free, f->nfree, sizeof(uint32_t));
 	f->free_records[f->nfree++] = idx;
@@ -332,9 +385,16 @@ static uint32_t take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id
 static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
                    uint64_t seq)
 {
-	count_pending(m);
-	proc_of(m->fold, a->proc)->charged[a->device] = 1;
-	full()->charge(m, a, is_free, t, seq);
+	/* the full model's charge, without its call: replay_peaks is made
+	 * with the model. A free calls nothing more: its device was marked
+	 * where its allocation was, and what is pending is counted by the
+	 * freed() that follows (the counting reads no peak), so this path
+	 * needs no stack frame. */
+	if (!is_free) {
+		count_pending(m);
+		proc_of(m->fold, a->proc)->charged[a->device] = 1;
+	}
+	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, is_free, t, seq);
 }
 
 static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)

@@ -302,14 +302,31 @@ int vt_ival_erase(struct vt_ival_map *m, uint64_t start, struct vt_ival *out)
  * left for vt_ival_insert to bring back. */
 #define SKIP_DEAD 4
 
+int vt_ival_insert_at(struct vt_ival_map *m, const struct vt_ival *iv, uint32_t at)
+{
+	/* the node may have been swept since (then it is free, or reused for
+	 * another start) */
+	if (at && m->nodes[at].state != NODE_FREE && m->nodes[at].iv.start == iv->start) {
+		revive(m, at, iv);
+		return 0;
+	}
+	return vt_ival_insert(m, iv);
+}
+
 const struct vt_ival *vt_ival_find(struct vt_ival_map *m, uint64_t addr)
+{
+	uint32_t at;
+	return vt_ival_find_at(m, addr, &at);
+}
+
+const struct vt_ival *vt_ival_find_at(struct vt_ival_map *m, uint64_t addr, uint32_t *at)
 {
 	/* the greatest live start <= addr: one that is addr itself is in the
 	 * hash; below it, the node before it in start order. An allocation
 	 * asks at its own address, where the node of the last free there
 	 * usually lies dead: then no descent of the tree at all (it was a
 	 * seventh of a streaming replay's time). */
-	uint32_t best = index_find(m, addr);
+	uint32_t best = *at = index_find(m, addr);
 	if (best && m->nodes[best].state != NODE_LIVE)
 		best = m->nodes[best].prev;
 	else if (!best)

@@ -51,6 +51,13 @@ int vt_ival_erase(struct vt_ival_map *m, uint64_t start, struct vt_ival *out);
 /* The interval with the greatest start <= addr that contains addr, or NULL.
  * Not const: it takes the dead nodes it meets out of the tree. */
 const struct vt_ival *vt_ival_find(struct vt_ival_map *m, uint64_t addr);
+/* vt_ival_find, and in *at a hint for vt_ival_insert_at: an allocation
+ * looks for a live interval at its own address, then inserts there, and
+ * the hash probe for that address is made once. */
+const struct vt_ival *vt_ival_find_at(struct vt_ival_map *m, uint64_t addr, uint32_t *at);
+/* vt_ival_insert, given vt_ival_find_at's hint for iv->start (any erase
+ * in between is allowed). */
+int vt_ival_insert_at(struct vt_ival_map *m, const struct vt_ival *iv, uint32_t at);
 /* The interval starting exactly at start, or NULL. */
 const struct vt_ival *vt_ival_exact(const struct vt_ival_map *m, uint64_t start);
 static inline uint32_t vt_ival_count(const struct vt_ival_map *m)

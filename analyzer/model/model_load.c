@@ -41,7 +41,7 @@ static int feed_one(const struct vt_record_view *rec, void *vctx)
 	vt_model_feed_thread(c->m, c->proc, rec->tid, rec->type, rec->data, rec->size);
 	if ((++c->records & 0x3fff) == 0 && load_progress)
 		load_progress(c->done_before + rec->offset, c->total, load_progress_ctx);
-	if (c->sites && (rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE))
+	if ((rec->type == VT_REC_STACK || rec->type == VT_REC_MODULE) && c->sites)
 		vt_stack_store_add(c->sites->store, c->proc, rec, NULL, 0);
 	return 0;
 }

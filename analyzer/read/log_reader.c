@@ -209,6 +209,17 @@ static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t 
 		if (word == 0)
 			break;
 		uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
+		/* nearly every record is a packed event whose fixed part is
+		 * sound: one test of all the checks below that it passes, and it
+		 * is delivered as its event (whose type is below 64) */
+		if (type == VT_REC_PACKED && pos + size <= nominal_end && pos + size <= file_end &&
+		    !vt_packed_header_problem(log->map + pos, size)) {
+			types |= 1ull << VT_REC_PACKED | 1ull << log->map[pos + 4];
+			pos += size;
+			records++;
+			events++;
+			continue;
+		}
 		if (size < 8 || size % 8 || pos + size > nominal_end) {
 			warn_damage(log,
 			            "damaged record at offset %llu (header 0x%08x: size %u); "
@@ -218,17 +229,8 @@ static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t 
 		}
 		if (pos + size > file_end)
 			break; /* cut short mid-record: the process was killed or the file copied */
-		/* nearly every record is a packed event: its check first, and it
-		 * is delivered as its event (whose type is below 64) */
-		const char *problem = NULL;
-		if (type == VT_REC_PACKED &&
-		    !(problem = vt_packed_header_problem(log->map + pos, size))) {
-			types |= 1ull << VT_REC_PACKED | 1ull << log->map[pos + 4];
-			pos += size;
-			records++;
-			events++;
-			continue;
-		}
+		const char *problem =
+		    type == VT_REC_PACKED ? vt_packed_header_problem(log->map + pos, size) : NULL;
 		if (!problem && !plain_event(type, size))
 			problem = vt_record_problem(log->map + pos, type, size);
 		if (problem)
@@ -683,25 +685,32 @@ static const uint8_t *stream_peek(const struct vt_log *log, uint32_t *ci, uint64
  * anyway (a 10-million-event trace then decodes each record once, not
  * twice). One that does not decode is skipped, with a warning the first
  * time a pass reads its chunk. 0: decoded. Inlined into its two callers:
- * as a call it cost 23 instructions a record (a 30th of a streaming replay). */
+ * as a call it cost 23 instructions a record (a 30th of a streaming replay).
+ * The chunk, the decoder's form and the record's place and size are the
+ * caller's: a chunk's loop fetches the first two once. */
 static inline __attribute__((always_inline)) int
-expand_packed(struct vt_log *log, uint32_t ci, const uint8_t *p, struct vt_event *ev)
+decode_packed(struct vt_log *log, const struct vt_chunk_ref *c, vt_packed_decode_fn decode,
+              const uint8_t *p, uint64_t off, uint32_t size, struct vt_event *ev)
 {
-	const struct vt_chunk_ref *c = &log->chunks[ci];
-	uint64_t off = (uint64_t)(p - log->map);
-	uint32_t size = VT_HDR_SIZE(load_word(p));
 	/* the portable form inlined here: called, it costs 13 more
 	 * instructions a record than inline, a twentieth of the decoding */
 	const char *problem =
-	    log->decode == vt_packed_decode_portable
+	    decode == vt_packed_decode_portable
 	        ? vt_packed_decode(p, size, log->size - off, c->first_seq, c->first_t_ns, ev)
-	        : log->decode(p, size, log->size - off, c->first_seq, c->first_t_ns, ev);
+	        : decode(p, size, log->size - off, c->first_seq, c->first_t_ns, ev);
 	if (!problem)
 		return 0;
 	if (!c->read_through)
 		warn_damage(log, "invalid %s record at offset %llu (%s); skipped",
 		            vt_record_check_name(VT_REC_PACKED), (unsigned long long)off, problem);
 	return -1;
+}
+
+static inline __attribute__((always_inline)) int
+expand_packed(struct vt_log *log, uint32_t ci, const uint8_t *p, struct vt_event *ev)
+{
+	return decode_packed(log, &log->chunks[ci], log->decode, p, (uint64_t)(p - log->map),
+	                     VT_HDR_SIZE(load_word(p)), ev);
 }
 
 /* Move the cursor's key onto the next record that carries a seq
@@ -783,6 +792,7 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 {
 	const struct vt_chunk_ref *ch = &log->chunks[c->ci];
 	const uint64_t end = ch->data_end, key_pos = key_pos_in_chunk(c);
+	const vt_packed_decode_fn decode = log->decode;
 	uint64_t pos = c->pos;
 	struct vt_event expanded;
 	while (pos < end) {
@@ -800,7 +810,8 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 			continue;
 		if (v.type == VT_REC_PACKED) {
 			if (v.offset < key_pos ||
-			    (v.offset > key_pos && expand_packed(log, c->ci, p, &expanded) != 0))
+			    (v.offset > key_pos &&
+			     decode_packed(log, ch, decode, p, v.offset, v.size, &expanded) != 0))
 				continue; /* did not decode: skipped */
 			v.data = v.offset == key_pos ? &c->kev : &expanded;
 			v.type = VT_HDR_TYPE(((const struct vt_event *)v.data)->hdr);

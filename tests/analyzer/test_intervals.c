@@ -1,7 +1,9 @@
 /* The replay's address map (model_intervals.c) against a plain array:
- * random inserts, erases and lookups, over a small address space (starts
- * collide, intervals nest, nodes are reused from the free list) and over a
- * larger one that the map fills and drains several times. */
+ * random inserts (some, as the replay inserts an allocation, at the hint
+ * of a lookup made before an erase), erases and lookups, over a small
+ * address space (starts collide, intervals nest, nodes are reused from the
+ * free list) and over a larger one that the map fills and drains several
+ * times. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,7 +67,19 @@ static void run_against_array(uint64_t slots, uint32_t steps, uint64_t seed)
 		case 1:
 		case 2: { /* insert (replace when the start exists) */
 			struct vt_ival iv = {.start = start, .len = len, .alloc = step};
-			assert_int_equal(vt_ival_insert(&m, &iv), 0);
+			/* op 2 the replay's way: look up, erase another, insert at the hint */
+			if (op == 2) {
+				uint32_t at;
+				vt_ival_find_at(&m, start, &at);
+				uint64_t other = (r >> 24) % slots;
+				if (other != start && vt_ival_erase(&m, other, NULL)) {
+					n.used[other] = 0;
+					count--;
+				}
+				assert_int_equal(vt_ival_insert_at(&m, &iv, at), 0);
+			} else {
+				assert_int_equal(vt_ival_insert(&m, &iv), 0);
+			}
 			count += !n.used[start];
 			n.used[start] = 1;
 			n.iv[start] = iv;
