@@ -170,14 +170,17 @@ int vt_cls_caching_segment(const struct ctx *c, const struct vt_alloc *a, const 
 	       (a->bytes == CACHING_SMALL_SEGMENT || a->bytes == CACHING_LARGE_SEGMENT);
 }
 
-/* An allocator that grows (TensorFlow's BFC allocator with allow_growth:
- * its first region 2 MiB, each Extend() asking for at least twice the one
- * before) leaves a telling trace at the driver: every allocation of the
- * device a power of two of at least 1 MiB, each at least twice the one
- * before it, three or more, all kept to the end. Tensors of a job that
- * allocates per tensor repeat sizes, shrink, or are freed. Each such region
- * is a pool, unless one upload filled it whole (then that upload says what
- * it is). */
+/* An allocator that grows (TensorFlow's and XLA's BFC allocator with
+ * allow_growth or without preallocation) leaves a telling trace at the
+ * driver: every allocation of the device a power of two of at least 1 MiB,
+ * three or more, all kept to the end, each at least the region size the
+ * allocator had reached. Extend() asks for that size, doubled until the
+ * request fits; it doubles the size for the next region only when it did
+ * not have to (so 2, 8, 16, 16, 64, 64 MiB: a 5 MiB request made the
+ * second 8 MiB, and the next region 8 MiB or more). The first is taken at
+ * the size it asked for. Tensors of a job that allocates per tensor repeat
+ * sizes, shrink, or are freed. Each such region is a pool, unless one upload
+ * filled it whole (then that upload says what it is). */
 #define GROWING_REGION_MIN (1ull << 20)
 static int is_pow2(uint64_t x)
 {
@@ -186,7 +189,7 @@ static int is_pow2(uint64_t x)
 
 int vt_cls_growing_regions(const struct ctx *c, int dev)
 {
-	uint64_t last = 0;
+	uint64_t region = 0; /* the size the allocator asks for next */
 	uint32_t n = 0;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
@@ -196,9 +199,9 @@ int vt_cls_growing_regions(const struct ctx *c, int dev)
 		int kept = a->t_free == VT_T_NEVER ||
 		           lifetime(c->m, a) * 10 >= (c->p->last_t_ns - a->t_alloc) * 9;
 		if ((a->flags & VT_AF_HANDLE) || !is_pow2(a->bytes) ||
-		    a->bytes < GROWING_REGION_MIN || a->bytes < 2 * last || !kept)
+		    a->bytes < GROWING_REGION_MIN || a->bytes < region || !kept)
 			return 0;
-		last = a->bytes;
+		region = n && a->bytes > region ? a->bytes : 2 * a->bytes;
 		n++;
 	}
 	/* a folding model's groups are freed per-step tensors: not regions */

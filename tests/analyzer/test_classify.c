@@ -1959,6 +1959,28 @@ static void test_growing_regions_are_pools(void **state)
 	vt_model_free(m);
 }
 
+/* XLA's BFC allocator without preallocation: a request larger than the
+ * region size it reached gets a region of its own size, and the next
+ * region is no larger (the size doubles only after a region that did not
+ * have to grow): 2, 8, 16, 16, 64, 64 MiB are one allocator's regions. */
+static void test_regions_after_a_large_request_are_pools(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_device(&b, 0, 16ull << 30, "test GPU");
+	const uint64_t region[6] = {2 * MIB, 8 * MIB, 16 * MIB, 16 * MIB, 64 * MIB, 64 * MIB};
+	uint64_t t = 1000;
+	for (int k = 0; k < 6; k++)
+		b_alloc(&b, t++, 0x100000000ull + (uint64_t)k * 0x10000000ull, region[k], 0);
+	b_htod(&b, t++, 0x140000000ull, 40 * MIB, 0);
+	b_htod(&b, t++, 0x140000000ull + 48 * MIB, 256 << 10, 0);
+	classified_job(&b);
+	for (uint64_t k = 0; k < 6; k++)
+		assert_int_equal(category_of(m, 0x100000000ull + k * 0x10000000ull), VT_CAT_POOL);
+	vt_model_free(m);
+}
+
 /* One VMM handle mapped at va. */
 static void b_chunk(struct builder *b, uint64_t t, uint64_t handle, uint64_t va, uint64_t bytes)
 {
@@ -2952,6 +2974,7 @@ int main(void)
 	    cmocka_unit_test(test_cached_segments_made_in_training_are_activations),
 	    cmocka_unit_test(test_stream_ordered_beside_caching_segments),
 	    cmocka_unit_test(test_growing_regions_are_pools),
+	    cmocka_unit_test(test_regions_after_a_large_request_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunk_released_within_a_step_is_not_pool),
 	    cmocka_unit_test(test_device_made_buffers_need_a_weight_beside),
