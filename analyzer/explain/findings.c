@@ -391,34 +391,30 @@ static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint
 }
 
 /* The whole-dataset finding of this process and device uploaded through
- * call path `stack`, or NULL. */
+ * call path `stack` (and first at time t; VT_T_NEVER: any time), or NULL. */
 static struct vt_finding *finding_of_stack(struct vt_findings *out, uint32_t first, uint32_t proc,
-                                           uint8_t dev, uint32_t stack)
+                                           uint8_t dev, uint32_t stack, uint64_t t)
 {
 	for (uint32_t i = first; i < out->n; i++) {
 		struct vt_finding *f = &out->v[i];
 		if (f->kind == VT_FINDING_WHOLE_DATASET && f->proc == proc && on_device(f, dev) &&
-		    f->stack_id == stack)
+		    f->stack_id == stack && (t == VT_T_NEVER || f->t_ns == t))
 			return f;
 	}
 	return NULL;
 }
 
-/* The finding that big dataset array b opened: uploaded through its call
- * path, first at its first upload (a job that uploads a new array each
- * epoch through one path has a finding for each); else the path's. */
+/* The finding that big dataset array b opened: the one of its call path
+ * first uploaded when b was (a job that uploads a new array each epoch
+ * through one path has a finding for each); else the path's. */
 static struct vt_finding *finding_of_array(const struct vt_model *m, struct vt_findings *out,
                                            uint32_t first, const struct vt_alloc *b)
 {
 	const struct vt_alloc_copies *bc = vt_model_copies(m, b);
 	uint32_t stack = bc->h2d_stack_id ? bc->h2d_stack_id : b->stack_id;
-	for (uint32_t i = first; i < out->n; i++) {
-		struct vt_finding *f = &out->v[i];
-		if (f->kind == VT_FINDING_WHOLE_DATASET && f->proc == b->proc &&
-		    on_device(f, b->device) && f->stack_id == stack && f->t_ns == bc->t_first_h2d)
-			return f;
-	}
-	return finding_of_stack(out, first, b->proc, b->device, stack);
+	struct vt_finding *f =
+	    finding_of_stack(out, first, b->proc, b->device, stack, bc->t_first_h2d);
+	return f ? f : finding_of_stack(out, first, b->proc, b->device, stack, VT_T_NEVER);
 }
 
 /* The finding of the big array allocated right before or after allocation
@@ -464,7 +460,8 @@ static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findi
 {
 	uint32_t stack = c->h2d_stack_id ? c->h2d_stack_id : a->stack_id;
 	uint64_t window = m->procs[a->proc].step_period_ns / 2, best_gap = UINT64_MAX;
-	struct vt_finding *best = finding_of_stack(out, first, a->proc, a->device, stack);
+	struct vt_finding *best =
+	    finding_of_stack(out, first, a->proc, a->device, stack, VT_T_NEVER);
 	if (best)
 		return best;
 	for (uint32_t i = first; i < out->n; i++) {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_query.h"
+
 const char *vt_step_source_name(enum vt_step_source s)
 {
 	switch (s) {
@@ -110,16 +112,15 @@ static struct valley *find_valleys(const struct vt_model *m, const struct vt_pro
 	uint64_t allocs = 0;
 	uint32_t cap = 64, n = 0;
 	struct valley *v = malloc(cap * sizeof *v);
-	uint32_t ai = p->alloc_begin, fi = p->free_begin;
+	struct vt_proc_walk w;
+	uint32_t idx;
+	int take_free;
 	uint64_t live = 0;
 	int pending = 0;
 	struct valley cand = {0, 0, 0};
-	while (v && (ai < p->alloc_end || fi < p->free_end)) {
-		const struct vt_alloc *a = ai < p->alloc_end ? &m->allocs[ai] : NULL;
-		const struct vt_alloc *f = fi < p->free_end ? &m->allocs[m->free_order[fi]] : NULL;
-		int take_free = f && (!a || f->seq_free <= a->seq_alloc);
-		const struct vt_alloc *e = take_free ? f : a;
-		take_free ? fi++ : ai++;
+	vt_proc_walk_begin(p, &w);
+	while (v && vt_proc_walk_next(m, p, &w, &idx, &take_free)) {
+		const struct vt_alloc *e = &m->allocs[idx];
 		if (e->device != dev || !(e->flags & VT_AF_CHARGED) ||
 		    (kept_from != VT_T_NEVER && e->t_free > kept_from))
 			continue;

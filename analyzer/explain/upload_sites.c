@@ -85,14 +85,11 @@ vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
 	/* allocations and frees in the order they happened, so that a site
 	 * knows how many of its tensors were alive at once: a model's, all of
 	 * them; a per-epoch upload's, the new array and the one it replaces */
-	uint32_t ai = p->alloc_begin, fi = p->free_begin;
-	while (ai < p->alloc_end || fi < p->free_end) {
-		const struct vt_alloc *a = ai < p->alloc_end ? &m->allocs[ai] : NULL;
-		uint32_t fidx = fi < p->free_end ? m->free_order[fi] : VT_NO_INDEX;
-		const struct vt_alloc *f = fidx != VT_NO_INDEX ? &m->allocs[fidx] : NULL;
-		int take_free = f && (!a || f->seq_free <= a->seq_alloc);
-		uint32_t i = take_free ? fidx : ai;
-		take_free ? fi++ : ai++;
+	struct vt_proc_walk w;
+	uint32_t i;
+	int take_free;
+	vt_proc_walk_begin(p, &w);
+	while (vt_proc_walk_next(m, p, &w, &i, &take_free)) {
 		const struct vt_alloc *e = &m->allocs[i];
 		if (!(e->flags & VT_AF_COPIES))
 			continue;

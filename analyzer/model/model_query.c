@@ -47,6 +47,23 @@ struct vt_moment vt_moment_at_seq(uint32_t proc, uint64_t seq, uint64_t t_ns)
 	return (struct vt_moment){t_ns, proc, seq};
 }
 
+void vt_proc_walk_begin(const struct vt_proc *p, struct vt_proc_walk *w)
+{
+	*w = (struct vt_proc_walk){p->alloc_begin, p->free_begin};
+}
+
+int vt_proc_walk_next(const struct vt_model *m, const struct vt_proc *p, struct vt_proc_walk *w,
+                      uint32_t *idx, int *is_free)
+{
+	const struct vt_alloc *a = w->ai < p->alloc_end ? &m->allocs[w->ai] : NULL;
+	const struct vt_alloc *f = w->fi < p->free_end ? &m->allocs[m->free_order[w->fi]] : NULL;
+	if (!a && !f)
+		return 0;
+	*is_free = f && (!a || f->seq_free <= a->seq_alloc);
+	*idx = *is_free ? m->free_order[w->fi++] : w->ai++;
+	return 1;
+}
+
 struct vt_moment vt_moment_end(const struct vt_model *m)
 {
 	return vt_moment_at_time(m->end_t_ns);
@@ -208,4 +225,3 @@ uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t 
 	HASH_FIND(hh, m->procs[proc].fanin, &ip, sizeof ip, f);
 	return f ? f->stacks : 0;
 }
-

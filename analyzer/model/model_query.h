@@ -24,6 +24,19 @@ struct vt_moment vt_moment_end(const struct vt_model *m);
 int vt_alloc_live_at(const struct vt_model *m, const struct vt_alloc *a,
                      const struct vt_moment *at);
 
+/* One process's allocations and frees in the order they happened:
+ * allocations are kept in that order and frees in free_order, so a walk is
+ * a merge (a free and the allocation that closed it implicitly share a seq:
+ * the free first). */
+struct vt_proc_walk {
+	uint32_t ai, fi;
+};
+void vt_proc_walk_begin(const struct vt_proc *p, struct vt_proc_walk *w);
+/* The next event: 1 with its allocation's index in *idx and *is_free set,
+ * 0 after the last. */
+int vt_proc_walk_next(const struct vt_model *m, const struct vt_proc *p, struct vt_proc_walk *w,
+                      uint32_t *idx, int *is_free);
+
 /* Visit the charged allocations live at a moment (dev < 0: all devices).
  * Stops when fn returns non-zero. */
 typedef int (*vt_alloc_fn)(const struct vt_model *m, uint32_t idx, const struct vt_alloc *a,
