@@ -256,3 +256,84 @@ def coalesce(blocks, ptr):
         if other[1] and other[2] is blk[2] and p + other[0] == ptr:
             other[0] += blocks.pop(ptr)[0]
             break
+
+
+class BFC:
+    """tsl BFCAllocator with allow_growth, as TensorFlow (memory growth) and
+    XLA (XLA_PYTHON_CLIENT_PREALLOCATE=false) build it: regions from one
+    cuMemAlloc each, the first 2 MiB, `Extend` doubling the region size
+    until the request fits and once more when it did not have to grow;
+    256-byte rounding; `FindChunkPtr` takes the smallest free chunk that
+    fits and splits it only when it is at least twice the request (or more
+    than 128 MiB would be wasted), so a large tensor can own a whole region;
+    freed chunks merge with free neighbours; regions are never given back.
+    Each region's truth is settled at the end: the one kind it held, or
+    pool with part lines."""
+    MIN_ALLOC = 256
+    MAX_FRAG = 128 * MIB
+
+    def __init__(self, job, dev):
+        self.job = job
+        self.dev = dev
+        self.curr = 2 * MIB
+        self.regions = []            # [ptr, size, set of kinds, rec]
+        self.chunks = {}             # ptr -> [size, free, region]
+        self.carved = {}             # chunk in use -> its part addresses
+
+    def _extend(self, rounded):
+        grew = False
+        while rounded > self.curr:
+            self.curr *= 2
+            grew = True
+        size = self.curr
+        ptr = self.job.mem_alloc(self.dev, size, "pool")
+        rec = self.job.records[-1]
+        region = [ptr, size, set(), rec]
+        self.regions.append(region)
+        self.chunks[ptr] = [size, True, region]
+        if not grew:
+            self.curr *= 2
+
+    def _find(self, rounded):
+        best = None
+        for ptr, (size, free, _r) in self.chunks.items():
+            if free and size >= rounded and (best is None or (size, ptr) < best):
+                best = (size, ptr)
+        return best
+
+    def alloc(self, nbytes, cat, parts=None):
+        """parts: (bytes, kind) laid out in the chunk, for an XLA temp buffer."""
+        rounded = max(self.MIN_ALLOC, (nbytes + self.MIN_ALLOC - 1) // self.MIN_ALLOC * self.MIN_ALLOC)
+        best = self._find(rounded)
+        if best is None:
+            self._extend(rounded)
+            best = self._find(rounded)
+        size, ptr = best
+        region = self.chunks[ptr][2]
+        if size >= 2 * rounded or size - rounded >= self.MAX_FRAG:
+            self.chunks[ptr + rounded] = [size - rounded, True, region]
+            self.chunks[ptr] = [rounded, False, region]
+        else:
+            self.chunks[ptr][1] = False
+        off, self.carved[ptr] = 0, []
+        for n, kind in parts or [(self.chunks[ptr][0], cat)]:
+            region[2].add(kind)
+            self.job.part(self.dev, ptr + off, n, kind)
+            self.carved[ptr].append(ptr + off)
+            off += n
+        return ptr
+
+    def free(self, *ptrs):
+        for ptr in ptrs:
+            for p in self.carved.pop(ptr):
+                self.job.part_free(self.dev, p)
+            self.chunks[ptr][1] = True
+            coalesce(self.chunks, ptr)
+
+    def settle(self):
+        for region in self.regions:
+            kinds = region[2]
+            self.job.set_category(region[3], kinds.pop() if len(kinds) == 1 else "pool")
+
+    def release(self):
+        self.job.mem_free(self.dev, *[r[0] for r in self.regions])
