@@ -20,6 +20,17 @@ uint32_t vt_cls_long_lived(const struct ctx *c, int dev, uint32_t *out)
 	return n;
 }
 
+/* A weight this pass decided (loaded, frozen, named by its stack) counts
+ * for the tensors after it of its size, as the twins' weights do: a
+ * training job's optimizer slots for a table with sparse gradients (no
+ * dense twin) are made after it at the first step. Only where the job
+ * trains: an inference job's buffers the size of a weight are its own. */
+static void count_weight(const struct ctx *c, struct size_count *s, const struct vt_alloc *a)
+{
+	if (c->trains && a->category == VT_CAT_WEIGHTS)
+		s->weights++;
+}
+
 /* The stacks' names decide what behaviour cannot: a long-lived tensor
  * filled from the host with no per-step twin is data, frozen weights or
  * restored optimizer state alike; the framework path that filled it (its
@@ -92,17 +103,28 @@ int vt_cls_trains(struct size_count *sizes)
  * linear in the allocations. */
 #define CONVERT_LOOKBACK 16
 
+/* The bytes of the data an allocation holds: what the host copied into
+ * it where that is less than the allocation (an allocator's region holding
+ * the array, its size the allocator's choice), else the allocation. */
+static uint64_t data_bytes(const struct ctx *c, const struct vt_alloc *src)
+{
+	uint64_t h2d = vt_model_copies(c->m, src)->h2d_bytes;
+	return h2d && h2d < src->bytes ? h2d : src->bytes;
+}
+
 /* Whether a is src converted on the device: made while src lived, half,
- * once, twice or four times its bytes (float32 to half, a normalised copy,
- * uint8 images to half or float32), and outliving it (the job dropped the
- * original). */
-static int converts(const struct vt_alloc *src, const struct vt_alloc *a)
+ * once, twice or four times the bytes of its data (float32 to half, a
+ * normalised copy, uint8 images to half or float32), and outliving it (the
+ * job dropped the original). The data's bytes, not the region's: a pool
+ * grown by doubling makes regions of one, two and four times the first
+ * whatever they hold. */
+static int converts(const struct ctx *c, const struct vt_alloc *src, const struct vt_alloc *a)
 {
 	if (src->device != a->device || src->t_free == VT_T_NEVER || src->t_free <= a->t_alloc ||
 	    src->t_free >= a->t_free)
 		return 0;
-	return a->bytes * 2 == src->bytes || a->bytes == src->bytes || a->bytes == 2 * src->bytes ||
-	       a->bytes == 4 * src->bytes;
+	uint64_t d = data_bytes(c, src);
+	return a->bytes * 2 == d || a->bytes == d || a->bytes == 2 * d || a->bytes == 4 * d;
 }
 
 /* Whether long-lived allocation j is dataset array i converted on the
@@ -111,7 +133,7 @@ static int converted_from(const struct ctx *c, uint32_t j, uint32_t i)
 {
 	const struct vt_alloc *src = &c->m->allocs[i];
 	return src->category == VT_CAT_DATASET && c->f[i - c->p->alloc_begin].host_filled &&
-	       converts(src, &c->m->allocs[j]);
+	       converts(c, src, &c->m->allocs[j]);
 }
 
 /* Whether host-filled allocation i was converted on the device by one of
@@ -121,7 +143,7 @@ static int converted_to(const struct ctx *c, uint32_t i)
 {
 	for (uint32_t j = i + 1; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++)
 		if (!c->f[j - c->p->alloc_begin].host_filled &&
-		    converts(&c->m->allocs[i], &c->m->allocs[j]))
+		    converts(c, &c->m->allocs[i], &c->m->allocs[j]))
 			return 1;
 	return 0;
 }
@@ -252,8 +274,10 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			continue;
 		struct size_count *s = vt_cls_size_find(sizes, a->bytes);
 		uint32_t stack = vt_model_copies(c->m, a)->h2d_stack_id;
-		if (by_name(c, a, f, stack))
+		if (by_name(c, a, f, stack)) {
+			count_weight(c, s, a);
 			continue;
+		}
 		if (flattened_weights(c, ll[i], f)) {
 			set_cat(a, f, VT_CAT_WEIGHTS, 80, R_FLATTENED);
 			vt_cls_size_find(sizes, a->bytes)->weights++; /* count_sizes made it */
@@ -282,6 +306,7 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_CACHED_ACTIVATIONS);
 		else
 			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
+		count_weight(c, s, a);
 	}
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "frame_evidence.h"
 #include "site_names.h"
 #include "upload_sites.h"
 #include "steps.h"
@@ -114,7 +115,19 @@ struct scan {
 	uint64_t step_h2d[VT_MAX_DEVICES]; /* host-to-device bytes per step */
 	uint32_t *idx;                     /* datasets, pools, prefetch buffers */
 	uint32_t n;
+	struct vt_frame_evidence *fe; /* what the upload stacks' names say */
 };
+
+/* Whether the stack that filled bytes names a framework path that makes
+ * something other than data (a model loaded, optimizer state restored, a
+ * batch pinned and copied): no whole-dataset finding, whatever its size
+ * and shape. Only a CONTEXT rule counts; a conversion any caller uses
+ * (a MECHANISM rule) says nothing about what the bytes are. */
+static int stack_says_not_data(const struct scan *ds, uint32_t proc, uint32_t stack_id)
+{
+	struct vt_frame_hint h = vt_frame_hint(ds->fe, proc, stack_id);
+	return h.strength == VT_FRAME_CONTEXT && h.category != VT_CAT_DATASET;
+}
 
 /* What the copies into a pool region brought during training (batches
  * land in the region, so they count in the per-step upload too): blocks
@@ -488,6 +501,9 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		    !big_enough(m, ds, a->device, a->bytes))
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
+		if (stack_says_not_data(ds, a->proc,
+		                        c->h2d_stack_id ? c->h2d_stack_id : a->stack_id))
+			continue;
 		/* the data's bytes: an allocator's region holding it may be larger */
 		uint64_t bytes = c->h2d_bytes && c->h2d_bytes < a->bytes ? c->h2d_bytes : a->bytes;
 		note_dataset(m, out, first, a->proc,
@@ -544,7 +560,8 @@ static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
 				bytes += r[j].bytes;
 				j++;
 			}
-			if (big_enough(m, ds, a->device, bytes))
+			if (big_enough(m, ds, a->device, bytes) &&
+			    !stack_says_not_data(ds, a->proc, r[i].stack_id))
 				note_dataset(m, out, first, a->proc, r[i].stack_id, a->device,
 				             bytes, j - i, r[i].t_first, 70);
 		}
@@ -752,6 +769,7 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 	memset(out, 0, sizeof *out);
 	struct scan ds;
 	scan_allocs(m, &ds);
+	ds.fe = vt_frame_evidence_new(m);
 	uint32_t first = out->n;
 	datasets_per_tensor(m, &ds, out, first);
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
@@ -803,6 +821,7 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 		    m->allocs[ds.idx[k]].confidence >= VT_CONFIDENT)
 			pool_flag(m, ds.idx[k], out);
 	free(ds.idx);
+	vt_frame_evidence_free(ds.fe);
 	growth_flags(m, out);
 }
 

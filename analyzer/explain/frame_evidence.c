@@ -93,11 +93,11 @@ struct cached_hint {
 };
 
 struct vt_frame_evidence {
-	struct vt_model *m;
+	const struct vt_model *m;
 	struct cached_hint *cache;
 };
 
-struct vt_frame_evidence *vt_frame_evidence_new(struct vt_model *m)
+struct vt_frame_evidence *vt_frame_evidence_new(const struct vt_model *m)
 {
 	struct vt_frame_evidence *fe = calloc(1, sizeof *fe);
 	if (!fe)

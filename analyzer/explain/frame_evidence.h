@@ -32,7 +32,7 @@ struct vt_frame_hint {
 
 struct vt_frame_evidence;
 
-struct vt_frame_evidence *vt_frame_evidence_new(struct vt_model *m);
+struct vt_frame_evidence *vt_frame_evidence_new(const struct vt_model *m);
 void vt_frame_evidence_free(struct vt_frame_evidence *fe);
 
 /* The hint of one stack of process proc (stack id as in vt_alloc.stack_id

@@ -57,6 +57,9 @@ struct job {
 	int daily;          /* every n-th step opens with a new day of data: a 32 MiB x uploaded
 	                       in upload_ns, then a 256 KiB y from another line, the day
 	                       before's freed once they are bound (continual training) */
+	int sparse_table;   /* a 48 MiB table uploaded first from a line of its own, no gradient
+	                       of its size (updated by rows), its two optimizer slots made at
+	                       the first step after the layers' */
 	uint64_t wbytes[8];
 };
 
@@ -69,6 +72,8 @@ struct job {
 #define CHANNEL_ADDR 0xe00000000ull
 #define TABLE_ADDR 0xe80000000ull
 #define EMA_ADDR(l) (0x1000000000ull + (uint64_t)(l)*0x10000000ull)
+#define SPARSE_ADDR 0x1400000000ull
+#define SPARSE_SLOT(k) (0x1480000000ull + (uint64_t)(k)*0x4000000ull)
 
 /* A model with one process (pid 9) to build a job in. */
 static struct vt_model *begin_job(struct builder *b)
@@ -141,6 +146,11 @@ static struct vt_model *run_job(const struct job *j)
 	b.stack = 1;
 	if (j->table)
 		b_alloc(&b, t++, TABLE_ADDR, 64 * MIB, 0);
+	if (j->sparse_table) {
+		b.stack = 18;
+		b_alloc(&b, t++, SPARSE_ADDR, 48 * MIB, 0);
+		b_htod(&b, t++, SPARSE_ADDR, 48 * MIB, 0);
+	}
 	b.stack = 13;
 	if (j->bucket && j->channel_first)
 		b_alloc(&b, t++, CHANNEL_ADDR, 4 * MIB, 0);
@@ -272,6 +282,8 @@ static struct vt_model *run_job(const struct job *j)
 					t += j->lazy_opt_ns;
 					b_alloc(&b, t++, opt, j->wbytes[l], 0);
 				}
+		for (uint64_t k = 0; s == 0 && j->sparse_table && k < 2; k++)
+			b_alloc(&b, t++, SPARSE_SLOT(k), 48 * MIB, 0);
 		b.stack = 15;
 		for (int l = 0; s == 0 && j->ema && l < j->layers; l++)
 			b_alloc(&b, t++, EMA_ADDR(l), j->wbytes[l], 0);
@@ -707,6 +719,28 @@ static void test_adversarial(void **state)
 	assert_int_equal(m->procs[0].nsteps, 9);
 	check_roles(m, &j);
 	assert_int_equal(category_of(m, 0x900000000ull), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
+/* A two-tower retrieval model: an item table from numpy (nn.Embedding
+ * .from_pretrained(sparse=True)) moved to the device beside a trained MLP;
+ * its gradients are rows (no tensor of its size a step), and SparseAdam
+ * makes exp_avg and exp_avg_sq of its size at the first step. The table
+ * counts as a weight for the state made after it: the slots are optimizer
+ * state, not unexplained bytes. */
+static void test_state_of_a_table_updated_by_rows(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 8,
+	                .markers = 1,
+	                .host_weights = 1,
+	                .sparse_table = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(category_of(m, SPARSE_ADDR), VT_CAT_WEIGHTS);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(category_of(m, SPARSE_SLOT(k)), VT_CAT_OPTIMIZER);
 	vt_model_free(m);
 }
 
@@ -2656,9 +2690,13 @@ static void test_replicated_weights_and_their_state(void **state)
  * uploaded; then batches sliced on the device. The float array is the
  * dataset made over: a dataset, with weights the alternative; the uploaded
  * arrays stay the finding. */
-static void test_dataset_converted_on_the_device(void **state)
+/* Six weights, then the data: `data` bytes copied from the host into an
+ * allocation of `held`, converted on the device into one of `conv` that
+ * outlives it, 40 steps slicing batches out of the conversion. The
+ * conversion's category. */
+static int converted_job(uint64_t held, uint64_t data, uint64_t conv_bytes,
+                         struct vt_alternative *alt0)
 {
-	(void)state;
 	const uint64_t raw = 0x500000000ull, conv = 0x600000000ull, labels = 0x700000000ull;
 	struct builder b;
 	struct vt_model *m = begin_job(&b);
@@ -2669,10 +2707,10 @@ static void test_dataset_converted_on_the_device(void **state)
 		b_htod(&b, t++, W_ADDR(l), (uint64_t)(l % 3 + 1) * MIB, 0);
 	}
 	b.stack = 2;
-	b_alloc(&b, t++, raw, 24 * MIB, 0);
-	b_htod(&b, t++, raw, 24 * MIB, 0);
+	b_alloc(&b, t++, raw, held, 0);
+	b_htod(&b, t++, raw, data, 0);
 	b.stack = 3;
-	b_alloc(&b, t++, conv, 96 * MIB, 0);
+	b_alloc(&b, t++, conv, conv_bytes, 0);
 	b.stack = 2;
 	b_free(&b, t++, raw, 0);
 	b_alloc(&b, t++, labels, 32 << 10, 0);
@@ -2693,11 +2731,36 @@ static void test_dataset_converted_on_the_device(void **state)
 	for (int l = 0; l < 6; l++)
 		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
 	const struct vt_alloc *a = alloc_at(m, conv);
-	assert_int_equal(a->category, VT_CAT_DATASET);
+	int cat = a->category;
 	struct vt_alternative alt[2];
-	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
-	assert_int_equal(alt[0].category, VT_CAT_WEIGHTS);
+	if (alt0) {
+		assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
+		*alt0 = alt[0];
+	}
 	vt_model_free(m);
+	return cat;
+}
+
+static void test_dataset_converted_on_the_device(void **state)
+{
+	(void)state;
+	struct vt_alternative alt;
+	assert_int_equal(converted_job(24 * MIB, 24 * MIB, 96 * MIB, &alt), VT_CAT_DATASET);
+	assert_int_equal(alt.category, VT_CAT_WEIGHTS);
+}
+
+/* An RMM-like pool: the data (120,000,000 B) in the pool's first region of
+ * 128 MiB, then a region of 128 MiB and one of 256 MiB made by the pool's
+ * growth (by its own size), outliving the first. Their sizes are the
+ * pool's, twice and four times no array: no conversion of the data, which
+ * the bytes it holds, not the region's size, would have shown. */
+static void test_region_the_size_of_the_data_region_is_no_conversion(void **state)
+{
+	(void)state;
+	const uint64_t data = 120000000ull;
+	assert_int_not_equal(converted_job(128 * MIB, data, 128 * MIB, NULL), VT_CAT_DATASET);
+	assert_int_not_equal(converted_job(128 * MIB, data, 256 * MIB, NULL), VT_CAT_DATASET);
+	assert_int_equal(converted_job(128 * MIB, data, 2 * data, NULL), VT_CAT_DATASET);
 }
 
 /* Megatron's and DDP's gradient buffers: made with the model, before
@@ -2950,6 +3013,7 @@ int main(void)
 	    cmocka_unit_test(test_engine_bindings),
 	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
 	    cmocka_unit_test(test_state_mirroring_loaded_weights_is_optimizer),
+	    cmocka_unit_test(test_state_of_a_table_updated_by_rows),
 	    cmocka_unit_test(test_parameter_broadcast_is_not_sliced_data),
 	    cmocka_unit_test(test_gathered_parameters_are_weights),
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
@@ -2986,6 +3050,7 @@ int main(void)
 	    cmocka_unit_test(test_framework_from_modules),
 	    cmocka_unit_test(test_replicated_weights_and_their_state),
 	    cmocka_unit_test(test_dataset_converted_on_the_device),
+	    cmocka_unit_test(test_region_the_size_of_the_data_region_is_no_conversion),
 	    cmocka_unit_test(test_cache_blocks_are_no_optimizer_state),
 	    cmocka_unit_test(test_gradient_buffer_made_with_the_model),
 	    cmocka_unit_test(test_one_trained_size_freezes_the_rest),
