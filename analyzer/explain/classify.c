@@ -128,6 +128,10 @@ static const struct reason_row {
                         "(no gradient, no optimizer state): the results of its passes (an "
                         "encoder's embeddings, kept until stacked), or a cache it grows",
                         {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_ONE_OFF_SCRATCH] = {"made once, not from the host, and freed within the step it was made "
+                           "in: scratch of a pass of its own (an evaluation after the last "
+                           "step, a one-off workspace), not state",
+                           {VT_CAT_UNKNOWN, NO_ALT}},
     [R_GROWN_SLOTS] = {"made in most steps and kept to the end, after the step's gradients "
                        "(its update): the optimizer's state for what the model grew",
                        {VT_CAT_WEIGHTS, VT_CAT_UNKNOWN}},

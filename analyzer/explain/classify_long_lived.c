@@ -20,6 +20,22 @@ uint32_t vt_cls_long_lived(const struct ctx *c, int dev, uint32_t *out)
 	return n;
 }
 
+/* A tensor made once on the device and freed within the step it was made
+ * in lived through no step boundary: not state the job keeps (a cache, a
+ * slot, a leak live at the end) but a pass's scratch. Under markers the
+ * last step runs to the end of the trace, so an evaluation after training
+ * lands in it: its big one-off tensors are this. Frees after the job's
+ * last allocation are its teardown, which frees state too. */
+static int one_off_scratch(const struct ctx *c, const struct vt_alloc *a)
+{
+	const struct vt_proc *p = c->p;
+	if (a->t_free == VT_T_NEVER || p->nsteps < 3 || p->alloc_end == p->alloc_begin ||
+	    a->t_free >= c->m->allocs[p->alloc_end - 1].t_alloc)
+		return 0;
+	int s = vt_step_of(p, a->t_alloc);
+	return s >= 0 && s == vt_step_of(p, a->t_free);
+}
+
 /* A weight this pass decided (loaded, frozen, named by its stack) counts
  * for the tensors after it of its size, as the twins' weights do: a
  * training job's optimizer slots for a table with sparse gradients (no
@@ -304,6 +320,8 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_EARLY_WEIGHTS);
 		else if (c->caching_on[c->dev])
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_CACHED_ACTIVATIONS);
+		else if (one_off_scratch(c, a))
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 45, R_ONE_OFF_SCRATCH);
 		else
 			set_cat(a, f, VT_CAT_UNKNOWN, 30, R_LONG_UNKNOWN);
 		count_weight(c, s, a);

@@ -60,6 +60,8 @@ struct job {
 	int sparse_table;   /* a 48 MiB table uploaded first from a line of its own, no gradient
 	                       of its size (updated by rows), its two optimizer slots made at
 	                       the first step after the layers' */
+	int final_eval;     /* after the last step, one evaluation: a 96 MiB tensor made and
+	                       freed, then a 1 MiB one (under markers: inside the last step) */
 	uint64_t wbytes[8];
 };
 
@@ -73,6 +75,7 @@ struct job {
 #define TABLE_ADDR 0xe80000000ull
 #define EMA_ADDR(l) (0x1000000000ull + (uint64_t)(l)*0x10000000ull)
 #define SPARSE_ADDR 0x1400000000ull
+#define FINAL_EVAL 0x1500000000ull
 #define SPARSE_SLOT(k) (0x1480000000ull + (uint64_t)(k)*0x4000000ull)
 
 /* A model with one process (pid 9) to build a job in. */
@@ -306,6 +309,13 @@ static struct vt_model *run_job(const struct job *j)
 		for (int e = 0; j->eval_every && s % j->eval_every == j->eval_every - 1 && e < 3;
 		     e++)
 			eval_batch(&b, &t);
+	}
+	if (j->final_eval) {
+		b.stack = 19;
+		b_alloc(&b, t++, FINAL_EVAL, 96 * MIB, 0);
+		b_free(&b, t++, FINAL_EVAL, 0);
+		b_alloc(&b, t++, FINAL_EVAL + 0x10000000ull, MIB, 0);
+		b_free(&b, t++, FINAL_EVAL + 0x10000000ull, 0);
 	}
 	/* no teardown: the job is killed while everything is live */
 	vt_model_end_process(m, b.proc);
@@ -741,6 +751,34 @@ static void test_state_of_a_table_updated_by_rows(void **state)
 	assert_int_equal(category_of(m, SPARSE_ADDR), VT_CAT_WEIGHTS);
 	for (int k = 0; k < 2; k++)
 		assert_int_equal(category_of(m, SPARSE_SLOT(k)), VT_CAT_OPTIMIZER);
+	vt_model_free(m);
+}
+
+/* An evaluation after the last training step, under markers: the last
+ * step runs to the end of the trace, so the evaluation's one-off tensors
+ * fall in it. Made once and freed within that step, they are a pass's
+ * scratch (activations, unsure), not state that matches no weight. */
+static void test_evaluation_after_the_last_step_is_scratch(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 3,
+	                .steps = 8,
+	                .markers = 1,
+	                .final_eval = 1,
+	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
+	struct vt_model *m = run_job(&j);
+	const struct vt_alloc *a = alloc_at(m, FINAL_EVAL);
+	assert_int_equal(a->category, VT_CAT_ACTIVATIONS);
+	assert_true(a->confidence < VT_CONFIDENT);
+	struct vt_alternative alt[2];
+	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
+	assert_int_equal(alt[0].category, VT_CAT_UNKNOWN);
+	for (int l = 0; l < j.layers; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 2 * j.layers);
+	/* the last tensor is freed after the job's last allocation: teardown,
+	 * which frees state too, so not taken for scratch */
+	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), j.layers * j.steps + 1);
 	vt_model_free(m);
 }
 
@@ -3014,6 +3052,7 @@ int main(void)
 	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
 	    cmocka_unit_test(test_state_mirroring_loaded_weights_is_optimizer),
 	    cmocka_unit_test(test_state_of_a_table_updated_by_rows),
+	    cmocka_unit_test(test_evaluation_after_the_last_step_is_scratch),
 	    cmocka_unit_test(test_parameter_broadcast_is_not_sliced_data),
 	    cmocka_unit_test(test_gathered_parameters_are_weights),
 	    cmocka_unit_test(test_frozen_weights_are_not_a_dataset),
