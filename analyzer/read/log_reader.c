@@ -788,28 +788,46 @@ static uint64_t key_pos_in_chunk(const struct cursor *c)
  * stack, read back while still in the cache. */
 #define RUN_MAX 32u
 
+/* Where a pass delivers: every record to fn, or, where run is set, the
+ * runs of packed events to run in one call each. */
+struct sink {
+	vt_record_fn fn;
+	vt_run_fn run;
+	void *ctx;
+};
+
 /* Deliver the run of packed records at *pos in chunk ch (drain_chunk says
- * when there is one), moving *pos and the cursor past each as it goes.
- * None when the record at *pos is not one for a run. Returns fn's non-zero
- * answer, or 0. */
+ * when there is one), moving *pos and the cursor past them. None when the
+ * record at *pos is not one for a run. Returns the sink's non-zero answer,
+ * or 0. */
 static int deliver_run(struct vt_log *log, struct cursor *c, const struct vt_chunk_ref *ch,
-                       uint64_t *pos, vt_record_fn fn, void *ctx)
+                       uint64_t *pos, const struct sink *to)
 {
-	struct vt_event run[RUN_MAX];
+	struct vt_event ev[RUN_MAX];
+	uint64_t offset[RUN_MAX];
 	uint32_t n = log->decode_run(log->map + *pos, log->map + ch->data_end, log->map + log->size,
-	                             ch->first_seq, ch->first_t_ns, run, RUN_MAX);
+	                             ch->first_seq, ch->first_t_ns, ev, RUN_MAX);
 	uint64_t at = *pos;
+	if (to->run) {
+		for (uint32_t i = 0; i < n; i++) {
+			offset[i] = at;
+			at += VT_HDR_SIZE(load_word(log->map + at));
+		}
+		*pos = c->pos = at;
+		struct vt_event_run run = {.ev = ev, .offset = offset, .n = n, .tid = ch->tid};
+		return n ? to->run(&run, to->ctx) : 0;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct vt_record_view v = {
-		    .type = VT_HDR_TYPE(run[i].hdr),
-		    .size = sizeof run[i],
-		    .data = &run[i],
+		    .type = VT_HDR_TYPE(ev[i].hdr),
+		    .size = sizeof ev[i],
+		    .data = &ev[i],
 		    .tid = ch->tid,
 		    .offset = at,
 		};
 		at += VT_HDR_SIZE(load_word(log->map + at));
 		c->pos = at;
-		int rc = fn(&v, ctx);
+		int rc = to->fn(&v, to->ctx);
 		if (rc) {
 			*pos = at;
 			return rc;
@@ -824,7 +842,7 @@ static int deliver_run(struct vt_log *log, struct cursor *c, const struct vt_chu
  * loop per chunk: what a record needs of its chunk (bases, tid, clean) is
  * fetched once, and a replay spends a fifth of its instructions here.
  * Returns fn's non-zero answer, or 0. */
-static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn fn, void *ctx,
+static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, const struct sink *to,
                        int *stopped)
 {
 	const struct vt_chunk_ref *ch = &log->chunks[c->ci];
@@ -840,7 +858,7 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 		 * way below, one at a time) */
 		if (ch->clean && pos > key_pos) {
 			uint64_t from = pos;
-			int rc = deliver_run(log, c, ch, &pos, fn, ctx);
+			int rc = deliver_run(log, c, ch, &pos, to);
 			if (rc)
 				return rc;
 			if (pos != from)
@@ -873,7 +891,7 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 			v.data = &expanded;
 		}
 		c->pos = pos;
-		int rc = fn(&v, ctx);
+		int rc = to->fn(&v, to->ctx);
 		if (rc)
 			return rc;
 		if (to_key && v.offset == key_pos) {
@@ -888,11 +906,11 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 /* Deliver the stream's records, advancing past them: up to and including
  * its keyed record when to_key (another stream may come next), else to its
  * end (the last stream needs no keys). */
-static int drain(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn fn, void *ctx)
+static int drain(struct vt_log *log, struct cursor *c, int to_key, const struct sink *to)
 {
 	for (;;) {
 		int stopped = 0;
-		int rc = drain_chunk(log, c, to_key, fn, ctx, &stopped);
+		int rc = drain_chunk(log, c, to_key, to, &stopped);
 		if (rc || stopped)
 			return rc;
 		uint32_t next = log->chunks[c->ci].next;
@@ -939,8 +957,8 @@ static void start_cursors(const struct vt_log *log, struct cursor *cur, uint32_t
 }
 
 /* Deliver every stream's records from its cursor on, merged by seq. */
-static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap, vt_record_fn fn,
-                         void *ctx)
+static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap,
+                         const struct sink *to)
 {
 	uint32_t n = 0;
 	for (uint32_t s = 0; s < log->nstreams; s++) {
@@ -952,8 +970,8 @@ static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap,
 	while (n > 0) {
 		struct cursor *c = &cur[heap[0]];
 		if (n == 1) /* one stream left (a single-threaded job: always): no merge */
-			return drain(log, c, 0, fn, ctx);
-		int rc = drain(log, c, 1, fn, ctx);
+			return drain(log, c, 0, to);
+		int rc = drain(log, c, 1, to);
 		if (rc)
 			return rc;
 		if (c->key == UINT64_MAX) {
@@ -968,6 +986,12 @@ static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap,
 
 int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx)
 {
+	return vt_log_for_each_run(log, fn, NULL, ctx);
+}
+
+int vt_log_for_each_run(struct vt_log *log, vt_record_fn fn, vt_run_fn run, void *ctx)
+{
+	const struct sink to = {fn, run, ctx};
 	if (log->nstreams == 0)
 		return 0;
 	struct cursor *cur = malloc(log->nstreams * sizeof *cur);
@@ -975,7 +999,7 @@ int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx)
 	int rc = -1;
 	if (cur && heap) {
 		start_cursors(log, cur, 0, log->nstreams);
-		rc = merge_streams(log, cur, heap, fn, ctx);
+		rc = merge_streams(log, cur, heap, &to);
 	}
 	free(cur);
 	free(heap);
@@ -1147,7 +1171,8 @@ int vt_log_follow(struct vt_log *log, vt_record_fn fn, void *ctx)
 	uint32_t *heap = malloc(log->nstreams * sizeof *heap);
 	if (!heap)
 		return -1;
-	int rc = merge_streams(log, log->follow, heap, fn, ctx);
+	const struct sink to = {fn, NULL, ctx};
+	int rc = merge_streams(log, log->follow, heap, &to);
 	free(heap);
 	return rc;
 }
