@@ -203,24 +203,32 @@ static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t 
                            uint64_t nominal_end, uint64_t file_end)
 {
 	uint8_t clean = 1;
-	uint32_t records = 0, events = 0;
+	uint32_t records = 0, events = 0, packed = 0;
 	uint64_t types = 0; /* a local: the compiler keeps it in a register */
-	while (pos + 4 <= file_end && pos + 4 <= nominal_end) {
-		uint32_t word = load_word(log->map + pos);
+	const uint64_t lim = nominal_end < file_end ? nominal_end : file_end;
+	while (pos + 4 <= lim) {
+		/* nearly every record is a packed event whose fixed part is
+		 * sound: a loop of its own takes a run of them, each with one
+		 * test of all the checks below that it passes, counted once
+		 * the run ends (it is delivered as its event, whose type is
+		 * below 64) */
+		for (;;) {
+			uint32_t word = load_word(log->map + pos), size = VT_HDR_SIZE(word);
+			if (VT_HDR_TYPE(word) != VT_REC_PACKED || size > lim - pos ||
+			    vt_packed_header_problem(log->map + pos, size))
+				break;
+			types |= 1ull << log->map[pos + 4];
+			pos += size;
+			packed++;
+			if (pos + 4 > lim)
+				break;
+		}
+		if (pos + 4 > lim)
+			break;
+		uint32_t word = load_word(log->map + pos); /* one the run did not take */
 		if (word == 0)
 			break;
 		uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
-		/* nearly every record is a packed event whose fixed part is
-		 * sound: one test of all the checks below that it passes, and it
-		 * is delivered as its event (whose type is below 64) */
-		if (type == VT_REC_PACKED && pos + size <= nominal_end && pos + size <= file_end &&
-		    !vt_packed_header_problem(log->map + pos, size)) {
-			types |= 1ull << VT_REC_PACKED | 1ull << log->map[pos + 4];
-			pos += size;
-			records++;
-			events++;
-			continue;
-		}
 		if (size < 8 || size % 8 || pos + size > nominal_end) {
 			warn_damage(log,
 			            "damaged record at offset %llu (header 0x%08x: size %u); "
@@ -245,10 +253,12 @@ static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t 
 			types |= 1ull << type;
 		pos += size;
 	}
+	if (packed)
+		types |= 1ull << VT_REC_PACKED;
 	log->types_seen |= types;
 	c->clean &= clean;
-	c->records += records;
-	c->events += events;
+	c->records += records + packed;
+	c->events += events + packed;
 	return pos;
 }
 
