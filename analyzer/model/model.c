@@ -81,12 +81,11 @@ static void free_thread_times(struct vt_proc *p)
 	p->last_thread = NULL;
 }
 
-/* Where thread `tid` of p keeps its last event time (0 before its first). */
-static uint64_t *thread_last_t(struct vt_proc *p, uint32_t tid)
+/* thread_last_t for a thread other than the last one asked for: out of
+ * line, as the replay asks for the same thread event after event. */
+static __attribute__((noinline)) uint64_t *thread_last_t_slow(struct vt_proc *p, uint32_t tid)
 {
-	struct vt_thread_time *e = p->last_thread;
-	if (e && e->tid == tid)
-		return &e->last_t_ns;
+	struct vt_thread_time *e;
 	HASH_FIND(hh, p->thread_times, &tid, sizeof tid, e);
 	if (!e) {
 		e = vt_xcalloc(1, sizeof *e);
@@ -95,6 +94,15 @@ static uint64_t *thread_last_t(struct vt_proc *p, uint32_t tid)
 	}
 	p->last_thread = e;
 	return &e->last_t_ns;
+}
+
+/* Where thread `tid` of p keeps its last event time (0 before its first). */
+static inline uint64_t *thread_last_t(struct vt_proc *p, uint32_t tid)
+{
+	struct vt_thread_time *e = p->last_thread;
+	if (e && e->tid == tid)
+		return &e->last_t_ns;
+	return thread_last_t_slow(p, tid);
 }
 
 static void free_proc(struct vt_proc *p)
@@ -831,7 +839,20 @@ static void on_exit_rec(struct vt_proc *p, const struct vt_exit_rec *r, uint32_t
 /* A size no device can hold (summed, it would wrap every total) or a range
  * that runs past 2^64 is damage, not memory: the event is counted and
  * ignored. A stack id never recorded is only counted (the site is unknown). */
-static int event_is_plausible(struct vt_model *m, struct vt_proc *p, const struct vt_event *ev)
+/* A stack id the cache below has not seen: out of line, as it is rare. */
+static __attribute__((noinline)) void check_stack(struct vt_model *m, struct vt_proc *p,
+                                                  uint32_t *slot, uint32_t stack_id)
+{
+	struct vt_stack_entry *e;
+	HASH_FIND(hh, p->stacks, &stack_id, sizeof stack_id, e);
+	if (!e)
+		m->totals.unknown_stacks++;
+	else
+		*slot = stack_id;
+}
+
+static inline int event_is_plausible(struct vt_model *m, struct vt_proc *p,
+                                     const struct vt_event *ev)
 {
 	if (ev->bytes > VT_MODEL_MAX_BYTES || ev->addr + ev->bytes < ev->addr) {
 		m->totals.implausible++;
@@ -841,20 +862,77 @@ static int event_is_plausible(struct vt_model *m, struct vt_proc *p, const struc
 	 * once recorded stays recorded: a direct-mapped cache of the ids found
 	 * spares the hash lookup (4 % of the replay's instructions) */
 	uint32_t *slot = &p->known_stacks[ev->stack_id % 64];
-	if (ev->stack_id && *slot != ev->stack_id) {
-		struct vt_stack_entry *e;
-		HASH_FIND(hh, p->stacks, &ev->stack_id, sizeof ev->stack_id, e);
-		if (!e)
-			m->totals.unknown_stacks++;
-		else
-			*slot = ev->stack_id;
-	}
+	if (ev->stack_id && *slot != ev->stack_id)
+		check_stack(m, p, slot, ev->stack_id);
 	return 1;
 }
 
 void vt_model_feed(struct vt_model *m, uint32_t pi, uint32_t type, const void *rec, uint32_t size)
 {
 	vt_model_feed_thread(m, pi, 0, type, rec, size);
+}
+
+/* An event of `type` (a whole struct vt_event) of process pi, thread tid. */
+static inline __attribute__((always_inline)) void
+feed_event(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type, const struct vt_event *ev)
+{
+	struct vt_proc *p = &m->procs[pi];
+	m->totals.events++;
+	if (!event_is_plausible(m, p, ev))
+		return;
+	uint64_t t = trace_t(p, ev->t_ns);
+	uint64_t *thread_t = thread_last_t(p, tid);
+	if (t < *thread_t)
+		m->totals.time_backwards++;
+	else
+		*thread_t = t;
+	if (t > p->last_t_ns)
+		p->last_t_ns = t;
+	if (t > m->end_t_ns)
+		m->end_t_ns = t;
+	p->last_seq = ev->seq;
+	switch (type) {
+	case VT_REC_ALLOC:
+		on_alloc(m, pi, ev);
+		break;
+	case VT_REC_FREE:
+		on_free(m, pi, ev);
+		break;
+	case VT_REC_COPY:
+		on_copy(m, pi, ev);
+		break;
+	case VT_REC_MAP:
+		on_map(m, pi, ev);
+		break;
+	case VT_REC_UNMAP:
+		on_unmap(m, pi, ev);
+		break;
+	default:
+		break; /* reserve/unreserve/memset/trim: no device bytes change */
+	}
+}
+
+/* n events of process pi, thread tid, in a row; type: theirs, or 0 where
+ * each one's header says. The one place the replay of an event is inlined
+ * (its callees, with it): called, their entries and exits were a tenth of
+ * the replay. */
+static __attribute__((noinline)) void feed_events(struct vt_model *m, uint32_t pi, uint32_t tid,
+                                                  const struct vt_event *ev, uint32_t n,
+                                                  uint32_t type)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = type ? type : VT_HDR_TYPE(ev[i].hdr);
+		m->totals.records++;
+		if (t >= VT_REC_ALLOC && t <= VT_REC_POOL_TRIM)
+			feed_event(m, pi, tid, t, &ev[i]);
+	}
+}
+
+void vt_model_feed_events(struct vt_model *m, uint32_t pi, uint32_t tid, const struct vt_event *ev,
+                          uint32_t n)
+{
+	if (pi < m->nprocs)
+		feed_events(m, pi, tid, ev, n, 0);
 }
 
 void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type,
@@ -865,41 +943,9 @@ void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_
 	struct vt_proc *p = &m->procs[pi];
 	m->totals.records++;
 	if (type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM) {
-		if (size < sizeof(struct vt_event))
-			return;
-		const struct vt_event *ev = rec;
-		m->totals.events++;
-		if (!event_is_plausible(m, p, ev))
-			return;
-		uint64_t t = trace_t(p, ev->t_ns);
-		uint64_t *thread_t = thread_last_t(p, tid);
-		if (t < *thread_t)
-			m->totals.time_backwards++;
-		else
-			*thread_t = t;
-		if (t > p->last_t_ns)
-			p->last_t_ns = t;
-		if (t > m->end_t_ns)
-			m->end_t_ns = t;
-		p->last_seq = ev->seq;
-		switch (type) {
-		case VT_REC_ALLOC:
-			on_alloc(m, pi, ev);
-			break;
-		case VT_REC_FREE:
-			on_free(m, pi, ev);
-			break;
-		case VT_REC_COPY:
-			on_copy(m, pi, ev);
-			break;
-		case VT_REC_MAP:
-			on_map(m, pi, ev);
-			break;
-		case VT_REC_UNMAP:
-			on_unmap(m, pi, ev);
-			break;
-		default:
-			break; /* reserve/unreserve/memset/trim: no device bytes change */
+		if (size >= sizeof(struct vt_event)) {
+			m->totals.records--; /* counted again there */
+			feed_events(m, pi, tid, rec, 1, type);
 		}
 		return;
 	}

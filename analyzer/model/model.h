@@ -337,6 +337,11 @@ void vt_model_feed(struct vt_model *m, uint32_t proc, uint32_t type, const void 
 /* The same for a record of thread `tid` (vt_model_feed: all of one thread). */
 void vt_model_feed_thread(struct vt_model *m, uint32_t proc, uint32_t tid, uint32_t type,
                           const void *rec, uint32_t size);
+/* vt_model_feed_thread of n events of thread `tid` in a row, each a whole
+ * struct vt_event of its own type: one call for a run of them (a reader's
+ * run, log_reader.h). */
+void vt_model_feed_events(struct vt_model *m, uint32_t proc, uint32_t tid,
+                          const struct vt_event *ev, uint32_t n);
 void vt_model_end_process(struct vt_model *m, uint32_t proc);
 /* Peaks and end state per device. Call once, after the last process. */
 void vt_model_finish(struct vt_model *m);

@@ -46,6 +46,20 @@ static int feed_one(const struct vt_record_view *rec, void *vctx)
 	return 0;
 }
 
+/* A run of events: feed_one's work for each, in one call. The progress
+ * line is moved at the record where feed_one would move it (a run is far
+ * shorter than the 16384 records between two moves). */
+static int feed_run(const struct vt_event_run *run, void *vctx)
+{
+	struct feed_ctx *c = vctx;
+	vt_model_feed_events(c->m, c->proc, run->tid, run->ev, run->n);
+	uint64_t k = 0x3fff - (c->records & 0x3fff); /* the run's record that is a 16384th */
+	c->records += run->n;
+	if (k < run->n && load_progress)
+		load_progress(c->done_before + run->offset[k], c->total, load_progress_ctx);
+	return 0;
+}
+
 static void close_sites(struct vt_sites *s)
 {
 	vt_sites_close(s);
@@ -147,7 +161,7 @@ static struct vt_model *load_into(struct vt_model *m, const char *dir, char *err
 		c.proc = vt_model_begin_process(m, vt_log_header(trace.logs[i]), start);
 		m->procs[c.proc].running =
 		    vt_log_process_running(vt_log_header(trace.logs[i]), dir);
-		vt_log_for_each(trace.logs[i], feed_one, &c);
+		vt_log_for_each_run(trace.logs[i], feed_one, feed_run, &c);
 		m->warnings += vt_log_warnings(trace.logs[i]);
 		m->procs[c.proc].integrity = *vt_log_integrity(trace.logs[i]);
 		struct stat st;

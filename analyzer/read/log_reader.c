@@ -68,8 +68,9 @@ struct vt_log {
 	uint32_t nstreams;
 	unsigned warnings;
 	struct vt_log_integrity integrity;
-	uint64_t types_seen;        /* bit t: the index met a record of type t (t < 64) */
-	vt_packed_decode_fn decode; /* the packed decoder's form for this CPU */
+	uint64_t types_seen;         /* bit t: the index met a record of type t (t < 64) */
+	vt_packed_decode_fn decode;  /* the packed decoder's form for this CPU */
+	vt_packed_run_fn decode_run; /* its form for a run of records */
 	uint32_t cap_chunks;
 	/* following a live log (vt_log_follow): each stream's cursor, kept
 	 * between calls; the first chunk slot not known to be indexed, and
@@ -202,24 +203,32 @@ static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t 
                            uint64_t nominal_end, uint64_t file_end)
 {
 	uint8_t clean = 1;
-	uint32_t records = 0, events = 0;
+	uint32_t records = 0, events = 0, packed = 0;
 	uint64_t types = 0; /* a local: the compiler keeps it in a register */
-	while (pos + 4 <= file_end && pos + 4 <= nominal_end) {
-		uint32_t word = load_word(log->map + pos);
+	const uint64_t lim = nominal_end < file_end ? nominal_end : file_end;
+	while (pos + 4 <= lim) {
+		/* nearly every record is a packed event whose fixed part is
+		 * sound: a loop of its own takes a run of them, each with one
+		 * test of all the checks below that it passes, counted once
+		 * the run ends (it is delivered as its event, whose type is
+		 * below 64) */
+		for (;;) {
+			uint32_t word = load_word(log->map + pos), size = VT_HDR_SIZE(word);
+			if (VT_HDR_TYPE(word) != VT_REC_PACKED || size > lim - pos ||
+			    vt_packed_header_problem(log->map + pos, size))
+				break;
+			types |= 1ull << log->map[pos + 4];
+			pos += size;
+			packed++;
+			if (pos + 4 > lim)
+				break;
+		}
+		if (pos + 4 > lim)
+			break;
+		uint32_t word = load_word(log->map + pos); /* one the run did not take */
 		if (word == 0)
 			break;
 		uint32_t size = VT_HDR_SIZE(word), type = VT_HDR_TYPE(word);
-		/* nearly every record is a packed event whose fixed part is
-		 * sound: one test of all the checks below that it passes, and it
-		 * is delivered as its event (whose type is below 64) */
-		if (type == VT_REC_PACKED && pos + size <= nominal_end && pos + size <= file_end &&
-		    !vt_packed_header_problem(log->map + pos, size)) {
-			types |= 1ull << VT_REC_PACKED | 1ull << log->map[pos + 4];
-			pos += size;
-			records++;
-			events++;
-			continue;
-		}
 		if (size < 8 || size % 8 || pos + size > nominal_end) {
 			warn_damage(log,
 			            "damaged record at offset %llu (header 0x%08x: size %u); "
@@ -244,10 +253,12 @@ static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t 
 			types |= 1ull << type;
 		pos += size;
 	}
+	if (packed)
+		types |= 1ull << VT_REC_PACKED;
 	log->types_seen |= types;
 	c->clean &= clean;
-	c->records += records;
-	c->events += events;
+	c->records += records + packed;
+	c->events += events + packed;
 	return pos;
 }
 
@@ -548,6 +559,7 @@ struct vt_log *vt_log_open_file(const char *path, char *err, size_t errlen)
 	log->map = map;
 	log->size = size;
 	log->decode = vt_packed_decoder();
+	log->decode_run = vt_packed_run_decoder(log->decode);
 	int rc = check_header((const void *)map, size, why, sizeof why);
 	if (rc == 0) {
 		snapshot_header(log);
@@ -782,12 +794,65 @@ static uint64_t key_pos_in_chunk(const struct cursor *c)
 	return c->ci == c->kci ? c->kpos : 0;
 }
 
+/* Events decoded by one call of the run decoder: a run of them in 2 KiB of
+ * stack, read back while still in the cache. */
+#define RUN_MAX 32u
+
+/* Where a pass delivers: every record to fn, or, where run is set, the
+ * runs of packed events to run in one call each. */
+struct sink {
+	vt_record_fn fn;
+	vt_run_fn run;
+	void *ctx;
+};
+
+/* Deliver the run of packed records at *pos in chunk ch (drain_chunk says
+ * when there is one), moving *pos and the cursor past them. None when the
+ * record at *pos is not one for a run. Returns the sink's non-zero answer,
+ * or 0. */
+static int deliver_run(struct vt_log *log, struct cursor *c, const struct vt_chunk_ref *ch,
+                       uint64_t *pos, const struct sink *to)
+{
+	struct vt_event ev[RUN_MAX];
+	uint64_t offset[RUN_MAX];
+	uint32_t n = log->decode_run(log->map + *pos, log->map + ch->data_end, log->map + log->size,
+	                             ch->first_seq, ch->first_t_ns, ev, RUN_MAX);
+	uint64_t at = *pos;
+	if (to->run) {
+		for (uint32_t i = 0; i < n; i++) {
+			offset[i] = at;
+			at += VT_HDR_SIZE(load_word(log->map + at));
+		}
+		*pos = c->pos = at;
+		struct vt_event_run run = {.ev = ev, .offset = offset, .n = n, .tid = ch->tid};
+		return n ? to->run(&run, to->ctx) : 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct vt_record_view v = {
+		    .type = VT_HDR_TYPE(ev[i].hdr),
+		    .size = sizeof ev[i],
+		    .data = &ev[i],
+		    .tid = ch->tid,
+		    .offset = at,
+		};
+		at += VT_HDR_SIZE(load_word(log->map + at));
+		c->pos = at;
+		int rc = to->fn(&v, to->ctx);
+		if (rc) {
+			*pos = at;
+			return rc;
+		}
+	}
+	*pos = at;
+	return 0;
+}
+
 /* Deliver the records of the cursor's chunk from its position on, up to
  * and including the keyed record when to_key (*stopped set then). Why a
  * loop per chunk: what a record needs of its chunk (bases, tid, clean) is
  * fetched once, and a replay spends a fifth of its instructions here.
  * Returns fn's non-zero answer, or 0. */
-static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn fn, void *ctx,
+static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, const struct sink *to,
                        int *stopped)
 {
 	const struct vt_chunk_ref *ch = &log->chunks[c->ci];
@@ -796,6 +861,19 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 	uint64_t pos = c->pos;
 	struct vt_event expanded;
 	while (pos < end) {
+		/* past the key, in a chunk whose every record passed the
+		 * open-time checks: the packed records are new and sound in
+		 * their fixed part, so a run of them is decoded in one call
+		 * and delivered from there (the records it stops at take the
+		 * way below, one at a time) */
+		if (ch->clean && pos > key_pos) {
+			uint64_t from = pos;
+			int rc = deliver_run(log, c, ch, &pos, to);
+			if (rc)
+				return rc;
+			if (pos != from)
+				continue;
+		}
 		const uint8_t *p = log->map + pos;
 		uint32_t word = load_word(p);
 		struct vt_record_view v = {
@@ -823,7 +901,7 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 			v.data = &expanded;
 		}
 		c->pos = pos;
-		int rc = fn(&v, ctx);
+		int rc = to->fn(&v, to->ctx);
 		if (rc)
 			return rc;
 		if (to_key && v.offset == key_pos) {
@@ -838,11 +916,11 @@ static int drain_chunk(struct vt_log *log, struct cursor *c, int to_key, vt_reco
 /* Deliver the stream's records, advancing past them: up to and including
  * its keyed record when to_key (another stream may come next), else to its
  * end (the last stream needs no keys). */
-static int drain(struct vt_log *log, struct cursor *c, int to_key, vt_record_fn fn, void *ctx)
+static int drain(struct vt_log *log, struct cursor *c, int to_key, const struct sink *to)
 {
 	for (;;) {
 		int stopped = 0;
-		int rc = drain_chunk(log, c, to_key, fn, ctx, &stopped);
+		int rc = drain_chunk(log, c, to_key, to, &stopped);
 		if (rc || stopped)
 			return rc;
 		uint32_t next = log->chunks[c->ci].next;
@@ -889,8 +967,8 @@ static void start_cursors(const struct vt_log *log, struct cursor *cur, uint32_t
 }
 
 /* Deliver every stream's records from its cursor on, merged by seq. */
-static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap, vt_record_fn fn,
-                         void *ctx)
+static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap,
+                         const struct sink *to)
 {
 	uint32_t n = 0;
 	for (uint32_t s = 0; s < log->nstreams; s++) {
@@ -902,8 +980,8 @@ static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap,
 	while (n > 0) {
 		struct cursor *c = &cur[heap[0]];
 		if (n == 1) /* one stream left (a single-threaded job: always): no merge */
-			return drain(log, c, 0, fn, ctx);
-		int rc = drain(log, c, 1, fn, ctx);
+			return drain(log, c, 0, to);
+		int rc = drain(log, c, 1, to);
 		if (rc)
 			return rc;
 		if (c->key == UINT64_MAX) {
@@ -918,6 +996,12 @@ static int merge_streams(struct vt_log *log, struct cursor *cur, uint32_t *heap,
 
 int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx)
 {
+	return vt_log_for_each_run(log, fn, NULL, ctx);
+}
+
+int vt_log_for_each_run(struct vt_log *log, vt_record_fn fn, vt_run_fn run, void *ctx)
+{
+	const struct sink to = {fn, run, ctx};
 	if (log->nstreams == 0)
 		return 0;
 	struct cursor *cur = malloc(log->nstreams * sizeof *cur);
@@ -925,7 +1009,7 @@ int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx)
 	int rc = -1;
 	if (cur && heap) {
 		start_cursors(log, cur, 0, log->nstreams);
-		rc = merge_streams(log, cur, heap, fn, ctx);
+		rc = merge_streams(log, cur, heap, &to);
 	}
 	free(cur);
 	free(heap);
@@ -1097,7 +1181,8 @@ int vt_log_follow(struct vt_log *log, vt_record_fn fn, void *ctx)
 	uint32_t *heap = malloc(log->nstreams * sizeof *heap);
 	if (!heap)
 		return -1;
-	int rc = merge_streams(log, log->follow, heap, fn, ctx);
+	const struct sink to = {fn, NULL, ctx};
+	int rc = merge_streams(log, log->follow, heap, &to);
 	free(heap);
 	return rc;
 }

@@ -17,8 +17,18 @@ const char *vt_packed_decode_portable(const uint8_t *rec, uint32_t size, uint64_
 	return vt_packed_decode(rec, size, readable, chunk_first_seq, chunk_first_t_ns, ev);
 }
 
+uint32_t vt_packed_decode_run_portable(const uint8_t *p, const uint8_t *end,
+                                       const uint8_t *readable_end, uint64_t chunk_first_seq,
+                                       uint64_t chunk_first_t_ns, struct vt_event *out,
+                                       uint32_t max)
+{
+	return vt_packed_decode_run(p, end, readable_end, chunk_first_seq, chunk_first_t_ns, out,
+	                            max);
+}
+
 #if !defined(VT_HAVE_PACKED_BMI2)
 const vt_packed_decode_fn vt_packed_decode_bmi2 = NULL;
+const vt_packed_run_fn vt_packed_decode_run_bmi2 = NULL;
 #endif
 
 int vt_packed_bmi2_fast(void)
@@ -51,4 +61,11 @@ vt_packed_decode_fn vt_packed_decoder(void)
 	if (want && !strcmp(want, "portable"))
 		return vt_packed_decode_portable;
 	return vt_packed_bmi2_fast() ? vt_packed_decode_bmi2 : vt_packed_decode_portable;
+}
+
+vt_packed_run_fn vt_packed_run_decoder(vt_packed_decode_fn decode)
+{
+	return decode == vt_packed_decode_bmi2 && vt_packed_decode_run_bmi2
+	           ? vt_packed_decode_run_bmi2
+	           : vt_packed_decode_run_portable;
 }

@@ -18,6 +18,12 @@ const char *vt_packed_decode_portable(const uint8_t *rec, uint32_t size, uint64_
                                       uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
                                       struct vt_event *ev);
 
+/* vt_packed_decode_run compiled for any CPU. */
+uint32_t vt_packed_decode_run_portable(const uint8_t *p, const uint8_t *end,
+                                       const uint8_t *readable_end, uint64_t chunk_first_seq,
+                                       uint64_t chunk_first_t_ns, struct vt_event *out,
+                                       uint32_t max);
+
 /* Does this CPU run PEXT fast? BMI2, and not an AMD core before Zen 3,
  * where PEXT is microcoded (tens of cycles: slower than the portable
  * form). */
@@ -26,5 +32,9 @@ int vt_packed_bmi2_fast(void);
 /* The form the reader uses: the BMI2 one where it is compiled and fast,
  * unless VRAMTRACE_DECODER=portable asks for the other (to compare them). */
 vt_packed_decode_fn vt_packed_decoder(void);
+
+/* The run form compiled as decode (a form vt_packed_decoder gave): both
+ * decode the same records the same way, one form per reader. */
+vt_packed_run_fn vt_packed_run_decoder(vt_packed_decode_fn decode);
 
 #endif

@@ -234,30 +234,15 @@ static inline const char *vt_packed_header_problem(const uint8_t *rec, uint32_t 
 	return NULL;
 }
 
-/* Decode the packed record rec[0..size) into the vt_event it stands for
- * (its header word says the event's own type and 64 bytes). readable: how
- * many bytes from rec may be read (>= size); with 8 to spare the record is
- * read in place, else (the end of a mapping) from a zero-filled copy.
- * Returns NULL, or a static description of what is wrong: the caller skips
- * the record.
- * tests/log/test_log_packed.c holds a byte-at-a-time reference decoder and
- * checks this one against it on valid and damaged records. */
-static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, uint64_t readable,
-                                           uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
-                                           struct vt_event *ev)
+/* Decode the fields of the packed record buf[0..size) whose fixed part is
+ * sound (vt_packed_header_problem said so) and after which 8 more bytes are
+ * readable. Returns NULL, or a static description of what is wrong. The
+ * part of vt_packed_decode a reader whose index already checked the fixed
+ * parts calls record after record (vt_packed_decode_run). */
+static inline __attribute__((always_inline)) const char *
+vt_packed_decode_fields(const uint8_t *buf, uint32_t size, uint64_t chunk_first_seq,
+                        uint64_t chunk_first_t_ns, struct vt_event *ev)
 {
-	const char *problem = vt_packed_header_problem(rec, size);
-	if (problem)
-		return problem;
-	if (readable < size)
-		return "bad size";
-	uint8_t copy[VT_PACKED_MAX_SIZE + 8];
-	const uint8_t *buf = rec;
-	if (readable < (uint64_t)size + 8) { /* rare: keep the 8-byte loads inside */
-		memset(copy, 0, sizeof copy);
-		memcpy(copy, rec, size);
-		buf = copy;
-	}
 	uint32_t type = buf[4];
 	uint8_t present = buf[6];
 	const uint8_t *p = buf + VT_PACKED_FIXED, *end = buf + size;
@@ -301,6 +286,65 @@ static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, ui
 	if (stack > UINT32_MAX)
 		return "field runs past the record";
 	return vt_packed_zero(p, end) ? NULL : "non-zero padding";
+}
+
+/* Decode the packed record rec[0..size) into the vt_event it stands for
+ * (its header word says the event's own type and 64 bytes). readable: how
+ * many bytes from rec may be read (>= size); with 8 to spare the record is
+ * read in place, else (the end of a mapping) from a zero-filled copy.
+ * Returns NULL, or a static description of what is wrong: the caller skips
+ * the record.
+ * tests/log/test_log_packed.c holds a byte-at-a-time reference decoder and
+ * checks this one against it on valid and damaged records. */
+static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, uint64_t readable,
+                                           uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
+                                           struct vt_event *ev)
+{
+	const char *problem = vt_packed_header_problem(rec, size);
+	if (problem)
+		return problem;
+	if (readable < size)
+		return "bad size";
+	uint8_t copy[VT_PACKED_MAX_SIZE + 8];
+	const uint8_t *buf = rec;
+	if (readable < (uint64_t)size + 8) { /* rare: keep the 8-byte loads inside */
+		memset(copy, 0, sizeof copy);
+		memcpy(copy, rec, size);
+		buf = copy;
+	}
+	return vt_packed_decode_fields(buf, size, chunk_first_seq, chunk_first_t_ns, ev);
+}
+
+/* Decode the run of packed records from p on into out[], up to max of
+ * them: a reader's loop over a chunk whose index checked every record's
+ * size and every packed record's fixed part (vt_packed_header_problem) at
+ * open, so only the fields are left to check, and one call decodes many
+ * records (called per record, the call and the fixed part's checks were a
+ * fifth of the decoding). [p, end): records so checked; readable_end: the
+ * end of what may be read. Stops before a record that is not packed, one
+ * without 8 readable bytes after it (vt_packed_decode reads it from a copy)
+ * and one that does not decode: the caller takes those one at a time.
+ * Returns how many were decoded, each record after the one before. */
+static inline uint32_t vt_packed_decode_run(const uint8_t *p, const uint8_t *end,
+                                            const uint8_t *readable_end, uint64_t chunk_first_seq,
+                                            uint64_t chunk_first_t_ns, struct vt_event *out,
+                                            uint32_t max)
+{
+	uint32_t n = 0;
+	while (n < max && p < end) {
+		/* acquire, as every reader's load of a header word: it pairs
+		 * with the writer's release store of it */
+		uint32_t word =
+		    __atomic_load_n((const uint32_t *)(const void *)p, __ATOMIC_ACQUIRE);
+		uint32_t size = VT_HDR_SIZE(word);
+		if (VT_HDR_TYPE(word) != VT_REC_PACKED ||
+		    (uint64_t)(readable_end - p) < (uint64_t)size + 8 ||
+		    vt_packed_decode_fields(p, size, chunk_first_seq, chunk_first_t_ns, &out[n]))
+			break;
+		n++;
+		p += size;
+	}
+	return n;
 }
 
 #endif

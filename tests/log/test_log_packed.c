@@ -5,6 +5,8 @@
  *  - the word-at-a-time decoder agrees with a byte-at-a-time reference
  *    decoder on random events and on every kind of damage done to them,
  *    in each form the reader may call (portable, BMI2);
+ *  - the form that decodes a run of records decodes each as the one-record
+ *    form does and leaves the damaged ones to its caller;
  *  - written by the writer across many chunks (each with its own bases) and
  *    read back, every event arrives as the plain vt_event it stands for, in
  *    seq order with plain events, smaller on disk than the 64-byte form;
@@ -265,6 +267,72 @@ static void bmi2_form_matches_reference(void **state)
 	skip(); /* not built for this machine, or its CPU lacks BMI2 */
 }
 
+/* A run of records back to back, as in a chunk, a third of them damaged
+ * in their fields (their fixed part stays sound, as the reader's index
+ * checked it), the last ones at the end of what is readable: the run form
+ * decodes each record as vt_packed_decode does, and stops exactly at the
+ * ones it leaves to its caller (damaged, or too near the end). */
+static void run_matches_decoder(vt_packed_run_fn run)
+{
+	enum { RECORDS = 4000 };
+	static uint8_t buf[RECORDS * VT_PACKED_MAX_SIZE];
+	static uint32_t off[RECORDS + 1];
+	static struct vt_event out[RECORDS];
+	uint64_t bs = rnd_value(), bt = rnd_value();
+	uint32_t n = 0, len = 0;
+	memset(buf, 0, sizeof buf);
+	for (; n < RECORDS; n++) {
+		struct vt_event ev = rnd_event();
+		uint32_t type =
+		    VT_REC_ALLOC + (uint32_t)(rnd() % (VT_REC_POOL_TRIM - VT_REC_ALLOC + 1));
+		uint8_t one[VT_PACKED_MAX_SIZE + 8] = {0};
+		uint32_t size = vt_packed_encode(one, type, &ev, bs, bt);
+		if (n % 3 == 0)
+			one[VT_PACKED_FIXED + rnd() % (size - VT_PACKED_FIXED)] |= 0x80;
+		uint32_t word = VT_HDR(VT_REC_PACKED, size);
+		memcpy(one, &word, sizeof word);
+		memcpy(buf + len, one, size);
+		off[n] = len;
+		len += size;
+	}
+	off[n] = len;
+	uint32_t at = 0, runs = 0, left = 0;
+	while (at < n) {
+		uint32_t got =
+		    run(buf + off[at], buf + len, buf + len, bs, bt, out, 1 + rnd() % 64);
+		for (uint32_t k = 0; k < got; k++) {
+			struct vt_event want;
+			assert_null(vt_packed_decode(buf + off[at + k],
+			                             off[at + k + 1] - off[at + k],
+			                             len - off[at + k], bs, bt, &want));
+			assert_memory_equal(&out[k], &want, sizeof want);
+		}
+		at += got;
+		runs += got > 0;
+		if (at < n && !got) { /* left to the caller: damaged, or at the end */
+			struct vt_event want;
+			uint32_t size = off[at + 1] - off[at];
+			assert_true(
+			    len - off[at] < size + 8 ||
+			    vt_packed_decode(buf + off[at], size, len - off[at], bs, bt, &want));
+			left++;
+			at++;
+		}
+	}
+	assert_true(runs > 100 && left > 100); /* both ways were taken */
+}
+
+static void run_forms_match_decoder(void **state)
+{
+	(void)state;
+	run_matches_decoder(vt_packed_decode_run_portable);
+#if defined(__x86_64__)
+	if (vt_packed_decode_run_bmi2 && __builtin_cpu_supports("bmi") &&
+	    __builtin_cpu_supports("bmi2"))
+		run_matches_decoder(vt_packed_decode_run_bmi2);
+#endif
+}
+
 static uint32_t encode_one(uint8_t *buf, const struct vt_event *ev)
 {
 	memset(buf, 0, VT_PACKED_MAX_SIZE);
@@ -483,6 +551,7 @@ int main(void)
 	    cmocka_unit_test(fast_decoder_matches_reference),
 	    cmocka_unit_test(portable_form_matches_reference),
 	    cmocka_unit_test(bmi2_form_matches_reference),
+	    cmocka_unit_test(run_forms_match_decoder),
 	    cmocka_unit_test(written_and_read_back),
 	    cmocka_unit_test(damaged_record_skipped),
 	};

@@ -16,3 +16,13 @@ static const char *decode_bmi2(const uint8_t *rec, uint32_t size, uint64_t reada
 }
 
 const vt_packed_decode_fn vt_packed_decode_bmi2 = decode_bmi2;
+
+static uint32_t decode_run_bmi2(const uint8_t *p, const uint8_t *end, const uint8_t *readable_end,
+                                uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
+                                struct vt_event *out, uint32_t max)
+{
+	return vt_packed_decode_run(p, end, readable_end, chunk_first_seq, chunk_first_t_ns, out,
+	                            max);
+}
+
+const vt_packed_run_fn vt_packed_decode_run_bmi2 = decode_run_bmi2;
