@@ -340,6 +340,16 @@ static int count_cat(const struct vt_model *m, int cat)
 	return n;
 }
 
+/* a is a guess: category cat, not confident, alt its first alternative */
+static void assert_guess(const struct vt_alloc *a, int cat, int alt_cat)
+{
+	assert_int_equal(a->category, cat);
+	assert_true(a->confidence < VT_CONFIDENT);
+	struct vt_alternative alt[2];
+	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
+	assert_int_equal(alt[0].category, alt_cat);
+}
+
 static void check_roles(const struct vt_model *m, const struct job *j)
 {
 	for (int l = 0; l < j->layers; l++)
@@ -768,11 +778,7 @@ static void test_evaluation_after_the_last_step_is_scratch(void **state)
 	                .wbytes = {4 * MIB, 2 * MIB, 1 * MIB}};
 	struct vt_model *m = run_job(&j);
 	const struct vt_alloc *a = alloc_at(m, FINAL_EVAL);
-	assert_int_equal(a->category, VT_CAT_ACTIVATIONS);
-	assert_true(a->confidence < VT_CONFIDENT);
-	struct vt_alternative alt[2];
-	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
-	assert_int_equal(alt[0].category, VT_CAT_UNKNOWN);
+	assert_guess(a, VT_CAT_ACTIVATIONS, VT_CAT_UNKNOWN);
 	for (int l = 0; l < j.layers; l++)
 		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
 	assert_int_equal(count_cat(m, VT_CAT_OPTIMIZER), 2 * j.layers);
@@ -2383,11 +2389,7 @@ static void test_serving_cache_is_not_a_weight(void **state)
 	/* a workspace for the requests' activations or a cache: a guess, the
 	 * cache (unknown) its first alternative */
 	const struct vt_alloc *a = alloc_at(m, kv);
-	assert_int_equal(a->category, VT_CAT_ACTIVATIONS);
-	assert_true(a->confidence < VT_CONFIDENT);
-	struct vt_alternative alt[2];
-	assert_true(vt_alloc_alternatives(a, alt, 2) >= 1);
-	assert_int_equal(alt[0].category, VT_CAT_UNKNOWN);
+	assert_guess(a, VT_CAT_ACTIVATIONS, VT_CAT_UNKNOWN);
 	/* its period is a pass over requests: nothing trains */
 	assert_int_equal(m->procs[0].trains, 0);
 	vt_model_free(m);
