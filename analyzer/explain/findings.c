@@ -532,6 +532,18 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 	}
 }
 
+/* Whether pool range r was filled whole twice, in a process with no steps
+ * or at least four steps for each fill: the same array converted again by
+ * a second call (Keras `evaluate` then `predict`, cuML `fit` then
+ * `kneighbors`, each converting the numpy array it is given), its new
+ * tensor placed where the first one was freed. A batch slot is refilled
+ * every step; a staging buffer of a job with no steps more than twice. */
+static int converted_again(const struct vt_proc *p, const struct vt_copy_range *r)
+{
+	return r->copies == 2 && r->total_bytes == 2 * r->bytes &&
+	       (p->nsteps == 0 || p->nsteps >= 8);
+}
+
 /* In a pool: contiguous ranges copied once each, from one site, close in
  * time, are one upload; a big one is a dataset, unless its site made
  * VT_LOADER_TENSORS uploads or more (a model loaded tensor by tensor, a
@@ -564,6 +576,13 @@ static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
 			    !stack_says_not_data(ds, a->proc, r[i].stack_id))
 				note_dataset(m, out, first, a->proc, r[i].stack_id, a->device,
 				             bytes, j - i, r[i].t_first, 70);
+		} else if (converted_again(p, &r[i]) && !many &&
+		           big_enough(m, ds, a->device, bytes) &&
+		           !stack_says_not_data(ds, a->proc, r[i].stack_id)) {
+			note_dataset(m, out, first, a->proc, r[i].stack_id, a->device, bytes, 1,
+			             r[i].t_first, 70);
+			note_dataset(m, out, first, a->proc, r[i].stack_id, a->device, bytes, 1,
+			             r[i].t_last, 70);
 		}
 		i = j;
 	}

@@ -2305,6 +2305,31 @@ static void test_pool_region(void **state)
 	vt_model_free(m);
 }
 
+/* A BFC-like region: an array converted whole by `evaluate` and again by
+ * `predict` (each call converts the numpy array it is given, the second
+ * tensor placed where the first was freed): two uploads, two findings.
+ * The batch slots beside it, refilled five times each, are none. */
+static void test_array_converted_twice_into_a_pool(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_alloc(&b, 1, 0x10000000, 512 * MIB, 0);
+	b.stack = 2;
+	b_htod(&b, 2, 0x10000000 + 64 * MIB, 256 * MIB, 0);
+	b.stack = 3;
+	for (int s = 0; s < 10; s++)
+		b_htod(&b, 10 + (uint64_t)s * 100, 0x10000000 + (uint64_t)(s % 2) * 4 * MIB,
+		       4 * MIB, 0);
+	b.stack = 4;
+	b_htod(&b, 5000, 0x10000000 + 64 * MIB, 256 * MIB, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->allocs[0].category, VT_CAT_POOL);
+	assert_int_equal(dataset_findings(m, 256 * MIB), 2);
+	vt_model_free(m);
+}
+
 /* A replay buffer's storage: one buffer per key, each written from the
  * host one row at a time as samples come, as many rows each: a table of
  * training data, not allocator regions. A region beside them with tensors
@@ -3039,6 +3064,7 @@ int main(void)
 	    cmocka_unit_test(test_killed_before_upload),
 	    cmocka_unit_test(test_host_weights_per_tensor),
 	    cmocka_unit_test(test_pool_region),
+	    cmocka_unit_test(test_array_converted_twice_into_a_pool),
 	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
