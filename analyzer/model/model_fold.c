@@ -382,19 +382,28 @@ static uint32_t take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id
 	return f->pending == m->nallocs ? VT_NO_INDEX : f->pending;
 }
 
+static __attribute__((noinline)) void charge_alloc(struct vt_model *m, const struct vt_alloc *a,
+                                                   uint64_t t, uint64_t seq)
+{
+	count_pending(m);
+	proc_of(m->fold, a->proc)->charged[a->device] = 1;
+	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, seq);
+}
+
 static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
                    uint64_t seq)
 {
 	/* the full model's charge, without its call: replay_peaks is made
 	 * with the model. A free calls nothing more: its device was marked
 	 * where its allocation was, and what is pending is counted by the
-	 * freed() that follows (the counting reads no peak), so this path
-	 * needs no stack frame. */
+	 * freed() that follows (the counting reads no peak). The allocation's
+	 * part is out of line: with frame pointers kept, its calls gave the
+	 * free's path too a frame and four saved registers. */
 	if (!is_free) {
-		count_pending(m);
-		proc_of(m->fold, a->proc)->charged[a->device] = 1;
+		charge_alloc(m, a, t, seq);
+		return;
 	}
-	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, is_free, t, seq);
+	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 1, t, seq);
 }
 
 static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
