@@ -464,10 +464,37 @@ struct kept_record {
 	uint32_t idx;
 };
 
-static int by_order(const void *pa, const void *pb)
+/* Sort v[0..n) by order (each record's is its own): a radix sort, a byte
+ * a pass, as many passes as the largest order has bytes. Why not qsort:
+ * its comparisons through a pointer were 1 % of a long trace's report. */
+static void sort_by_order(struct kept_record *v, uint32_t n)
 {
-	const struct kept_record *a = pa, *b = pb;
-	return a->order < b->order ? -1 : a->order > b->order;
+	uint64_t max = 0;
+	for (uint32_t i = 0; i < n; i++)
+		max |= v[i].order;
+	if (n < 2 || !max)
+		return;
+	struct kept_record *tmp = malloc(n * sizeof *tmp), *src = v, *dst = tmp;
+	if (!tmp)
+		vt_nomem();
+	for (unsigned shift = 0; shift < 64 && (max >> shift); shift += 8) {
+		uint32_t at[256] = {0};
+		for (uint32_t i = 0; i < n; i++)
+			at[(src[i].order >> shift) & 0xff]++;
+		for (uint32_t b = 0, sum = 0; b < 256; b++) {
+			uint32_t c = at[b];
+			at[b] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < n; i++) /* stable: the lower bytes' order stays */
+			dst[at[(src[i].order >> shift) & 0xff]++] = src[i];
+		struct kept_record *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof *v);
+	free(tmp);
 }
 
 /* Folded records are holes in m->allocs: the kept ones move down, in the
@@ -486,7 +513,7 @@ static void compact(struct vt_model *m)
 	for (uint32_t i = 0; i < m->nallocs; i++)
 		if (!hole[i])
 			kept[n++] = (struct kept_record){f->order[i], i};
-	qsort(kept, n, sizeof *kept, by_order);
+	sort_by_order(kept, n);
 	struct vt_alloc *v = malloc((n ? n : 1) * sizeof *v);
 	if (!v)
 		vt_nomem();
