@@ -44,6 +44,18 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Sort v[0..n): step markers come in time order, and the gaps of a loop
+ * are often all one value, so the check in one pass spares most sorts (the
+ * two of a long trace were 1 % of its report). */
+static void sort_u64(uint64_t *v, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		if (v[i] < v[i - 1]) {
+			qsort(v, n, sizeof *v, cmp_u64);
+			return;
+		}
+}
+
 static uint64_t median_gap(const uint64_t *t, uint32_t n)
 {
 	if (n < 2)
@@ -53,7 +65,7 @@ static uint64_t median_gap(const uint64_t *t, uint32_t n)
 		return 0;
 	for (uint32_t i = 1; i < n; i++)
 		gaps[i - 1] = t[i] - t[i - 1];
-	qsort(gaps, n - 1, sizeof *gaps, cmp_u64);
+	sort_u64(gaps, n - 1);
 	uint64_t g = gaps[(n - 1) / 2];
 	free(gaps);
 	return g;
@@ -79,7 +91,7 @@ static int steps_from_markers(struct vt_proc *p)
 	for (uint32_t i = 0; i < p->nmarks; i++)
 		if (is_step_mark(&p->marks[i]))
 			p->step_t[p->nsteps++] = p->marks[i].t_ns;
-	qsort(p->step_t, p->nsteps, sizeof *p->step_t, cmp_u64);
+	sort_u64(p->step_t, p->nsteps);
 	p->step_source = VT_STEPS_MARKERS;
 	return 1;
 }
@@ -241,7 +253,7 @@ static int one_more_step(const uint64_t *allocs_at_end, uint32_t k, uint64_t tot
 		return 1;
 	for (uint32_t i = 1; i < k; i++)
 		per[i - 1] = allocs_at_end[i] - allocs_at_end[i - 1];
-	qsort(per, k - 1, sizeof *per, cmp_u64);
+	sort_u64(per, k - 1);
 	uint64_t median = per[(k - 1) / 2];
 	free(per);
 	return (total - allocs_at_end[k - 1]) * 2 >= median;

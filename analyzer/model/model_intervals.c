@@ -249,7 +249,10 @@ static void tree_remove(struct vt_ival_map *m, uint32_t n)
 	m->dead--;
 }
 
-static void sweep_dead(struct vt_ival_map *m)
+/* Out of line: every erase may call it, and inlined it gave each erase a
+ * stack frame and saved registers (a quarter of the erase), where a sweep
+ * comes once per DEAD_SLACK erases or more. */
+static __attribute__((noinline)) void sweep_dead(struct vt_ival_map *m)
 {
 	for (uint32_t n = 1; n < m->used && m->dead; n++)
 		if (m->nodes[n].state == NODE_DEAD)
@@ -313,6 +316,20 @@ int vt_ival_insert_at(struct vt_ival_map *m, const struct vt_ival *iv, uint32_t 
 	return vt_ival_insert(m, iv);
 }
 
+/* The first live node at or before dead node n in start order, or 0.
+ * Out of line: inlined, its call of tree_remove gave every lookup a stack
+ * frame and saved registers, where most lookups meet no dead node here. */
+static __attribute__((noinline)) uint32_t live_below(struct vt_ival_map *m, uint32_t n)
+{
+	for (unsigned skipped = 0; n && m->nodes[n].state == NODE_DEAD; skipped++) {
+		uint32_t below = m->nodes[n].prev;
+		if (skipped >= SKIP_DEAD) /* a crowd of them: no later lookup meets these again */
+			tree_remove(m, n);
+		n = below;
+	}
+	return n;
+}
+
 const struct vt_ival *vt_ival_find(struct vt_ival_map *m, uint64_t addr)
 {
 	uint32_t at;
@@ -331,12 +348,8 @@ const struct vt_ival *vt_ival_find_at(struct vt_ival_map *m, uint64_t addr, uint
 		best = m->nodes[best].prev;
 	else if (!best)
 		best = addr ? floor_node(m, addr - 1) : 0;
-	for (unsigned skipped = 0; best && m->nodes[best].state == NODE_DEAD; skipped++) {
-		uint32_t below = m->nodes[best].prev;
-		if (skipped >= SKIP_DEAD) /* a crowd of them: no later lookup meets these again */
-			tree_remove(m, best);
-		best = below;
-	}
+	if (best && m->nodes[best].state == NODE_DEAD)
+		best = live_below(m, best);
 	if (!best)
 		return NULL;
 	const struct vt_ival *iv = &m->nodes[best].iv;

@@ -170,13 +170,21 @@ static inline int vt_packed_type_ok(uint32_t type)
 	return type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM;
 }
 
-/* Eight bytes of p, little-endian whatever the host (compilers turn this
- * into one load on x86 and arm64). */
+/* Eight bytes of p, little-endian whatever the host. On a little-endian
+ * host a memcpy: GCC merges the byte-by-byte form into one load only where
+ * it sees the address's alignment pattern, and at the padding check
+ * (to - 8) it kept eight loads, shifts and ors, a tenth of the decoding. */
 static inline uint64_t vt_packed_le64(const uint8_t *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+#else
 	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
 	       (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
 	       (uint64_t)p[7] << 56;
+#endif
 }
 
 /* One varint at p (8 bytes from p are readable). Why not the byte loop: a
