@@ -119,15 +119,6 @@ int vt_cls_trains(struct size_count *sizes)
  * linear in the allocations. */
 #define CONVERT_LOOKBACK 16
 
-/* The bytes of the data an allocation holds: what the host copied into
- * it where that is less than the allocation (an allocator's region holding
- * the array, its size the allocator's choice), else the allocation. */
-static uint64_t data_bytes(const struct ctx *c, const struct vt_alloc *src)
-{
-	uint64_t h2d = vt_model_copies(c->m, src)->h2d_bytes;
-	return h2d && h2d < src->bytes ? h2d : src->bytes;
-}
-
 /* Whether a is src converted on the device: made while src lived, half,
  * once, twice or four times the bytes of its data (float32 to half, a
  * normalised copy, uint8 images to half or float32), and outliving it (the
@@ -139,7 +130,7 @@ static int converts(const struct ctx *c, const struct vt_alloc *src, const struc
 	if (src->device != a->device || src->t_free == VT_T_NEVER || src->t_free <= a->t_alloc ||
 	    src->t_free >= a->t_free)
 		return 0;
-	uint64_t d = data_bytes(c, src);
+	uint64_t d = vt_alloc_data_bytes(c->m, src);
 	return a->bytes * 2 == d || a->bytes == d || a->bytes == 2 * d || a->bytes == 4 * d;
 }
 

@@ -423,10 +423,9 @@ static struct vt_finding *finding_of_stack(struct vt_findings *out, uint32_t fir
 static struct vt_finding *finding_of_array(const struct vt_model *m, struct vt_findings *out,
                                            uint32_t first, const struct vt_alloc *b)
 {
-	const struct vt_alloc_copies *bc = vt_model_copies(m, b);
-	uint32_t stack = bc->h2d_stack_id ? bc->h2d_stack_id : b->stack_id;
-	struct vt_finding *f =
-	    finding_of_stack(out, first, b->proc, b->device, stack, bc->t_first_h2d);
+	uint32_t stack = vt_alloc_fill_stack(m, b);
+	struct vt_finding *f = finding_of_stack(out, first, b->proc, b->device, stack,
+	                                        vt_model_copies(m, b)->t_first_h2d);
 	return f ? f : finding_of_stack(out, first, b->proc, b->device, stack, VT_T_NEVER);
 }
 
@@ -471,7 +470,7 @@ static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findi
                                        uint32_t first, const struct vt_alloc *a,
                                        const struct vt_alloc_copies *c)
 {
-	uint32_t stack = c->h2d_stack_id ? c->h2d_stack_id : a->stack_id;
+	uint32_t stack = vt_alloc_fill_stack(m, a);
 	uint64_t window = m->procs[a->proc].step_period_ns / 2, best_gap = UINT64_MAX;
 	struct vt_finding *best =
 	    finding_of_stack(out, first, a->proc, a->device, stack, VT_T_NEVER);
@@ -501,13 +500,11 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		    !big_enough(m, ds, a->device, a->bytes))
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
-		if (stack_says_not_data(ds, a->proc,
-		                        c->h2d_stack_id ? c->h2d_stack_id : a->stack_id))
+		uint32_t stack = vt_alloc_fill_stack(m, a);
+		if (stack_says_not_data(ds, a->proc, stack))
 			continue;
 		/* the data's bytes: an allocator's region holding it may be larger */
-		uint64_t bytes = c->h2d_bytes && c->h2d_bytes < a->bytes ? c->h2d_bytes : a->bytes;
-		note_dataset(m, out, first, a->proc,
-		             c->h2d_stack_id ? c->h2d_stack_id : a->stack_id, a->device, bytes,
+		note_dataset(m, out, first, a->proc, stack, a->device, vt_alloc_data_bytes(m, a),
 		             c->h2d_copies, c->t_first_h2d, a->confidence);
 	}
 	/* The arrays that come with a big one (its labels y beside x, a
@@ -716,7 +713,7 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 		copies += c->h2d_copies;
 		if (a->bytes > batch) {
 			batch = a->bytes;
-			stack = c->h2d_stack_id ? c->h2d_stack_id : a->stack_id;
+			stack = vt_alloc_fill_stack(m, a);
 		}
 	}
 	sort_if_needed(e, k);

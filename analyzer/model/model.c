@@ -922,7 +922,6 @@ static __attribute__((noinline)) void feed_events(struct vt_model *m, uint32_t p
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t t = type ? type : VT_HDR_TYPE(ev[i].hdr);
-		m->totals.records++;
 		if (t >= VT_REC_ALLOC && t <= VT_REC_POOL_TRIM)
 			feed_event(m, pi, tid, t, &ev[i]);
 	}
@@ -931,8 +930,10 @@ static __attribute__((noinline)) void feed_events(struct vt_model *m, uint32_t p
 void vt_model_feed_events(struct vt_model *m, uint32_t pi, uint32_t tid, const struct vt_event *ev,
                           uint32_t n)
 {
-	if (pi < m->nprocs)
-		feed_events(m, pi, tid, ev, n, 0);
+	if (pi >= m->nprocs)
+		return;
+	m->totals.records += n;
+	feed_events(m, pi, tid, ev, n, 0);
 }
 
 void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type,
@@ -943,10 +944,8 @@ void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_
 	struct vt_proc *p = &m->procs[pi];
 	m->totals.records++;
 	if (type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM) {
-		if (size >= sizeof(struct vt_event)) {
-			m->totals.records--; /* counted again there */
+		if (size >= sizeof(struct vt_event))
 			feed_events(m, pi, tid, rec, 1, type);
-		}
 		return;
 	}
 	switch (type) {

@@ -225,3 +225,15 @@ uint32_t vt_model_frame_fanin(const struct vt_model *m, uint32_t proc, uint64_t 
 	HASH_FIND(hh, m->procs[proc].fanin, &ip, sizeof ip, f);
 	return f ? f->stacks : 0;
 }
+
+uint32_t vt_alloc_fill_stack(const struct vt_model *m, const struct vt_alloc *a)
+{
+	uint32_t h2d = vt_model_copies(m, a)->h2d_stack_id;
+	return h2d ? h2d : a->stack_id;
+}
+
+uint64_t vt_alloc_data_bytes(const struct vt_model *m, const struct vt_alloc *a)
+{
+	uint64_t h2d = vt_model_copies(m, a)->h2d_bytes;
+	return h2d && h2d < a->bytes ? h2d : a->bytes;
+}
