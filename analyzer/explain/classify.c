@@ -202,6 +202,10 @@ static const struct reason_row {
                           "are kept to the end: an allocator growing its regions "
                           "(TensorFlow's BFC with allow_growth); tensors are carved out of it",
                           {VT_CAT_UNKNOWN, NO_ALT}},
+    [R_SERVED_REGION] = {"a region of an allocator that grows its regions, never written from "
+                         "the host, in a job that never trains: what its passes computed "
+                         "(activations, outputs kept for the caller)",
+                         {VT_CAT_POOL, NO_ALT}},
     [R_ROW_STORE] = {"kept, written from the host a row at a time (every copy one row, at "
                      "row offsets) beside other such buffers of as many rows: a table of "
                      "samples filled as they come (a replay buffer's storage)",
@@ -466,6 +470,8 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	vt_cls_comm_buffers(&c);
 	vt_cls_unfinished_step(&c);
 	p->trains = trains(m, pi);
+	if (!p->trains)
+		vt_cls_served_regions(&c);
 	vt_cls_free_keys(&c);
 	vt_frame_evidence_free(c.fe);
 	vt_cls_free_own_steps(&c);

@@ -208,12 +208,49 @@ int vt_cls_growing_regions(const struct ctx *c, int dev)
 	return n >= 3 && !folded_size_on(c, dev, 0);
 }
 
-/* A region no single upload filled whole. */
-int vt_cls_growing_region(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+/* One array from the host fills at least 90 % of the region: one upload,
+ * or uploads that all landed on one range (the same array converted again
+ * into the chunk the first conversion left: Keras makes a new DataHandler
+ * for evaluate and for predict, and the allocator hands the same chunk back). */
+static int one_array_fills(const struct ctx *c, const struct vt_alloc *a)
 {
 	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
+	if (cp->h2d_copies == 1)
+		return cp->h2d_bytes * 10 >= a->bytes * 9;
+	uint32_t n = 0;
+	const struct vt_copy_range *r =
+	    a->flags & VT_AF_PARTIAL_COPIES
+	        ? vt_model_ranges(c->m, (uint32_t)(a - c->m->allocs), &n)
+	        : NULL;
+	return n == 1 && r[0].total_bytes == cp->h2d_bytes && r[0].bytes * 10 >= a->bytes * 9;
+}
+
+/* A region no single array from the host filled. */
+int vt_cls_growing_region(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
 	(void)f;
-	return !(cp->h2d_copies == 1 && cp->h2d_bytes * 10 >= a->bytes * 9);
+	return !one_array_fills(c, a);
+}
+
+void vt_cls_served_regions(struct ctx *c)
+{
+	uint64_t first_h2d[VT_MAX_DEVICES];
+	for (int d = 0; d < VT_MAX_DEVICES; d++)
+		first_h2d[d] = VT_T_NEVER;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		uint64_t t = vt_model_copies(c->m, a)->t_first_h2d;
+		if (a->device != VT_DEVICE_UNKNOWN && t < first_h2d[a->device])
+			first_h2d[a->device] = t;
+	}
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		/* made once the host had sent what it runs on: the passes' */
+		if (a->reason == R_GROWING_REGION && !vt_model_copies(c->m, a)->h2d_bytes &&
+		    a->t_alloc > first_h2d[a->device])
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 55, R_SERVED_REGION);
+	}
 }
 
 /* On each device whose allocations show the allocator (device_shows), the

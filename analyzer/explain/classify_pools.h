@@ -43,6 +43,12 @@ int vt_cls_caching_segment(const struct ctx *c, const struct vt_alloc *a, const 
 int vt_cls_growing_regions(const struct ctx *c, int dev);
 int vt_cls_growing_region(const struct ctx *c, const struct vt_alloc *a, const struct facts *f);
 
+/* In a job that never trains: its growing regions the host never wrote,
+ * made after the host's first upload to the device (the model and inputs
+ * sent, the passes begun), hold what the passes computed (no gradient or
+ * optimizer state exists to share them): activations. */
+void vt_cls_served_regions(struct ctx *c);
+
 /* On each device of devs whose allocations show the allocator
  * (device_shows), the undecided ones that are its regions (is_region) are
  * pools, for reason why. */

@@ -491,6 +491,30 @@ static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findi
 	return best;
 }
 
+/* Whether pool range r was filled whole twice, in a process with no steps
+ * or at least four steps for each fill: the same array converted again by
+ * a second call (Keras `evaluate` then `predict`, cuML `fit` then
+ * `kneighbors`, each converting the numpy array it is given), its new
+ * tensor placed where the first one was freed. A batch slot is refilled
+ * every step; a staging buffer of a job with no steps more than twice. */
+static int converted_again(const struct vt_proc *p, const struct vt_copy_range *r)
+{
+	return r->copies == 2 && r->total_bytes == 2 * r->bytes &&
+	       (p->nsteps == 0 || p->nsteps >= 8);
+}
+
+/* Allocation idx's host copies, when they all landed on one range that
+ * was converted again (converted_again): that range, else NULL. */
+static const struct vt_copy_range *converted_again_whole(const struct vt_model *m, uint32_t idx)
+{
+	const struct vt_alloc *a = &m->allocs[idx];
+	if (!(a->flags & VT_AF_PARTIAL_COPIES))
+		return NULL;
+	uint32_t n;
+	const struct vt_copy_range *r = vt_model_ranges(m, idx, &n);
+	return n == 1 && converted_again(&m->procs[a->proc], r) ? r : NULL;
+}
+
 static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
                                 struct vt_findings *out, uint32_t first)
 {
@@ -504,8 +528,13 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		if (stack_says_not_data(ds, a->proc, stack))
 			continue;
 		/* the data's bytes: an allocator's region holding it may be larger */
-		note_dataset(m, out, first, a->proc, stack, a->device, vt_alloc_data_bytes(m, a),
-		             c->h2d_copies, c->t_first_h2d, a->confidence);
+		uint64_t bytes = vt_alloc_data_bytes(m, a);
+		const struct vt_copy_range *again = converted_again_whole(m, ds->idx[k]);
+		note_dataset(m, out, first, a->proc, stack, a->device, bytes,
+		             again ? 1 : c->h2d_copies, c->t_first_h2d, a->confidence);
+		if (again) /* the same mistake made twice: two uploads to move off */
+			note_dataset(m, out, first, a->proc, stack, a->device, bytes, 1,
+			             again->t_last, a->confidence);
 	}
 	/* The arrays that come with a big one (its labels y beside x, a
 	 * validation pair) are the same mistake, however small: one finding
@@ -527,18 +556,6 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		add_device(f, a->device, a->bytes);
 		f->copies += c->h2d_copies;
 	}
-}
-
-/* Whether pool range r was filled whole twice, in a process with no steps
- * or at least four steps for each fill: the same array converted again by
- * a second call (Keras `evaluate` then `predict`, cuML `fit` then
- * `kneighbors`, each converting the numpy array it is given), its new
- * tensor placed where the first one was freed. A batch slot is refilled
- * every step; a staging buffer of a job with no steps more than twice. */
-static int converted_again(const struct vt_proc *p, const struct vt_copy_range *r)
-{
-	return r->copies == 2 && r->total_bytes == 2 * r->bytes &&
-	       (p->nsteps == 0 || p->nsteps >= 8);
 }
 
 /* In a pool: contiguous ranges copied once each, from one site, close in

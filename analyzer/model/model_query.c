@@ -235,5 +235,14 @@ uint32_t vt_alloc_fill_stack(const struct vt_model *m, const struct vt_alloc *a)
 uint64_t vt_alloc_data_bytes(const struct vt_model *m, const struct vt_alloc *a)
 {
 	uint64_t h2d = vt_model_copies(m, a)->h2d_bytes;
+	if (a->flags & VT_AF_PARTIAL_COPIES) {
+		/* each offset's largest copy once: an array written again in
+		 * place is still one array */
+		uint32_t n;
+		const struct vt_copy_range *r = vt_model_ranges(m, (uint32_t)(a - m->allocs), &n);
+		h2d = 0;
+		for (uint32_t i = 0; i < n; i++)
+			h2d += r[i].bytes;
+	}
 	return h2d && h2d < a->bytes ? h2d : a->bytes;
 }

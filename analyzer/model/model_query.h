@@ -62,9 +62,9 @@ const struct vt_model_stack *vt_model_stack(const struct vt_model *m, uint32_t p
 /* The stack that filled a: its first host-to-device copy's, else its
  * allocation's (0: neither has one). */
 uint32_t vt_alloc_fill_stack(const struct vt_model *m, const struct vt_alloc *a);
-/* The bytes of data a holds: what the host copied into it where that is
- * less than a (an allocator's region holding the array, its size the
- * allocator's choice), else a's own. */
+/* The bytes of data a holds: what the host copied into it, each offset
+ * counted once, where that is less than a (an allocator's region holding
+ * the array, its size the allocator's choice), else a's own. */
 uint64_t vt_alloc_data_bytes(const struct vt_model *m, const struct vt_alloc *a);
 /* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
 const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc, uint32_t *n);

@@ -2037,6 +2037,40 @@ static void test_growing_regions_are_pools(void **state)
 	vt_model_free(m);
 }
 
+/* Keras scoring a saved model under memory growth: regions of 2, 4, 128
+ * and 128 MiB. The first two hold the loaded weights (pools); the third
+ * holds one array, converted again by `predict` into the chunk `evaluate`
+ * left (the array, not a region: two whole-dataset uploads of the array's
+ * bytes, not the region's); the last, made during the passes and never
+ * written from the host in a job that never trains, holds what they
+ * computed. */
+static void test_regions_of_a_scoring_job(void **state)
+{
+	(void)state;
+	const uint64_t base = 0x100000000ull, x_bytes = 120 * MIB;
+	const uint64_t region[4] = {2 * MIB, 4 * MIB, 128 * MIB, 128 * MIB};
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = 1000;
+	for (uint64_t k = 0; k < 2; k++)
+		b_alloc(&b, t++, base + k * 0x10000000ull, region[k], 0);
+	for (uint64_t k = 0; k < 10; k++) /* weights, one small tensor each */
+		b_htod(&b, t++, base + k * 64 * 1024, 48 * 1024, 0);
+	b_htod(&b, t++, base + 0x10000000ull, 512 * 1024, 0);
+	b_alloc(&b, t++, base + 0x20000000ull, region[2], 0);
+	b.stack = 2;
+	b_htod(&b, t++, base + 0x20000000ull, x_bytes, 0); /* evaluate(x) */
+	b_alloc(&b, t + 1000, base + 0x30000000ull, region[3], 0);
+	b_htod(&b, t + 5000, base + 0x20000000ull, x_bytes, 0); /* predict(x) */
+	classified_job(&b);
+	assert_int_equal(category_of(m, base), VT_CAT_POOL);
+	assert_int_equal(category_of(m, base + 0x10000000ull), VT_CAT_POOL);
+	assert_int_not_equal(category_of(m, base + 0x20000000ull), VT_CAT_POOL);
+	assert_int_equal(dataset_findings(m, x_bytes), 2);
+	assert_guess(alloc_at(m, base + 0x30000000ull), VT_CAT_ACTIVATIONS, VT_CAT_POOL);
+	vt_model_free(m);
+}
+
 /* XLA's BFC allocator without preallocation: a request larger than the
  * region size it reached gets a region of its own size, and the next
  * region is no larger (the size doubles only after a region that did not
@@ -3105,6 +3139,7 @@ int main(void)
 	    cmocka_unit_test(test_cached_segments_made_in_training_are_activations),
 	    cmocka_unit_test(test_stream_ordered_beside_caching_segments),
 	    cmocka_unit_test(test_growing_regions_are_pools),
+	    cmocka_unit_test(test_regions_of_a_scoring_job),
 	    cmocka_unit_test(test_regions_after_a_large_request_are_pools),
 	    cmocka_unit_test(test_chunk_next_to_a_pool_chunk_is_pool),
 	    cmocka_unit_test(test_chunk_released_within_a_step_is_not_pool),
