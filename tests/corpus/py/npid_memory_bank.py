@@ -3,58 +3,63 @@
 (NPID, lemniscate.pytorch `cifar.py`): a CIFAR ResNet-18 with a 128-d
 normalised head, an `NCEAverage` memory bank of one 128-d vector per
 training image (50,000 x 128 float32), NCE with K=4,096 noise samples,
-SGD momentum; 2 epochs of 196 batches of 256 (the script's --batch-size
-256), each followed by the
+SGD momentum; 2 epochs of 391 batches of 128, each followed by the
 weighted kNN evaluation (k=200) against the memory bank. PyTorch with
 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (cuMemAllocAsync /
 cuMemFreeAsync per tensor).
 
-What is modelled (sources read: lemniscate.pytorch lib/NCEAverage.py
-(`__init__`: `AliasMethod(torch.ones(nLem))` then `multinomial.cuda()`,
-the `params` buffer `[K, T, -1, -1, momentum]`, the `memory` buffer
-`torch.rand(outputSize, inputSize).mul_(2 * stdv).add_(-stdv)` made on the
-host; `.to(device)` uploads both buffers; `forward`: `draw` of
-batch x (K + 1) indices, the positives copied into column 0;
-`NCEFunction.forward`: `index_select(memory, 0, idx)` (B x (K+1) x 128,
-kept for backward), `bmm`, `exp`, the normalisation constant Z computed
-once from `out.mean()` and read back; `backward`: `bmm` for the input
-gradient and the in-place memory update: positive rows mixed with the
-features, re-normalised, `memory.index_copy_(0, y, updated_weight)`),
+What is modelled (sources read: lemniscate.pytorch cifar.py (the model
+and `NCEAverage` built, then `net.cuda()`, `lemniscate.cuda()`;
+`optim.SGD(momentum=0.9, weight_decay=5e-4)`; per batch `inputs.cuda()`,
+`targets.cuda()`, `indexes.cuda()`, `zero_grad()`, `net`, `lemniscate`,
+`criterion`, `backward`, `step`; `kNN` after every epoch), lib/
+NCEAverage.py (`__init__`: `AliasMethod(torch.ones(nLem))` and
+`multinomial.cuda()` BEFORE the network is moved, the `params` buffer
+`[K, T, -1, momentum]` and the `memory` buffer `torch.rand(outputSize,
+inputSize).mul_(2 * stdv).add_(-stdv)` made on the host and uploaded by
+`lemniscate.cuda()`; `forward`: `draw` of batch x (K + 1) indices;
+`NCEFunction.forward`: the positives copied into column 0,
+`memory.index_select(0, idx.view(-1))` (B x (K+1) x 128, kept for
+backward), `bmm`, `div_`, `exp_`, the normalisation constant Z set once
+from `out.mean()` and printed; `backward`: `bmm` for the input gradient
+and the memory update in place (positive rows mixed with the features,
+re-normalised, `memory.index_copy_(0, y, updated_weight)`)),
 lib/alias_multinomial.py (`prob` float and `alias` int64 tables moved by
-`cuda()`; `draw`: `zeros(N, dtype=long).random_`, two `index_select`s,
-`bernoulli`, `mul`, `add`), lib/NCECriterion.py (`narrow`, `add`,
-`clone().fill_`, `div`, `log_`, sums), cifar.py (`inputs.to(device)`,
-`targets`, `indexes` per batch; `torch.optim.SGD(momentum=0.9,
-weight_decay=5e-4)`: foreach weight decay temporaries, `momentum_buffer`
-= `clone(grad)` at the first step; `zero_grad()` set_to_none), lib/
-utils.py + test.py `kNN` (`trainFeatures = lemniscate.memory.t()` (a
-view), `trainLabels = torch.LongTensor(trainloader.dataset.targets).cuda()`
-uploaded whole at every call, `retrieval_one_hot = torch.zeros(K,
-C).cuda()` then `resize_` to batch x K rows (a new storage, the old data
-copied), per test batch: `mm` against the whole bank, `topk`, `gather`,
-`scatter_`, `exp`, `sum`, `sort`, `eq`)). Markers on (one per step),
-driver by dlsym.
+`cuda()`; `draw`: `torch.cuda.LongTensor(N).random_`, two
+`index_select`s, `bernoulli`, `mul`, `add`), lib/NCECriterion.py
+(`select`, `add`, `div`, `narrow(...).add`, `clone().fill_`, `log_`,
+sums), test.py `kNN` (`trainFeatures = lemniscate.memory.t()`, a view;
+`trainLabels = torch.LongTensor(trainloader.dataset.train_labels).cuda()`
+uploaded whole at every call; per test batch the inputs and targets
+uploaded, `mm` against the whole bank, `topk`, `gather`,
+`retrieval_one_hot = torch.FloatTensor(batchSize * K, C).zero_().cuda()`
+made on the host and uploaded, `clone().div_().exp_()`, `mul`, `sum`,
+`sort`, `eq`, running top-1 / top-5 sums on the device read by the
+progress print); torch/optim/sgd.py foreach (weight decay temporaries,
+`momentum_buffer` = `clone(grad)` at the first step)). Markers on (one
+per step), driver by dlsym.
 
 Truth: parameters and BN buffers weights; momentum buffers optimizer;
 `.grad`s gradients; the memory bank (25,600,000 B) `other` although it is
-uploaded whole from the host (a running state of per-image features, as
-a MoCo queue; no whole_dataset_upload for it); the alias tables and
-`params` other, as are the noise indices and every `draw` temporary; the
-training labels uploaded whole by each kNN call dataset, ONE
-whole_dataset_upload finding per call (400,000 B, twice); training
-batches (images, targets, indexes) and test batches prefetch (depth 1,
-uploaded synchronously); gathered bank rows, NCE outputs, loss
-temporaries, kNN scratch (`retrieval_one_hot` included, uploaded zeros)
-and forward / backward tensors activations. 392 steps. Coincidences: the
-`alias` table (50,000 int64) and the uploaded training labels are one
-size (400,000 B: other vs dataset); a batch's `targets` and `indexes`
-are one size (2,048 B); the NCE output (256 x 4,097 float32,
-4,195,328 B, activations) is the size of `draw`'s gathered `prob` values
-and of its `bernoulli` draw (other)."""
+uploaded whole from the host (a running state of per-image features,
+rewritten in place every step, as a MoCo queue; no whole_dataset_upload
+for it); the alias tables and `params` other, as are the noise indices
+and every `draw` temporary; the training labels uploaded whole by each
+kNN call dataset, ONE whole_dataset_upload finding per call (400,000 B,
+twice); training batches (images, targets, indexes) and test batches
+(images, targets) prefetch (depth 1, uploaded synchronously); gathered
+bank rows, NCE outputs, loss temporaries, kNN scratch (the uploaded
+zeros of `retrieval_one_hot` included: scratch filled on the host, not a
+batch) and forward / backward tensors activations. 782 steps.
+Coincidences: the `alias` table (50,000 int64) and the uploaded training
+labels are one size (400,000 B: other vs dataset); a batch's `targets`
+and `indexes` are one size (1,024 B); the NCE output (128 x 4,097
+float32, 2,097,664 B, activations) is the size of `draw`'s gathered
+`prob` values and of its `bernoulli` draw (other)."""
 import vtc
 
 job = vtc.Job("npid_memory_bank", "dlsym", __doc__)
-NDATA, DIM, K, B, EPOCHS = 50000, 128, 4096, 256, 2
+NDATA, DIM, K, B, EPOCHS = 50000, 128, 4096, 128, 2
 TEST_N, TEST_B, KNN, C = 10000, 100, 200, 10
 STEPS_PER_EPOCH = (NDATA + B - 1) // B
 
@@ -134,9 +139,9 @@ class AliasMethod:
 
 
 class NCEAverage:
-    def __init__(self):
-        self.multinomial = AliasMethod()
-        self.params = upload(5 * 4, "other")            # register_buffer('params')
+    def __init__(self, multinomial):
+        self.multinomial = multinomial
+        self.params = upload(4 * 4, "other")            # register_buffer('params', [K, T, -1, m])
         self.memory = upload(NDATA * DIM * 4, "other")  # register_buffer('memory')
         self.z = None
 
@@ -195,16 +200,22 @@ class SGD:
         free(*wd)
 
 
-def train_epoch(params, lemniscate, opt, s):
+def train_epoch(params, lemniscate, opt, s, grads):
+    batch = loss = None
     for _ in range(STEPS_PER_EPOCH):
         job.step(s)
+        if batch:
+            free(*batch)                                # the loop rebinds inputs, targets, indexes
         inputs = upload(B * 3 * 32 * 32 * 4, "prefetch")
         targets = upload(B * 8, "prefetch")
         indexes = upload(B * 8, "prefetch")
+        batch = (inputs, targets, indexes)
+        free(*grads)                                    # optimizer.zero_grad()
         feat, saved = net_forward(B, True)
         idx, weight, out = lemniscate.forward(feat, indexes)
+        if loss:
+            free(loss)
         loss, crit = nce_criterion(out)
-        job.dtoh(0, loss, 4)
         g_out = alloc(B * (K + 1) * 4, "activations")
         free(*crit)
         g_in = lemniscate.backward(feat, indexes, weight)
@@ -212,58 +223,71 @@ def train_epoch(params, lemniscate, opt, s):
         grads = [alloc(n, "gradients") for _p, n in reversed(params)]
         for t in reversed(saved):
             free(t)
-        free(g_in, feat, loss)
+        free(g_in, feat)
         opt.step(grads)
-        free(*grads)                                    # zero_grad()
-        free(inputs, targets, indexes)
+        job.dtoh(0, loss, 4)                            # train_loss.update(loss.data[0])
         s += 1
-    return s
+    free(*batch, loss)
+    return s, grads
 
 
 def knn(lemniscate):
-    labels = upload(NDATA * 8, "dataset")               # LongTensor(targets).cuda()
-    one_hot = upload(KNN * C * 4, "activations")        # zeros(K, C).cuda()
-    grown = False
+    """test.py kNN(epoch, net, lemniscate, trainloader, testloader, 200,
+    nce_t, 0): the bank itself is the train-feature matrix (a view)."""
+    labels = upload(NDATA * 8, "dataset")               # LongTensor(train_labels).cuda()
+    cmax = alloc(8, "activations")                      # trainLabels.max() + 1
+    job.dtoh(0, cmax, 8)
+    free(cmax)
+    top1 = top5 = None
     for _ in range(TEST_N // TEST_B):
-        inputs = upload(TEST_B * 3 * 32 * 32 * 4, "prefetch")
-        targets = upload(TEST_B * 8, "prefetch")        # targets.cuda(non_blocking=True)
+        inputs = upload(TEST_B * 3 * 32 * 32 * 4, "prefetch")   # inputs.cuda()
+        targets = upload(TEST_B * 8, "prefetch")                 # targets.cuda()
         feat, _ = net_forward(TEST_B, False)
         dist = alloc(TEST_B * NDATA * 4, "activations")  # mm(features, trainFeatures)
-        yd = alloc(TEST_B * KNN * 4, "activations")
+        yd = alloc(TEST_B * KNN * 4, "activations")      # topk
         yi = alloc(TEST_B * KNN * 8, "activations")
         free(dist)
-        retrieval = alloc(TEST_B * KNN * 8, "activations")   # gather(candidates, 1, yi)
-        if not grown:                                   # resize_(batch * K, C): a new storage
-            bigger = alloc(TEST_B * KNN * C * 4, "activations")
-            job.dtod(0, bigger, one_hot, KNN * C * 4)
-            free(one_hot)
-            one_hot, grown = bigger, True
+        retrieval = alloc(TEST_B * KNN * 8, "activations")       # gather(candidates, 1, yi)
+        one_hot = upload(TEST_B * KNN * C * 4, "activations")    # FloatTensor(...).zero_().cuda()
         ydt = alloc(TEST_B * KNN * 4, "activations")    # yd.clone().div_().exp_()
         prod = alloc(TEST_B * KNN * C * 4, "activations")
-        probs = alloc(TEST_B * C * 4, "activations")
+        probs = alloc(TEST_B * C * 4, "activations")    # torch.sum(..., 1)
         free(prod)
-        sv = alloc(TEST_B * C * 4, "activations")       # sort
+        sv = alloc(TEST_B * C * 4, "activations")       # probs.sort(1, True)
         si = alloc(TEST_B * C * 8, "activations")
         correct = alloc(TEST_B * C, "activations")      # eq
-        job.dtoh(0, correct, TEST_B)
-        free(correct, sv, si, probs, ydt, retrieval, yd, yi, feat, inputs, targets)
-    free(one_hot, labels)
+        for k in (0, 1):                                # top1 / top5 + narrow(...).sum()
+            part = alloc(8, "activations")
+            acc = alloc(8, "activations")
+            old = top1 if k == 0 else top5
+            free(part, *([old] if old else []))
+            if k == 0:
+                top1 = acc
+            else:
+                top5 = acc
+        job.dtoh(0, top1, 8)                            # the progress print
+        job.dtoh(0, top5, 8)
+        free(correct, sv, si, probs, ydt, one_hot, retrieval, yd, yi, feat, inputs, targets)
+    free(top1, top5, labels)
 
 
 def main():
     job.start(markers_default=True)
     job.open_devices(1)
+    multinomial = AliasMethod()                         # NCEAverage.__init__: multinomial.cuda()
     params = []
     buffers = []
-    for n, kind in resnet18_cifar():                    # net.to(device)
+    for n, kind in resnet18_cifar():                    # net.cuda()
         p = upload(n, "weights")
         (params if kind == "w" else buffers).append((p, n))
-    lemniscate = NCEAverage()                           # lemniscate.to(device)
+    lemniscate = NCEAverage(multinomial)                # lemniscate.cuda()
     opt = SGD(params)
     s = 0
+    grads = []
     for _epoch in range(EPOCHS):
-        s = train_epoch(params, lemniscate, opt, s)
+        s, grads = train_epoch(params, lemniscate, opt, s, grads)
         knn(lemniscate)
+    free(*grads)
     free(*opt.bufs, *[p for p, _n in params + buffers])
     free(lemniscate.memory, lemniscate.params, lemniscate.multinomial.prob,
          lemniscate.multinomial.alias)
