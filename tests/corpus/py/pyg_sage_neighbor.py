@@ -7,13 +7,17 @@ GPU whole, the sampled bipartite graphs uploaded per batch: one epoch of
 over all nodes (sizes=[-1], batch_size=4096). Modelled with
 PYTORCH_NO_CUDA_MEMORY_CACHING=1 (one cudaMalloc / cudaFree per tensor).
 
-What is modelled (sources read: PyG examples/reddit.py and
-examples/ogbn_products_sage.py (`model.to(device)`, `x =
+What is modelled (sources: PyG 2.0's examples/reddit.py and
+examples/ogbn_products_sage.py as written for
+`torch_geometric.loader.NeighborSampler` (today's reddit.py, read, keeps
+the features and labels on the GPU the same way, `data.to(device, 'x',
+'y')`, but samples with NeighborLoader): `model.to(device)`, `x =
 data.x.to(device)`, `y = data.y.squeeze().to(device)`: the numpy-backed
 feature matrix and labels from `PygNodePropPredDataset` each uploaded
 whole; `train`: `adjs = [adj.to(device) for adj in adjs]` (each
 `EdgeIndex` moves its `edge_index` (2 x E int64) and `e_id` (E int64)),
-`model(x[n_id], adjs)` and `y[n_id[:batch_size]]` (a CPU index tensor
+`model(x[n_id], adjs)` (per layer `x_target = x[:size[1]]`, the
+conv, `relu`, `dropout`; `log_softmax`) and `y[n_id[:batch_size]]` (a CPU index tensor
 used on a CUDA tensor: the index is copied to the device, then
 `index_select` gathers), `optimizer.zero_grad()` (set_to_none);
 `SAGE.inference`: per layer, per batch `x_all[n_id].to(device)` -- the
