@@ -19,23 +19,28 @@ grad_req 'write'; BatchNorm running statistics with grad_req 'null');
 gluon/trainer.py (`_init_kvstore`: 'device' with update_on_kvstore,
 `kvstore.init(i, param.list_data()[0])`; `step` -> push every gradient
 list, pull every weight list), src/kvstore/kvstore_local.h (`InitImpl`:
-the kvstore's own weight copy on pinned host memory; `PushImpl`: the
+the kvstore's own weight copy on pinned host memory, made at the first
+`step` by `_init_kvstore`; `PushImpl`: the
 first push of a key copies that weight to the merge buffer's device
 (`local.Copy(merged.ctx())`, an upload), then the updater (SGD
 `create_state`: a momentum array on that device, `sgd_mom_update` in
 place); `PullImpl` -> `Broadcast`), src/kvstore/comm.h (`CommDevice`:
 `InitMergeBuffer` at the first Reduce sorts the keys by size, largest
 first, and gives each a `merged` array on the device with the fewest
-elements so far (ties to device 1); `Reduce`: one `copy_buf` per source
-device on the merge device, made at the key's first Reduce, each
-gradient copied in (peer copies from the other device), `ElementwiseSum`
-into `merged`; `Broadcast`: the updated weight copied to each device);
+elements so far (ties to device 0, the unordered_map's last visited);
+`Reduce`: the first device's gradient copied into `merged`, one
+`copy_buf` per other source on the merge device, made at the key's first
+Reduce, filled by a peer or local copy, `ElementwiseSum` into `merged`;
+`Broadcast`: the updated weight copied into `merged`, then from there to
+each device);
 gluon/utils.py `split_and_load` (the batch sliced on the host, each half
 uploaded to its device)). No markers, driver by dlsym.
 
 Truth: per device, each pooled allocation settled by what it held:
 weights (parameter replicas, BN statistics, the kvstore's weight copies),
-gradients (gradient arrays, merge and copy buffers), optimizer (momentum),
+gradients (gradient arrays, merge and copy buffers: a merge buffer also
+relays the updated weight in `Broadcast`, recorded as the gradient sum it
+is made for), optimizer (momentum),
 prefetch (data and label halves), activations (forward and backward
 tensors, loss, metric temporaries), else pool with part lines (the naive
 pool hands a freed block to the next request of its rounded size,
@@ -143,32 +148,50 @@ class Parameter:
 
 
 class KVStoreDevice:
+    """kvstore 'device', update_on_kvstore: KVStoreLocal over CommDevice."""
+
     def __init__(self, params):
         self.params = [p for p in params if p.trainable]
         self.merged = {}
         self.copy_buf = {}
         self.local = {}         # key -> (dev, ptr) once on a device
         self.mom = {}
+        self.inited = False
+
+    def init(self):
+        """Trainer._init_kvstore at the first step: kvstore.init(i,
+        param.list_data()[0]) keeps a copy on pinned host memory."""
+        for p in self.params:
+            job.dtoh(0, p.data[0], p.n)
+        self.inited = True
 
     def init_merge_buffer(self):
+        """Keys by size, largest first, each on the device with the fewest
+        elements so far; on a tie the last device the unordered_map visits
+        wins (libstdc++ visits the last inserted first: device 0 last)."""
         load = [0] * DEVS
         for p in sorted(self.params, key=lambda q: -q.n):
-            dev = max(d for d in range(DEVS) if load[d] == min(load))
+            dev = min(d for d in range(DEVS) if load[d] == min(load))
             self.merged[p.key] = (dev, storage[dev].alloc(p.n, "gradients"))
             load[dev] += p.n // 4
 
+    def copy_from_to(self, dst_dev, dst, src_dev, src, n):
+        if src_dev == dst_dev:
+            job.dtod(dst_dev, dst, src, n)
+        else:
+            job.peer(dst_dev, dst, src_dev, src, n)
+
     def push(self, p):
+        """PushImpl: CommDevice::Reduce, then the updater on the merge
+        device (the weight copied there at the first push)."""
         if not self.merged:
             self.init_merge_buffer()
         dev, merged = self.merged[p.key]
-        if p.key not in self.copy_buf:
-            self.copy_buf[p.key] = [storage[dev].alloc(p.n, "gradients") for _ in range(DEVS)]
-        for src, buf in zip(range(DEVS), self.copy_buf[p.key]):
-            if src == dev:
-                job.dtod(dev, buf, p.grad[src], p.n)
-            else:
-                job.peer(dev, buf, src, p.grad[src], p.n)
-        job.dtod(dev, merged, self.copy_buf[p.key][0], p.n)   # ElementwiseSum
+        self.copy_from_to(dev, merged, 0, p.grad[0], p.n)       # src[0] into merged
+        if p.key not in self.copy_buf:                          # one per other source
+            self.copy_buf[p.key] = [storage[dev].alloc(p.n, "gradients") for _ in range(DEVS - 1)]
+        for src, buf in zip(range(1, DEVS), self.copy_buf[p.key]):
+            self.copy_from_to(dev, buf, src, p.grad[src], p.n)
         if p.key not in self.local:                     # local.Copy(merged.ctx())
             w = storage[dev].alloc(p.n, "weights")
             job.htod(dev, w, p.n)
@@ -178,12 +201,13 @@ class KVStoreDevice:
             self.mom[p.key] = m
 
     def pull(self, p):
+        """PullImpl -> CommDevice::Broadcast: the weight into the merge
+        buffer, then from there to every device's parameter."""
         dev, w = self.local[p.key]
+        _mdev, merged = self.merged[p.key]
+        job.dtod(dev, merged, w, p.n)
         for d in range(DEVS):
-            if d == dev:
-                job.dtod(d, p.data[d], w, p.n)
-            else:
-                job.peer(d, p.data[d], dev, w, p.n)
+            self.copy_from_to(d, p.data[d], dev, merged, p.n)
 
 
 # forward tensors kept for backward, floats per image (32 x 32 input)
@@ -244,7 +268,9 @@ def main():
         for d in range(DEVS):                           # autograd.backward(Ls)
             saved, head, _logits = outs[d]
             backward(d, saved, head)
-        for p in kv.params:                             # trainer.step
+        if not kv.inited:                               # trainer.step
+            kv.init()
+        for p in kv.params:
             kv.push(p)
         for p in kv.params:
             kv.pull(p)
