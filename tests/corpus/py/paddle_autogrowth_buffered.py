@@ -60,7 +60,7 @@ def rs(n):
 class AutoGrowthBestFitAllocator:
     def __init__(self, dev):
         self.dev = dev
-        self.chunks = []            # [ptr, size, kinds, rec, live]
+        self.chunks = []            # [ptr, size, kinds, alloc record]
         self.blocks = {}            # ptr -> [size, free, chunk]
         self.kind = {}              # block in use -> kind
 
