@@ -139,6 +139,15 @@ static const struct reason_row {
                             "long-lived, no twin: data (an epoch's reshuffled set, a new "
                             "shard); a model is loaded before it trains",
                             {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_UPDATED_STATE] = {"long-lived, filled from the host, then written on the device in most "
+                         "steps by copies from tensors the job computed: state the job keeps "
+                         "and updates (a memory bank of features, a queue), not data it reads",
+                         {VT_CAT_DATASET, NO_ALT}},
+    [R_VARIED_BATCHES] = {"filled from the host while the job trains, by a site that filled a "
+                          "tensor in a quarter of the steps or more, few of them alive at once: "
+                          "batches of sizes that vary (a sampled graph, a bucketed sequence), "
+                          "each outliving a step",
+                          {VT_CAT_DATASET, NO_ALT}},
     [R_BESIDE_MODEL] = {"filled from the host in one upload, long-lived, where nothing trains "
                         "and a model was loaded tensor by tensor: a part of the model loaded "
                         "apart (an embedding, an lm_head), or data the passes read; not "

@@ -232,23 +232,43 @@ static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts
 	return sf->host_filled && src->t_free != VT_T_NEVER && src->t_free < first_step;
 }
 
-/* Filled from the host, then written on the device by copies in most
- * steps from a batch the host sent (a tensor filled from the host and
+/* For an allocation filled from the host and then written on the device
+ * by copies in most steps: the allocation the first of those copies came
+ * from; VT_NO_INDEX otherwise. A frozen weight is never written again; a
+ * weight kept in step with another rank's is written from that rank's
+ * weights. */
+static uint32_t rewritten_from(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
+	if (!f->host_filled || !vt_cls_rewritten_on_device(c, a))
+		return VT_NO_INDEX;
+	return vt_cls_d2d_source(c, a);
+}
+
+/* Rewritten from a batch the host sent (a tensor filled from the host and
  * freed): a store of the samples the job streams in, a row per step (a
- * rollout or replay buffer: `obs[step] = next_obs`). A frozen weight is
- * never written again; a weight kept in step with another rank's is written
- * from that rank's weights, not from a batch. What arrived whole was its
- * initial value (zeros), not data: not confident, so no whole-dataset
+ * rollout or replay buffer: `obs[step] = next_obs`). What arrived whole was
+ * its initial value (zeros), not data: not confident, so no whole-dataset
  * finding. */
 static int sample_store(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
 {
-	if (!f->host_filled || !vt_cls_rewritten_on_device(c, a))
-		return 0;
-	uint32_t src = vt_cls_d2d_source(c, a);
+	uint32_t src = rewritten_from(c, a, f);
 	if (src == VT_NO_INDEX)
 		return 0;
 	const struct facts *sf = &c->f[src - c->p->alloc_begin];
 	return sf->host_filled && sf->freed && !sf->torn_down;
+}
+
+/* Rewritten from a tensor the device computed (neither from the host nor a
+ * weight): state the job updates, whatever its first value was (NPID's
+ * memory bank of features, `memory.index_copy_(0, y, updated)`). Data is
+ * read, never written. */
+static int updated_state(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
+	uint32_t src = rewritten_from(c, a, f);
+	if (src == VT_NO_INDEX)
+		return 0;
+	return !c->f[src - c->p->alloc_begin].host_filled &&
+	       c->m->allocs[src].category != VT_CAT_WEIGHTS;
 }
 
 /* Whether long-lived allocation i (not from the host) is a copy of a weight
@@ -266,6 +286,24 @@ static int replicated_weight(const struct ctx *c, uint32_t i, const struct facts
 		return 0;
 	const struct vt_alloc *src = &c->m->allocs[from];
 	return src->device != a->device && src->category == VT_CAT_WEIGHTS;
+}
+
+/* Whether upload site `stack` sent VT_MODEL_TENSORS tensors or more, one
+ * every 4 steps or more often (or FEEDER_TENSORS, whatever their pace: the
+ * passes of an evaluation after training are longer than its steps), never
+ * VT_LOADER_TENSORS alive at once: a feeder of batches whose sizes vary
+ * from step to step (a sampled graph's edge index, a layer-wise
+ * inference's rows), so that no per-step twin shows them. Data uploaded
+ * during training comes a day or an epoch at a time: a handful of tensors,
+ * hundreds of steps apart. */
+#define FEEDER_TENSORS 32
+static int feeds_batches(const struct ctx *c, uint32_t stack)
+{
+	uint32_t n = vt_upload_site_tensors(c->sites, stack);
+	if (n < VT_MODEL_TENSORS || vt_upload_site_is_loader(c->sites, stack, 0))
+		return 0;
+	return n >= FEEDER_TENSORS || vt_upload_site_span_ns(c->sites, stack) <=
+	                                  (uint64_t)(n - 1) * 4 * c->p->step_period_ns;
 }
 
 /* What the twin rules left: optimizer slots (a weight's size, made after
@@ -294,6 +332,8 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_REPLICATED);
 		else if (sample_store(c, a, f))
 			set_cat(a, f, VT_CAT_DATASET, 60, R_SAMPLE_STORE);
+		else if (updated_state(c, a, f))
+			set_cat(a, f, VT_CAT_UNKNOWN, 60, R_UPDATED_STATE);
 		else if (f->kept && !f->host_filled)
 			set_cat(a, f, VT_CAT_ACTIVATIONS, 50, R_KEPT_PER_STEP);
 		else if (s->weights > 0 && !f->host_filled && a->t_alloc < first_step &&
@@ -301,6 +341,8 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_GRADIENTS, 60, R_GRAD_BUFFER_EARLY);
 		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
+		else if (f->host_filled && c->trains && f->born >= 1 && feeds_batches(c, stack))
+			set_cat(a, f, VT_CAT_PREFETCH, 60, R_VARIED_BATCHES);
 		else if (f->host_filled && c->trains && f->born >= 1)
 			set_cat(a, f, VT_CAT_DATASET, 70, R_DATA_IN_TRAINING);
 		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))

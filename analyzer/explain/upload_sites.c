@@ -13,6 +13,7 @@ struct site {
 	uint32_t stack_id, tensors;
 	uint32_t alive, most_alive; /* its tensors alive now, and at most at once */
 	uint64_t bytes;
+	uint64_t t_first, t_last; /* its first and last tensor's upload */
 	UT_hash_handle hh;
 };
 
@@ -34,15 +35,20 @@ static struct site *site_of(struct vt_upload_sites *s, uint32_t stack_id)
 	return e;
 }
 
-/* n more tensors of the site, alive from now on (until forget). */
-static void note(struct vt_upload_sites *s, uint32_t stack_id, uint32_t n, uint64_t bytes)
+/* One more tensor of the site, uploaded at t and alive from now on (until
+ * forget). */
+static void note(struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes, uint64_t t)
 {
 	if (!stack_id)
 		return;
 	struct site *e = site_of(s, stack_id);
-	e->tensors += n;
+	if (!e->tensors || t < e->t_first)
+		e->t_first = t;
+	if (t > e->t_last)
+		e->t_last = t;
+	e->tensors++;
 	e->bytes += bytes;
-	e->alive += n;
+	e->alive++;
 	if (e->alive > e->most_alive)
 		e->most_alive = e->alive;
 }
@@ -62,7 +68,8 @@ static void note_alloc(struct vt_upload_sites *s, const struct vt_model *m, uint
 {
 	const struct vt_alloc *a = &m->allocs[i];
 	if (!in_pool) {
-		note(s, vt_model_copies(m, a)->h2d_stack_id, 1, a->bytes);
+		const struct vt_alloc_copies *cp = vt_model_copies(m, a);
+		note(s, cp->h2d_stack_id, a->bytes, cp->t_first_h2d);
 		return;
 	}
 	uint32_t n = 0;
@@ -70,7 +77,7 @@ static void note_alloc(struct vt_upload_sites *s, const struct vt_model *m, uint
 	    a->flags & VT_AF_PARTIAL_COPIES ? vt_model_ranges(m, i, &n) : NULL;
 	for (uint32_t k = 0; k < n; k++)
 		if (r[k].copies == 1)
-			note(s, r[k].stack_id, 1, r[k].bytes);
+			note(s, r[k].stack_id, r[k].bytes, r[k].t_first);
 }
 
 struct vt_upload_sites *
@@ -114,6 +121,12 @@ uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_
 {
 	const struct site *e = find(s, stack_id);
 	return e ? e->tensors : 0;
+}
+
+uint64_t vt_upload_site_span_ns(const struct vt_upload_sites *s, uint32_t stack_id)
+{
+	const struct site *e = find(s, stack_id);
+	return e ? e->t_last - e->t_first : 0;
 }
 
 int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes)

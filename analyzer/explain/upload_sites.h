@@ -33,6 +33,9 @@ vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
 /* Tensors filled by the site (stack id; 0, no stack: 0). */
 uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id);
 
+/* From the site's first tensor's upload to its last's (0: none). */
+uint64_t vt_upload_site_span_ns(const struct vt_upload_sites *s, uint32_t stack_id);
+
 /* The site had VT_LOADER_TENSORS tensors or more alive at once, and the tensor of
  * `bytes` is not most of what it filled: a loader of many tensors (weights),
  * or a batch feeder. A tensor four times all the rest of its site together

@@ -532,6 +532,67 @@ static void test_arrays_uploaded_while_training_are_data(void **state)
 	vt_model_free(m);
 }
 
+static int whole_dataset_flags(const struct vt_model *m);
+
+/* A sampled graph's edge index uploaded for each step by one line of
+ * code, a different size every step, each freed only after the next step
+ * (the loader keeps it until its next batch comes): no per-step twin, and
+ * each outlives a step, but a feeder sending a tensor every step is no
+ * dataset uploaded while the job trains. */
+static void test_batches_of_varying_sizes_are_no_dataset(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	const uint64_t graph = 0x900000000ull;
+	for (int s = 0; s < 24; s++) {
+		t += 1000;
+		b.stack = 30;
+		uint64_t at = graph + (uint64_t)(s % 2) * 0x10000000ull;
+		b_alloc(&b, t++, at, 2 * MIB + (uint64_t)s * 64 * KIB, 0);
+		b_htod(&b, t++, at, 2 * MIB + (uint64_t)s * 64 * KIB, 0);
+		t = three_layer_step(&b, t, w, s == 0);
+		if (s > 0)
+			b_free(&b, t++, graph + (uint64_t)((s - 1) % 2) * 0x10000000ull, 0);
+	}
+	classified_job(&b);
+	assert_int_equal(count_cat(m, VT_CAT_DATASET), 0);
+	assert_int_equal(category_of(m, graph), VT_CAT_PREFETCH);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
+/* A memory bank of features: made on the host, uploaded whole before
+ * training, then rows of it overwritten every step by copies from a tensor
+ * the step computed (`memory.index_copy_(0, y, updated)`). Data is read,
+ * never written: state the job updates, no whole-dataset upload. */
+static void test_bank_updated_every_step_is_no_dataset(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	const uint64_t bank = 0x900000000ull, update = 0x980000000ull;
+	b.stack = 31;
+	b_alloc(&b, t++, bank, 48 * MIB, 0);
+	b_htod(&b, t++, bank, 48 * MIB, 0);
+	for (int s = 0; s < 12; s++) {
+		t += 1000;
+		t = three_layer_step(&b, t, w, s == 0);
+		b.stack = 32;
+		b_alloc(&b, t++, update, 256 * KIB, 0);
+		b_dtod(&b, t++, bank + (uint64_t)s * 256 * KIB, update, 256 * KIB, 0);
+		b_free(&b, t++, update, 0);
+	}
+	classified_job(&b);
+	assert_guess(alloc_at(m, bank), VT_CAT_UNKNOWN, VT_CAT_DATASET);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
 /* One event of a two-thread job, to be fed in time order. */
 struct timed_event {
 	uint64_t t, addr, bytes;
@@ -3109,6 +3170,8 @@ int main(void)
 	    cmocka_unit_test(test_upload_into_a_caching_segment_is_no_dataset),
 	    cmocka_unit_test(test_unmarked_rank_steps_by_its_opener),
 	    cmocka_unit_test(test_arrays_uploaded_while_training_are_data),
+	    cmocka_unit_test(test_batches_of_varying_sizes_are_no_dataset),
+	    cmocka_unit_test(test_bank_updated_every_step_is_no_dataset),
 	    cmocka_unit_test(test_scratch_the_size_of_the_weights_without_steps),
 	    cmocka_unit_test(test_engine_bindings),
 	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
