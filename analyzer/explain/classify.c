@@ -143,10 +143,10 @@ static const struct reason_row {
                          "steps by copies from tensors the job computed: state the job keeps "
                          "and updates (a memory bank of features, a queue), not data it reads",
                          {VT_CAT_DATASET, NO_ALT}},
-    [R_VARIED_BATCHES] = {"filled from the host while the job trains, by a site that filled a "
-                          "tensor in a quarter of the steps or more, few of them alive at once: "
-                          "batches of sizes that vary (a sampled graph, a bucketed sequence), "
-                          "each outliving a step",
+    [R_VARIED_BATCHES] = {"filled from the host while the job trains, by a site that sent many "
+                          "tensors, one every few steps or more often, few of them alive at "
+                          "once: batches of sizes that vary (a sampled graph, a bucketed "
+                          "sequence), each kept until the next",
                           {VT_CAT_DATASET, NO_ALT}},
     [R_BESIDE_MODEL] = {"filled from the host in one upload, long-lived, where nothing trains "
                         "and a model was loaded tensor by tensor: a part of the model loaded "
