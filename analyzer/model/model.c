@@ -421,7 +421,8 @@ record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t, uin
 	 * began: every sweep over lifetimes would count it below zero. */
 	if (t < a->t_alloc)
 		t = a->t_alloc;
-	replay_charge(m, a, 1, t, seq);
+	if (!m->consumer->freed_charges)
+		replay_charge(m, a, 1, t, seq);
 	a->t_free = t;
 	a->seq_free = seq;
 	m->consumer->freed(m, p, idx);

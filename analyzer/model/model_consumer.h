@@ -32,6 +32,10 @@ struct vt_replay_consumer {
 	               uint64_t seq);
 	/* Allocation idx of process p is freed and its free recorded. */
 	void (*freed)(struct vt_model *m, struct vt_proc *p, uint32_t idx);
+	/* Non-zero: a free is not charged through charge(); freed() takes the
+	 * free's charge itself (one call a free, not two: the folding model,
+	 * whose charge of a free is only the live bytes going down). */
+	int freed_charges;
 	/* An allocation of proc on dev failed (already in vt_model.failed). */
 	void (*failed)(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq);
 	/* A host-to-device copy ev into allocation idx at offset off; first: its
@@ -39,7 +43,8 @@ struct vt_replay_consumer {
 	void (*uploaded)(struct vt_model *m, uint32_t idx, uint64_t off, const struct vt_event *ev,
 	                 uint64_t t, int first, int partial);
 	/* A well-formed marker of process p, at trace time t. */
-	void (*mark)(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t);
+	void (*mark)(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r,
+	             uint64_t t);
 	/* A cuMemGetInfo record of process p, at trace time t (the device's
 	 * capacity is already taken from it). */
 	void (*meminfo)(struct vt_model *m, struct vt_proc *p, const struct vt_meminfo_rec *r,

@@ -358,6 +358,8 @@ static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 	count_pending(m);
 	struct fold_proc *fp = proc_of(f, (uint32_t)(p - m->procs));
 	const struct vt_alloc *a = &m->allocs[idx];
+	if ((a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN) /* replay_charge's test */
+		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 1, 0, 0);
 	if (a->t_free > fp->last_t)
 		fp->last_t = a->t_free;
 	int span;
@@ -382,28 +384,17 @@ static uint32_t take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id
 	return f->pending == m->nallocs ? VT_NO_INDEX : f->pending;
 }
 
-static __attribute__((noinline)) void charge_alloc(struct vt_model *m, const struct vt_alloc *a,
-                                                   uint64_t t, uint64_t seq)
-{
-	count_pending(m);
-	proc_of(m->fold, a->proc)->charged[a->device] = 1;
-	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, seq);
-}
-
+/* An allocation's charge: the full model's, without its call (replay_peaks
+ * is made with the model). A free's is freed()'s (freed_charges): its
+ * device was marked where its allocation was, and what is pending is
+ * counted there before anything reads a peak. */
 static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
                    uint64_t seq)
 {
-	/* the full model's charge, without its call: replay_peaks is made
-	 * with the model. A free calls nothing more: its device was marked
-	 * where its allocation was, and what is pending is counted by the
-	 * freed() that follows (the counting reads no peak). The allocation's
-	 * part is out of line: with frame pointers kept, its calls gave the
-	 * free's path too a frame and four saved registers. */
-	if (!is_free) {
-		charge_alloc(m, a, t, seq);
-		return;
-	}
-	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 1, t, seq);
+	(void)is_free;
+	count_pending(m);
+	proc_of(m->fold, a->proc)->charged[a->device] = 1;
+	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, seq);
 }
 
 static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
@@ -620,6 +611,7 @@ static const struct vt_replay_consumer folding = {
     .take_record = take_record,
     .charge = charge,
     .freed = freed,
+    .freed_charges = 1,
     .failed = failed,
     .uploaded = uploaded,
     .mark = mark,
