@@ -282,14 +282,17 @@ vt_packed_decode_fields(const uint8_t *buf, uint32_t size, uint64_t chunk_first_
 		return "field runs past the record";
 	if ((present & VT_PK_BYTES) && !(p = vt_packed_varint(p, end, &ev->bytes)))
 		return "field runs past the record";
-	if ((present & VT_PK_AUX) && !(p = vt_packed_varint(p, end, &ev->aux)))
-		return "field runs past the record";
-	if ((present & VT_PK_STREAM) && !(p = vt_packed_varint(p, end, &ev->stream)))
-		return "field runs past the record";
-	if (present & VT_PK_RESULT) {
-		if (!(p = vt_packed_varint(p, end, &v)))
+	/* an allocation or a free has none of the last three: one test */
+	if (__builtin_expect(present & (VT_PK_AUX | VT_PK_STREAM | VT_PK_RESULT), 0)) {
+		if ((present & VT_PK_AUX) && !(p = vt_packed_varint(p, end, &ev->aux)))
 			return "field runs past the record";
-		ev->result = (int32_t)vt_unzigzag(v);
+		if ((present & VT_PK_STREAM) && !(p = vt_packed_varint(p, end, &ev->stream)))
+			return "field runs past the record";
+		if (present & VT_PK_RESULT) {
+			if (!(p = vt_packed_varint(p, end, &v)))
+				return "field runs past the record";
+			ev->result = (int32_t)vt_unzigzag(v);
+		}
 	}
 	if (stack > UINT32_MAX)
 		return "field runs past the record";
@@ -329,7 +332,7 @@ static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, ui
  * open, so only the fields are left to check, and one call decodes many
  * records (called per record, the call and the fixed part's checks were a
  * fifth of the decoding). [*p, end): records so checked; readable_end: the
- * end of what may be read. Stops before a record that is not packed, one
+ * end of what may be read (>= end). Stops before a record that is not packed, one
  * without 8 readable bytes after it (vt_packed_decode reads it from a copy)
  * and one that does not decode: the caller takes those one at a time.
  * Returns how many were decoded, each record after the one before, and
@@ -340,6 +343,9 @@ static inline uint32_t vt_packed_decode_run(const uint8_t **p, const uint8_t *en
                                             uint32_t max)
 {
 	const uint8_t *at = *p;
+	/* every record ends by end: with 8 bytes readable past it, each one
+	 * has its 8 (one test a run, not a subtraction and a test a record) */
+	const int room = readable_end - end >= 8;
 	uint32_t n = 0;
 	while (n < max && at < end) {
 		/* acquire, as every reader's load of a header word: it pairs
@@ -348,7 +354,7 @@ static inline uint32_t vt_packed_decode_run(const uint8_t **p, const uint8_t *en
 		    __atomic_load_n((const uint32_t *)(const void *)at, __ATOMIC_ACQUIRE);
 		uint32_t size = VT_HDR_SIZE(word);
 		if (VT_HDR_TYPE(word) != VT_REC_PACKED ||
-		    (uint64_t)(readable_end - at) < (uint64_t)size + 8 ||
+		    (!room && (uint64_t)(readable_end - at) < (uint64_t)size + 8) ||
 		    vt_packed_decode_fields(at, size, chunk_first_seq, chunk_first_t_ns, &out[n]))
 			break;
 		n++;
