@@ -438,6 +438,19 @@ static int is_handle_kind(uint8_t kind)
 	return kind == VT_ALLOC_VMM || kind == VT_ALLOC_ARRAY;
 }
 
+/* The record the consumer gives back (take_record), or a new one: rec in
+ * it. */
+static uint32_t place_record(struct vt_model *m, const struct vt_alloc *rec)
+{
+	uint32_t idx = m->consumer->take_record(m, rec->proc, rec->stack_id);
+	if (idx == VT_NO_INDEX) {
+		GROW(m->allocs, m->cap_allocs, m->nallocs);
+		idx = m->nallocs++;
+	}
+	m->allocs[idx] = *rec;
+	return idx;
+}
+
 static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 {
 	struct vt_proc *p = &m->procs[pi];
@@ -484,31 +497,31 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			m->totals.implicit_frees++;
 		}
 	}
-	uint32_t idx = m->consumer->take_record(m, pi, ev->stack_id);
-	if (idx == VT_NO_INDEX) {
-		GROW(m->allocs, m->cap_allocs, m->nallocs);
-		idx = m->nallocs++;
-	}
+	const struct vt_alloc rec = {
+	    .addr = ev->addr,
+	    .bytes = ev->bytes,
+	    .t_alloc = t,
+	    .t_free = VT_T_NEVER,
+	    .seq_alloc = ev->seq,
+	    .seq_free = VT_T_NEVER,
+	    .stack_id = ev->stack_id,
+	    .proc = pi,
+	    .api = ev->api,
+	    .rt_api = ev->rt_api,
+	    .device = ev->device,
+	    .kind = ev->kind,
+	    .flags =
+	        (uint8_t)((is_charged(ev->kind) ? VT_AF_CHARGED : 0) | (handle ? VT_AF_HANDLE : 0)),
+	    .category = VT_CAT_UNKNOWN,
+	    .reason = VT_REASON_UNCLASSIFIED,
+	};
+	/* added (and charged) by the consumer in one call, or taken, filled
+	 * and charged below */
+	int added = m->consumer->add_record != NULL;
+	uint32_t idx = added ? m->consumer->add_record(m, &rec, t, ev->seq) : place_record(m, &rec);
 	struct vt_alloc *a = &m->allocs[idx];
-	memset(a, 0, sizeof *a);
-	a->addr = ev->addr;
-	a->bytes = ev->bytes;
-	a->t_alloc = t;
-	a->seq_alloc = ev->seq;
-	a->t_free = a->seq_free = VT_T_NEVER;
-	a->stack_id = ev->stack_id;
-	a->proc = pi;
-	a->api = ev->api;
-	a->rt_api = ev->rt_api;
-	a->device = ev->device;
-	a->kind = ev->kind;
-	a->category = VT_CAT_UNKNOWN;
-	a->reason = VT_REASON_UNCLASSIFIED;
-	if (is_charged(ev->kind))
-		a->flags |= VT_AF_CHARGED;
 	p->alloc_end = m->nallocs;
 	if (handle) {
-		a->flags |= VT_AF_HANDLE;
 		if (!h) {
 			h = calloc(1, sizeof *h);
 			if (!h)
@@ -517,13 +530,15 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			HASH_ADD(hh, p->handles, handle, sizeof h->handle, h);
 		}
 		h->alloc = idx;
-		replay_charge(m, a, 0, t, ev->seq);
+		if (!added)
+			replay_charge(m, a, 0, t, ev->seq);
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
 	if (vt_ival_insert_at(p->live, &iv, at) != 0)
 		vt_nomem();
-	replay_charge(m, a, 0, t, ev->seq);
+	if (!added)
+		replay_charge(m, a, 0, t, ev->seq);
 }
 
 /* A VMM handle's memory is gone once it is released and no longer mapped. */

@@ -8,8 +8,9 @@
  *   - the streaming model (model_stream.c) recycles a freed allocation's
  *     record, counts instead of keeping, and snapshots what was live at
  *     each process's peak.
- * The replay calls every entry (none is optional) and knows neither
- * consumer: the way perf's `struct perf_tool` is filled by a tool and
+ * The replay calls every entry (add_record is optional; where it is set
+ * and freed_charges too, take_record and charge are never called) and
+ * knows no consumer: the way perf's `struct perf_tool` is filled by a tool and
  * driven by perf_session. Times are trace times (ns from the trace's start). */
 #ifndef VT_MODEL_CONSUMER_H
 #define VT_MODEL_CONSUMER_H
@@ -27,6 +28,13 @@ struct vt_replay_consumer {
 	/* A record to reuse for the allocation of proc about to be recorded
 	 * with this stack, or VT_NO_INDEX to append one. */
 	uint32_t (*take_record)(struct vt_model *m, uint32_t proc, uint32_t stack_id);
+	/* Optional (NULL: take_record, then charge): place the allocation rec,
+	 * whole, in a record of its own (reused, or appended to
+	 * vt_model.allocs) and charge it where charge() would be called (a
+	 * charged one on a known device); returns its index. One call an
+	 * allocation instead of two, and a record counted as it is made. */
+	uint32_t (*add_record)(struct vt_model *m, const struct vt_alloc *rec, uint64_t t,
+	                       uint64_t seq);
 	/* A charged allocation on a known device was made (is_free 0) or freed. */
 	void (*charge)(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
 	               uint64_t seq);

@@ -67,7 +67,6 @@ struct vt_fold {
 	uint32_t *place; /* per record: its place in its step (VT_NO_INDEX: before the era) */
 	uint32_t cap_side;
 	uint64_t made;
-	uint32_t pending; /* the record being made: counted at the next call */
 	uint32_t keep_steps;
 	const char *why; /* inexact: why */
 	uint32_t high;   /* records held at most */
@@ -217,14 +216,10 @@ static void grow_side(struct vt_fold *f, uint32_t idx)
 	f->cap_side = cap;
 }
 
-/* The record made last is complete now: count it as count_keys would. */
-static __attribute__((noinline)) void count_pending_slow(struct vt_model *m)
+/* Record idx, just made, whole: count it as count_keys would. */
+static void count_record(struct vt_model *m, uint32_t idx)
 {
 	struct vt_fold *f = m->fold;
-	uint32_t idx = f->pending;
-	if (idx >= m->nallocs)
-		return;
-	f->pending = VT_NO_INDEX;
 	const struct vt_alloc *a = &m->allocs[idx];
 	struct fold_proc *fp = proc_of(f, a->proc);
 	grow_side(f, idx);
@@ -250,14 +245,6 @@ static __attribute__((noinline)) void count_pending_slow(struct vt_model *m)
 	}
 	f->place[idx] = s->in_step++;
 	s->era_allocs++;
-}
-
-/* Every entry of the consumer asks, and most find nothing pending: the
- * check inline, the counting out of line. */
-static inline void count_pending(struct vt_model *m)
-{
-	if (m->fold->pending != VT_NO_INDEX)
-		count_pending_slow(m);
 }
 
 /* ---- folding -------------------------------------------------------------- */
@@ -355,7 +342,6 @@ static int foldable(const struct vt_model *m, const struct fold_proc *fp, uint32
 static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 {
 	struct vt_fold *f = m->fold;
-	count_pending(m);
 	struct fold_proc *fp = proc_of(f, (uint32_t)(p - m->procs));
 	const struct vt_alloc *a = &m->allocs[idx];
 	if ((a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN) /* replay_charge's test */
@@ -375,31 +361,31 @@ static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 
 /* ---- the replay's consumer ------------------------------------------------ */
 
-static uint32_t take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id)
+/* The replay's allocation, in a folded one's record where there is one
+ * (add_record): counted as it is made, and charged as the full model's
+ * charge does, without its call (replay_peaks is made with the model). A
+ * free's charge is freed()'s (freed_charges). */
+static uint32_t add_record(struct vt_model *m, const struct vt_alloc *rec, uint64_t t, uint64_t seq)
 {
 	struct vt_fold *f = m->fold;
-	count_pending(m);
-	(void)proc, (void)stack_id;
-	f->pending = f->nfree ? f->free_records[--f->nfree] : m->nallocs;
-	return f->pending == m->nallocs ? VT_NO_INDEX : f->pending;
-}
-
-/* An allocation's charge: the full model's, without its call (replay_peaks
- * is made with the model). A free's is freed()'s (freed_charges): its
- * device was marked where its allocation was, and what is pending is
- * counted there before anything reads a peak. */
-static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
-                   uint64_t seq)
-{
-	(void)is_free;
-	count_pending(m);
-	proc_of(m->fold, a->proc)->charged[a->device] = 1;
-	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, seq);
+	uint32_t idx;
+	if (f->nfree) {
+		idx = f->free_records[--f->nfree];
+	} else {
+		GROW(m->allocs, m->cap_allocs, m->nallocs);
+		idx = m->nallocs++;
+	}
+	m->allocs[idx] = *rec;
+	count_record(m, idx);
+	if ((rec->flags & VT_AF_CHARGED) && rec->device != VT_DEVICE_UNKNOWN) {
+		proc_of(f, rec->proc)->charged[rec->device] = 1;
+		vt_replay_peak_charge(&m->replay_peaks[rec->device], rec->bytes, 0, t, seq);
+	}
+	return idx;
 }
 
 static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
 {
-	count_pending(m);
 	proc_of(m->fold, proc)->pin_seq[dev] = seq + 1;
 	full()->failed(m, proc, dev, t, seq);
 }
@@ -407,7 +393,6 @@ static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, u
 static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struct vt_event *ev,
                      uint64_t t, int first, int partial)
 {
-	count_pending(m);
 	full()->uploaded(m, idx, off, ev, t, first, partial);
 }
 
@@ -415,7 +400,6 @@ static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struc
  * move that one's step: the counts are then not the classifier's. */
 static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t)
 {
-	count_pending(m);
 	if (vt_mark_is_step(r->kind, r->text, strnlen(r->text, r->text_len))) {
 		struct fold_proc *fp = proc_of(m->fold, (uint32_t)(p - m->procs));
 		if (t < fp->last_t || (fp->nsteps && t < fp->step_t[fp->nsteps - 1]))
@@ -437,14 +421,12 @@ static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec
 static void meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_meminfo_rec *r,
                     uint64_t t)
 {
-	count_pending(m);
 	proc_of(m->fold, (uint32_t)(p - m->procs))->pin_seq[r->device] = r->seq + 1;
 	full()->meminfo(m, p, r, t);
 }
 
 static void end_process(struct vt_model *m, uint32_t proc)
 {
-	count_pending(m);
 	full()->end_process(m, proc);
 }
 
@@ -560,7 +542,6 @@ static void check_shared_devices(struct vt_model *m)
 static void finish(struct vt_model *m)
 {
 	struct vt_fold *f = m->fold;
-	count_pending(m);
 	struct size_entry *e, *tmp;
 	HASH_ITER(hh, f->sizes, e, tmp) close_era_step(&e->s);
 	check_shared_devices(m);
@@ -608,8 +589,7 @@ static void destroy(struct vt_model *m)
 }
 
 static const struct vt_replay_consumer folding = {
-    .take_record = take_record,
-    .charge = charge,
+    .add_record = add_record, /* take_record and charge: never called */
     .freed = freed,
     .freed_charges = 1,
     .failed = failed,
@@ -640,7 +620,6 @@ struct vt_model *vt_model_new_folding(void)
 		vt_model_free(m);
 		return NULL;
 	}
-	m->fold->pending = VT_NO_INDEX;
 	m->fold->keep_steps = keep_steps();
 	return m;
 }
