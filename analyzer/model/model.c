@@ -438,6 +438,32 @@ static int is_handle_kind(uint8_t kind)
 	return kind == VT_ALLOC_VMM || kind == VT_ALLOC_ARRAY;
 }
 
+/* The record of ev, an allocation of process pi at trace time t. */
+static inline void new_record(struct vt_alloc *a, uint32_t pi, const struct vt_event *ev,
+                              uint64_t t, int handle)
+{
+	/* one literal: built in place, where a memset and the stores after
+	 * it were 3 instructions an event more */
+	*a = (struct vt_alloc){
+	    .addr = ev->addr,
+	    .bytes = ev->bytes,
+	    .t_alloc = t,
+	    .t_free = VT_T_NEVER,
+	    .seq_alloc = ev->seq,
+	    .seq_free = VT_T_NEVER,
+	    .stack_id = ev->stack_id,
+	    .proc = pi,
+	    .api = ev->api,
+	    .rt_api = ev->rt_api,
+	    .device = ev->device,
+	    .kind = ev->kind,
+	    .flags =
+	        (uint8_t)((is_charged(ev->kind) ? VT_AF_CHARGED : 0) | (handle ? VT_AF_HANDLE : 0)),
+	    .category = VT_CAT_UNKNOWN,
+	    .reason = VT_REASON_UNCLASSIFIED,
+	};
+}
+
 /* The record the consumer gives back (take_record), or a new one: rec in
  * it. */
 static uint32_t place_record(struct vt_model *m, const struct vt_alloc *rec)
@@ -497,24 +523,8 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			m->totals.implicit_frees++;
 		}
 	}
-	const struct vt_alloc rec = {
-	    .addr = ev->addr,
-	    .bytes = ev->bytes,
-	    .t_alloc = t,
-	    .t_free = VT_T_NEVER,
-	    .seq_alloc = ev->seq,
-	    .seq_free = VT_T_NEVER,
-	    .stack_id = ev->stack_id,
-	    .proc = pi,
-	    .api = ev->api,
-	    .rt_api = ev->rt_api,
-	    .device = ev->device,
-	    .kind = ev->kind,
-	    .flags =
-	        (uint8_t)((is_charged(ev->kind) ? VT_AF_CHARGED : 0) | (handle ? VT_AF_HANDLE : 0)),
-	    .category = VT_CAT_UNKNOWN,
-	    .reason = VT_REASON_UNCLASSIFIED,
-	};
+	struct vt_alloc rec;
+	new_record(&rec, pi, ev, t, handle);
 	/* added (and charged) by the consumer in one call, or taken, filled
 	 * and charged below */
 	int added = m->consumer->add_record != NULL;
