@@ -938,20 +938,19 @@ static inline __attribute__((always_inline)) void feed_event(struct vt_model *m,
 	}
 }
 
-/* n events of process pi, thread tid, in a row; type: theirs, or 0 where
- * each one's header says. The one place the replay of an event is inlined
- * (its callees, with it): called, their entries and exits were a tenth of
- * the replay. */
+/* n events of process pi, thread tid, in a row, each of the type its
+ * header says. The one place the replay of an event is inlined (its
+ * callees, with it): called, their entries and exits were a tenth of the
+ * replay. */
 static __attribute__((noinline)) void feed_events(struct vt_model *m, uint32_t pi, uint32_t tid,
-                                                  const struct vt_event *ev, uint32_t n,
-                                                  uint32_t type)
+                                                  const struct vt_event *ev, uint32_t n)
 {
 	/* one thread's events: its time's place is looked up once, and the
 	 * trace's end moved once (both were a fiftieth of the replay) */
 	struct vt_proc *p = &m->procs[pi];
 	uint64_t *thread_t = thread_last_t(p, tid);
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t t = type ? type : VT_HDR_TYPE(ev[i].hdr);
+		uint32_t t = VT_HDR_TYPE(ev[i].hdr);
 		if (t >= VT_REC_ALLOC && t <= VT_REC_POOL_TRIM)
 			feed_event(m, pi, thread_t, t, &ev[i]);
 	}
@@ -965,7 +964,7 @@ void vt_model_feed_events(struct vt_model *m, uint32_t pi, uint32_t tid, const s
 	if (pi >= m->nprocs)
 		return;
 	m->totals.records += n;
-	feed_events(m, pi, tid, ev, n, 0);
+	feed_events(m, pi, tid, ev, n);
 }
 
 void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type,
@@ -976,8 +975,15 @@ void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_
 	struct vt_proc *p = &m->procs[pi];
 	m->totals.records++;
 	if (type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM) {
-		if (size >= sizeof(struct vt_event))
-			feed_events(m, pi, tid, rec, 1, type);
+		if (size < sizeof(struct vt_event))
+			return;
+		/* its type is the caller's (a record's header may say another:
+		 * the compact free's): a copy that says it, so that the run's
+		 * loop need not ask which */
+		struct vt_event ev;
+		memcpy(&ev, rec, sizeof ev);
+		ev.hdr = VT_HDR(type, sizeof ev);
+		feed_events(m, pi, tid, &ev, 1);
 		return;
 	}
 	switch (type) {
