@@ -3,6 +3,7 @@
  * (size, device) counters of the allocations it folds. */
 #include "model_fold.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,10 +36,12 @@ struct size_entry {
 };
 
 struct group_entry {
+	/* stack_id, proc and api .. kind in the order of struct vt_alloc's:
+	 * group_is compares each run of them in one load */
 	struct {
 		uint64_t bytes;
-		uint32_t proc, stack_id, place;
-		uint8_t device, span, api, rt_api, kind, pad[3];
+		uint32_t stack_id, proc, place;
+		uint8_t api, rt_api, device, kind, span, pad[3];
 	} key;
 	uint32_t index;           /* in vt_fold.groups */
 	struct size_entry *sizes; /* its (size, device)'s counters: no second lookup */
@@ -251,13 +254,23 @@ static void count_record(struct vt_model *m, uint32_t idx)
 
 /* Is e the group of allocation a at this place and span? Field by field:
  * the probe key a hash lookup needs is built only on a miss. */
+_Static_assert(offsetof(struct vt_alloc, proc) == offsetof(struct vt_alloc, stack_id) + 4 &&
+                   offsetof(struct vt_alloc, rt_api) == offsetof(struct vt_alloc, api) + 1 &&
+                   offsetof(struct vt_alloc, device) == offsetof(struct vt_alloc, api) + 2 &&
+                   offsetof(struct vt_alloc, kind) == offsetof(struct vt_alloc, api) + 3,
+               "group_is loads the record's stack_id..proc and api..kind whole");
+
 static inline int group_is(const struct group_entry *e, const struct vt_alloc *a, uint32_t place,
                            int span)
 {
-	return e->key.bytes == a->bytes && e->key.stack_id == a->stack_id &&
-	       e->key.place == place && e->key.proc == a->proc && e->key.span == span &&
-	       e->key.device == a->device && e->key.api == a->api && e->key.rt_api == a->rt_api &&
-	       e->key.kind == a->kind;
+	uint64_t key_ids, ids;
+	uint32_t key_call, call;
+	memcpy(&key_ids, &e->key.stack_id, sizeof key_ids);
+	memcpy(&ids, &a->stack_id, sizeof ids);
+	memcpy(&key_call, &e->key.api, sizeof key_call);
+	memcpy(&call, &a->api, sizeof call);
+	return e->key.bytes == a->bytes && key_ids == ids && key_call == call &&
+	       e->key.place == place && e->key.span == span;
 }
 
 /* The group from the hash, made when new: out of line, as the cache
