@@ -219,12 +219,11 @@ static void grow_side(struct vt_fold *f, uint32_t idx)
 	f->cap_side = cap;
 }
 
-/* Record idx, just made, whole: count it as count_keys would. */
-static void count_record(struct vt_model *m, uint32_t idx)
+/* Record idx, just made whole by process fp: count it as count_keys would. */
+static void count_record(struct vt_model *m, struct fold_proc *fp, uint32_t idx)
 {
 	struct vt_fold *f = m->fold;
 	const struct vt_alloc *a = &m->allocs[idx];
-	struct fold_proc *fp = proc_of(f, a->proc);
 	grow_side(f, idx);
 	f->order[idx] = f->made++;
 	f->place[idx] = VT_NO_INDEX;
@@ -389,9 +388,10 @@ static uint32_t add_record(struct vt_model *m, const struct vt_alloc *rec, uint6
 		idx = m->nallocs++;
 	}
 	m->allocs[idx] = *rec;
-	count_record(m, idx);
+	struct fold_proc *fp = proc_of(f, rec->proc);
+	count_record(m, fp, idx);
 	if ((rec->flags & VT_AF_CHARGED) && rec->device != VT_DEVICE_UNKNOWN) {
-		proc_of(f, rec->proc)->charged[rec->device] = 1;
+		fp->charged[rec->device] = 1;
 		vt_replay_peak_charge(&m->replay_peaks[rec->device], rec->bytes, 0, t, seq);
 	}
 	return idx;
