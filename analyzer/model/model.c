@@ -917,13 +917,17 @@ static inline __attribute__((always_inline)) void feed_event(struct vt_model *m,
 	if (t > p->last_t_ns)
 		p->last_t_ns = t;
 	p->last_seq = ev->seq;
-	switch (type) {
-	case VT_REC_ALLOC:
+	/* nearly every event is one of these two: two tests, where the
+	 * switch's table cost five instructions more an event */
+	if (type == VT_REC_ALLOC) {
 		on_alloc(m, pi, ev);
-		break;
-	case VT_REC_FREE:
+		return;
+	}
+	if (type == VT_REC_FREE) {
 		on_free(m, pi, ev);
-		break;
+		return;
+	}
+	switch (type) {
 	case VT_REC_COPY:
 		on_copy(m, pi, ev);
 		break;
