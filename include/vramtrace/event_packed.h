@@ -220,10 +220,8 @@ static inline const uint8_t *vt_packed_varint(const uint8_t *p, const uint8_t *e
 static inline int vt_packed_zero(const uint8_t *from, const uint8_t *to)
 {
 	size_t n = (size_t)(to - from);
-	if (n == 0)
-		return 1;
-	if (n <= 8) /* to - 8 is inside the record: size >= 16 */
-		return (vt_packed_le64(to - 8) >> (8 * (8 - n))) == 0;
+	if (n < 8) /* to - 8 is inside the record (size >= 16); the top n bytes */
+		return (vt_packed_le64(to - 8) & ~(~0ull >> (8 * n))) == 0;
 	while (from < to)
 		if (*from++)
 			return 0;
