@@ -438,42 +438,17 @@ static int is_handle_kind(uint8_t kind)
 	return kind == VT_ALLOC_VMM || kind == VT_ALLOC_ARRAY;
 }
 
-/* The record of ev, an allocation of process pi at trace time t. */
-static inline void new_record(struct vt_alloc *a, uint32_t pi, const struct vt_event *ev,
-                              uint64_t t, int handle)
+/* The record the consumer gives back (take_record), or a new one: ev's
+ * allocation in it. */
+static uint32_t place_record(struct vt_model *m, uint32_t pi, const struct vt_event *ev, uint64_t t,
+                             uint8_t flags)
 {
-	/* one literal: built in place, where a memset and the stores after
-	 * it were 3 instructions an event more */
-	*a = (struct vt_alloc){
-	    .addr = ev->addr,
-	    .bytes = ev->bytes,
-	    .t_alloc = t,
-	    .t_free = VT_T_NEVER,
-	    .seq_alloc = ev->seq,
-	    .seq_free = VT_T_NEVER,
-	    .stack_id = ev->stack_id,
-	    .proc = pi,
-	    .api = ev->api,
-	    .rt_api = ev->rt_api,
-	    .device = ev->device,
-	    .kind = ev->kind,
-	    .flags =
-	        (uint8_t)((is_charged(ev->kind) ? VT_AF_CHARGED : 0) | (handle ? VT_AF_HANDLE : 0)),
-	    .category = VT_CAT_UNKNOWN,
-	    .reason = VT_REASON_UNCLASSIFIED,
-	};
-}
-
-/* The record the consumer gives back (take_record), or a new one: rec in
- * it. */
-static uint32_t place_record(struct vt_model *m, const struct vt_alloc *rec)
-{
-	uint32_t idx = m->consumer->take_record(m, rec->proc, rec->stack_id);
+	uint32_t idx = m->consumer->take_record(m, pi, ev->stack_id);
 	if (idx == VT_NO_INDEX) {
 		GROW(m->allocs, m->cap_allocs, m->nallocs);
 		idx = m->nallocs++;
 	}
-	m->allocs[idx] = *rec;
+	vt_model_new_record(&m->allocs[idx], pi, ev, t, flags);
 	return idx;
 }
 
@@ -523,12 +498,13 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			m->totals.implicit_frees++;
 		}
 	}
-	struct vt_alloc rec;
-	new_record(&rec, pi, ev, t, handle);
+	uint8_t flags =
+	    (uint8_t)((is_charged(ev->kind) ? VT_AF_CHARGED : 0) | (handle ? VT_AF_HANDLE : 0));
 	/* added (and charged) by the consumer in one call, or taken, filled
 	 * and charged below */
 	int added = m->consumer->add_record != NULL;
-	uint32_t idx = added ? m->consumer->add_record(m, &rec, t, ev->seq) : place_record(m, &rec);
+	uint32_t idx = added ? m->consumer->add_record(m, pi, ev, t, flags)
+	                     : place_record(m, pi, ev, t, flags);
 	struct vt_alloc *a = &m->allocs[idx];
 	p->alloc_end = m->nallocs;
 	if (handle) {

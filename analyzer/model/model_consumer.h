@@ -28,13 +28,14 @@ struct vt_replay_consumer {
 	/* A record to reuse for the allocation of proc about to be recorded
 	 * with this stack, or VT_NO_INDEX to append one. */
 	uint32_t (*take_record)(struct vt_model *m, uint32_t proc, uint32_t stack_id);
-	/* Optional (NULL: take_record, then charge): place the allocation rec,
-	 * whole, in a record of its own (reused, or appended to
-	 * vt_model.allocs) and charge it where charge() would be called (a
-	 * charged one on a known device); returns its index. One call an
-	 * allocation instead of two, and a record counted as it is made. */
-	uint32_t (*add_record)(struct vt_model *m, const struct vt_alloc *rec, uint64_t t,
-	                       uint64_t seq);
+	/* Optional (NULL: take_record, then charge): record the allocation ev
+	 * of proc at trace time t, with flags, in a record of its own
+	 * (reused, or appended to vt_model.allocs; vt_model_new_record fills
+	 * it) and charge it where charge() would be called (a charged one on a
+	 * known device); returns its index. One call an allocation instead of
+	 * two, and a record counted as it is made. */
+	uint32_t (*add_record)(struct vt_model *m, uint32_t proc, const struct vt_event *ev,
+	                       uint64_t t, uint8_t flags);
 	/* A charged allocation on a known device was made (is_free 0) or freed. */
 	void (*charge)(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
 	               uint64_t seq);

@@ -377,7 +377,8 @@ static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
  * (add_record): counted as it is made, and charged as the full model's
  * charge does, without its call (replay_peaks is made with the model). A
  * free's charge is freed()'s (freed_charges). */
-static uint32_t add_record(struct vt_model *m, const struct vt_alloc *rec, uint64_t t, uint64_t seq)
+static uint32_t add_record(struct vt_model *m, uint32_t proc, const struct vt_event *ev, uint64_t t,
+                           uint8_t flags)
 {
 	struct vt_fold *f = m->fold;
 	uint32_t idx;
@@ -387,12 +388,13 @@ static uint32_t add_record(struct vt_model *m, const struct vt_alloc *rec, uint6
 		GROW(m->allocs, m->cap_allocs, m->nallocs);
 		idx = m->nallocs++;
 	}
-	m->allocs[idx] = *rec;
-	struct fold_proc *fp = proc_of(f, rec->proc);
+	const struct vt_alloc *a = &m->allocs[idx];
+	vt_model_new_record(&m->allocs[idx], proc, ev, t, flags);
+	struct fold_proc *fp = proc_of(f, proc);
 	count_record(m, fp, idx);
-	if ((rec->flags & VT_AF_CHARGED) && rec->device != VT_DEVICE_UNKNOWN) {
-		fp->charged[rec->device] = 1;
-		vt_replay_peak_charge(&m->replay_peaks[rec->device], rec->bytes, 0, t, seq);
+	if ((a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN) {
+		fp->charged[a->device] = 1;
+		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, ev->seq);
 	}
 	return idx;
 }
