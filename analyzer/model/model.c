@@ -421,7 +421,8 @@ record_free(struct vt_model *m, struct vt_proc *p, uint32_t idx, uint64_t t, uin
 	 * began: every sweep over lifetimes would count it below zero. */
 	if (t < a->t_alloc)
 		t = a->t_alloc;
-	replay_charge(m, a, 1, t, seq);
+	if (!m->consumer->freed_charges)
+		replay_charge(m, a, 1, t, seq);
 	a->t_free = t;
 	a->seq_free = seq;
 	m->consumer->freed(m, p, idx);
@@ -435,6 +436,20 @@ static int is_charged(uint8_t kind)
 static int is_handle_kind(uint8_t kind)
 {
 	return kind == VT_ALLOC_VMM || kind == VT_ALLOC_ARRAY;
+}
+
+/* The record the consumer gives back (take_record), or a new one: ev's
+ * allocation in it. */
+static uint32_t place_record(struct vt_model *m, uint32_t pi, const struct vt_event *ev, uint64_t t,
+                             uint8_t flags)
+{
+	uint32_t idx = m->consumer->take_record(m, pi, ev->stack_id);
+	if (idx == VT_NO_INDEX) {
+		GROW(m->allocs, m->cap_allocs, m->nallocs);
+		idx = m->nallocs++;
+	}
+	vt_model_new_record(&m->allocs[idx], pi, ev, t, flags);
+	return idx;
 }
 
 static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
@@ -483,31 +498,16 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			m->totals.implicit_frees++;
 		}
 	}
-	uint32_t idx = m->consumer->take_record(m, pi, ev->stack_id);
-	if (idx == VT_NO_INDEX) {
-		GROW(m->allocs, m->cap_allocs, m->nallocs);
-		idx = m->nallocs++;
-	}
+	uint8_t flags =
+	    (uint8_t)((is_charged(ev->kind) ? VT_AF_CHARGED : 0) | (handle ? VT_AF_HANDLE : 0));
+	/* added (and charged) by the consumer in one call, or taken, filled
+	 * and charged below */
+	int added = m->consumer->add_record != NULL;
+	uint32_t idx = added ? m->consumer->add_record(m, pi, ev, t, flags)
+	                     : place_record(m, pi, ev, t, flags);
 	struct vt_alloc *a = &m->allocs[idx];
-	memset(a, 0, sizeof *a);
-	a->addr = ev->addr;
-	a->bytes = ev->bytes;
-	a->t_alloc = t;
-	a->seq_alloc = ev->seq;
-	a->t_free = a->seq_free = VT_T_NEVER;
-	a->stack_id = ev->stack_id;
-	a->proc = pi;
-	a->api = ev->api;
-	a->rt_api = ev->rt_api;
-	a->device = ev->device;
-	a->kind = ev->kind;
-	a->category = VT_CAT_UNKNOWN;
-	a->reason = VT_REASON_UNCLASSIFIED;
-	if (is_charged(ev->kind))
-		a->flags |= VT_AF_CHARGED;
 	p->alloc_end = m->nallocs;
 	if (handle) {
-		a->flags |= VT_AF_HANDLE;
 		if (!h) {
 			h = calloc(1, sizeof *h);
 			if (!h)
@@ -516,13 +516,15 @@ static void on_alloc(struct vt_model *m, uint32_t pi, const struct vt_event *ev)
 			HASH_ADD(hh, p->handles, handle, sizeof h->handle, h);
 		}
 		h->alloc = idx;
-		replay_charge(m, a, 0, t, ev->seq);
+		if (!added)
+			replay_charge(m, a, 0, t, ev->seq);
 		return;
 	}
 	struct vt_ival iv = {.start = ev->addr, .len = ev->bytes ? ev->bytes : 1, .alloc = idx};
 	if (vt_ival_insert_at(p->live, &iv, at) != 0)
 		vt_nomem();
-	replay_charge(m, a, 0, t, ev->seq);
+	if (!added)
+		replay_charge(m, a, 0, t, ev->seq);
 }
 
 /* A VMM handle's memory is gone once it is released and no longer mapped. */
@@ -872,32 +874,36 @@ void vt_model_feed(struct vt_model *m, uint32_t pi, uint32_t type, const void *r
 	vt_model_feed_thread(m, pi, 0, type, rec, size);
 }
 
-/* An event of `type` (a whole struct vt_event) of process pi, thread tid. */
-static inline __attribute__((always_inline)) void
-feed_event(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type, const struct vt_event *ev)
+/* An event of `type` (a whole struct vt_event) of process pi, whose
+ * thread keeps its last event time at *thread_t. The trace's end time is
+ * the caller's: the latest of its processes' last times. */
+static inline __attribute__((always_inline)) void feed_event(struct vt_model *m, uint32_t pi,
+                                                             uint64_t *thread_t, uint32_t type,
+                                                             const struct vt_event *ev)
 {
 	struct vt_proc *p = &m->procs[pi];
 	m->totals.events++;
 	if (!event_is_plausible(m, p, ev))
 		return;
 	uint64_t t = trace_t(p, ev->t_ns);
-	uint64_t *thread_t = thread_last_t(p, tid);
 	if (t < *thread_t)
 		m->totals.time_backwards++;
 	else
 		*thread_t = t;
 	if (t > p->last_t_ns)
 		p->last_t_ns = t;
-	if (t > m->end_t_ns)
-		m->end_t_ns = t;
 	p->last_seq = ev->seq;
-	switch (type) {
-	case VT_REC_ALLOC:
+	/* nearly every event is one of these two: two tests, where the
+	 * switch's table cost five instructions more an event */
+	if (type == VT_REC_ALLOC) {
 		on_alloc(m, pi, ev);
-		break;
-	case VT_REC_FREE:
+		return;
+	}
+	if (type == VT_REC_FREE) {
 		on_free(m, pi, ev);
-		break;
+		return;
+	}
+	switch (type) {
 	case VT_REC_COPY:
 		on_copy(m, pi, ev);
 		break;
@@ -912,19 +918,24 @@ feed_event(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type, const s
 	}
 }
 
-/* n events of process pi, thread tid, in a row; type: theirs, or 0 where
- * each one's header says. The one place the replay of an event is inlined
- * (its callees, with it): called, their entries and exits were a tenth of
- * the replay. */
+/* n events of process pi, thread tid, in a row, each of the type its
+ * header says. The one place the replay of an event is inlined (its
+ * callees, with it): called, their entries and exits were a tenth of the
+ * replay. */
 static __attribute__((noinline)) void feed_events(struct vt_model *m, uint32_t pi, uint32_t tid,
-                                                  const struct vt_event *ev, uint32_t n,
-                                                  uint32_t type)
+                                                  const struct vt_event *ev, uint32_t n)
 {
+	/* one thread's events: its time's place is looked up once, and the
+	 * trace's end moved once (both were a fiftieth of the replay) */
+	struct vt_proc *p = &m->procs[pi];
+	uint64_t *thread_t = thread_last_t(p, tid);
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t t = type ? type : VT_HDR_TYPE(ev[i].hdr);
+		uint32_t t = VT_HDR_TYPE(ev[i].hdr);
 		if (t >= VT_REC_ALLOC && t <= VT_REC_POOL_TRIM)
-			feed_event(m, pi, tid, t, &ev[i]);
+			feed_event(m, pi, thread_t, t, &ev[i]);
 	}
+	if (p->last_t_ns > m->end_t_ns)
+		m->end_t_ns = p->last_t_ns;
 }
 
 void vt_model_feed_events(struct vt_model *m, uint32_t pi, uint32_t tid, const struct vt_event *ev,
@@ -933,7 +944,7 @@ void vt_model_feed_events(struct vt_model *m, uint32_t pi, uint32_t tid, const s
 	if (pi >= m->nprocs)
 		return;
 	m->totals.records += n;
-	feed_events(m, pi, tid, ev, n, 0);
+	feed_events(m, pi, tid, ev, n);
 }
 
 void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_t type,
@@ -944,8 +955,15 @@ void vt_model_feed_thread(struct vt_model *m, uint32_t pi, uint32_t tid, uint32_
 	struct vt_proc *p = &m->procs[pi];
 	m->totals.records++;
 	if (type >= VT_REC_ALLOC && type <= VT_REC_POOL_TRIM) {
-		if (size >= sizeof(struct vt_event))
-			feed_events(m, pi, tid, rec, 1, type);
+		if (size < sizeof(struct vt_event))
+			return;
+		/* its type is the caller's (a record's header may say another:
+		 * the compact free's): a copy that says it, so that the run's
+		 * loop need not ask which */
+		struct vt_event ev;
+		memcpy(&ev, rec, sizeof ev);
+		ev.hdr = VT_HDR(type, sizeof ev);
+		feed_events(m, pi, tid, &ev, 1);
 		return;
 	}
 	switch (type) {

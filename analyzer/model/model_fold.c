@@ -3,6 +3,7 @@
  * (size, device) counters of the allocations it folds. */
 #include "model_fold.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,10 +36,12 @@ struct size_entry {
 };
 
 struct group_entry {
+	/* stack_id, proc and api .. kind in the order of struct vt_alloc's:
+	 * group_is compares each run of them in one load */
 	struct {
 		uint64_t bytes;
-		uint32_t proc, stack_id, place;
-		uint8_t device, span, api, rt_api, kind, pad[3];
+		uint32_t stack_id, proc, place;
+		uint8_t api, rt_api, device, kind, span, pad[3];
 	} key;
 	uint32_t index;           /* in vt_fold.groups */
 	struct size_entry *sizes; /* its (size, device)'s counters: no second lookup */
@@ -67,7 +70,6 @@ struct vt_fold {
 	uint32_t *place; /* per record: its place in its step (VT_NO_INDEX: before the era) */
 	uint32_t cap_side;
 	uint64_t made;
-	uint32_t pending; /* the record being made: counted at the next call */
 	uint32_t keep_steps;
 	const char *why; /* inexact: why */
 	uint32_t high;   /* records held at most */
@@ -217,16 +219,11 @@ static void grow_side(struct vt_fold *f, uint32_t idx)
 	f->cap_side = cap;
 }
 
-/* The record made last is complete now: count it as count_keys would. */
-static __attribute__((noinline)) void count_pending_slow(struct vt_model *m)
+/* Record idx, just made whole by process fp: count it as count_keys would. */
+static void count_record(struct vt_model *m, struct fold_proc *fp, uint32_t idx)
 {
 	struct vt_fold *f = m->fold;
-	uint32_t idx = f->pending;
-	if (idx >= m->nallocs)
-		return;
-	f->pending = VT_NO_INDEX;
 	const struct vt_alloc *a = &m->allocs[idx];
-	struct fold_proc *fp = proc_of(f, a->proc);
 	grow_side(f, idx);
 	f->order[idx] = f->made++;
 	f->place[idx] = VT_NO_INDEX;
@@ -252,25 +249,27 @@ static __attribute__((noinline)) void count_pending_slow(struct vt_model *m)
 	s->era_allocs++;
 }
 
-/* Every entry of the consumer asks, and most find nothing pending: the
- * check inline, the counting out of line. */
-static inline void count_pending(struct vt_model *m)
-{
-	if (m->fold->pending != VT_NO_INDEX)
-		count_pending_slow(m);
-}
-
 /* ---- folding -------------------------------------------------------------- */
 
 /* Is e the group of allocation a at this place and span? Field by field:
  * the probe key a hash lookup needs is built only on a miss. */
+_Static_assert(offsetof(struct vt_alloc, proc) == offsetof(struct vt_alloc, stack_id) + 4 &&
+                   offsetof(struct vt_alloc, rt_api) == offsetof(struct vt_alloc, api) + 1 &&
+                   offsetof(struct vt_alloc, device) == offsetof(struct vt_alloc, api) + 2 &&
+                   offsetof(struct vt_alloc, kind) == offsetof(struct vt_alloc, api) + 3,
+               "group_is loads the record's stack_id..proc and api..kind whole");
+
 static inline int group_is(const struct group_entry *e, const struct vt_alloc *a, uint32_t place,
                            int span)
 {
-	return e->key.bytes == a->bytes && e->key.stack_id == a->stack_id &&
-	       e->key.place == place && e->key.proc == a->proc && e->key.span == span &&
-	       e->key.device == a->device && e->key.api == a->api && e->key.rt_api == a->rt_api &&
-	       e->key.kind == a->kind;
+	uint64_t key_ids, ids;
+	uint32_t key_call, call;
+	memcpy(&key_ids, &e->key.stack_id, sizeof key_ids);
+	memcpy(&ids, &a->stack_id, sizeof ids);
+	memcpy(&key_call, &e->key.api, sizeof key_call);
+	memcpy(&call, &a->api, sizeof call);
+	return e->key.bytes == a->bytes && key_ids == ids && key_call == call &&
+	       e->key.place == place && e->key.span == span;
 }
 
 /* The group from the hash, made when new: out of line, as the cache
@@ -355,9 +354,10 @@ static int foldable(const struct vt_model *m, const struct fold_proc *fp, uint32
 static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 {
 	struct vt_fold *f = m->fold;
-	count_pending(m);
 	struct fold_proc *fp = proc_of(f, (uint32_t)(p - m->procs));
 	const struct vt_alloc *a = &m->allocs[idx];
+	if ((a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN) /* replay_charge's test */
+		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 1, 0, 0);
 	if (a->t_free > fp->last_t)
 		fp->last_t = a->t_free;
 	int span;
@@ -373,42 +373,34 @@ static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 
 /* ---- the replay's consumer ------------------------------------------------ */
 
-static uint32_t take_record(struct vt_model *m, uint32_t proc, uint32_t stack_id)
+/* The replay's allocation, in a folded one's record where there is one
+ * (add_record): counted as it is made, and charged as the full model's
+ * charge does, without its call (replay_peaks is made with the model). A
+ * free's charge is freed()'s (freed_charges). */
+static uint32_t add_record(struct vt_model *m, uint32_t proc, const struct vt_event *ev, uint64_t t,
+                           uint8_t flags)
 {
 	struct vt_fold *f = m->fold;
-	count_pending(m);
-	(void)proc, (void)stack_id;
-	f->pending = f->nfree ? f->free_records[--f->nfree] : m->nallocs;
-	return f->pending == m->nallocs ? VT_NO_INDEX : f->pending;
-}
-
-static __attribute__((noinline)) void charge_alloc(struct vt_model *m, const struct vt_alloc *a,
-                                                   uint64_t t, uint64_t seq)
-{
-	count_pending(m);
-	proc_of(m->fold, a->proc)->charged[a->device] = 1;
-	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, seq);
-}
-
-static void charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
-                   uint64_t seq)
-{
-	/* the full model's charge, without its call: replay_peaks is made
-	 * with the model. A free calls nothing more: its device was marked
-	 * where its allocation was, and what is pending is counted by the
-	 * freed() that follows (the counting reads no peak). The allocation's
-	 * part is out of line: with frame pointers kept, its calls gave the
-	 * free's path too a frame and four saved registers. */
-	if (!is_free) {
-		charge_alloc(m, a, t, seq);
-		return;
+	uint32_t idx;
+	if (f->nfree) {
+		idx = f->free_records[--f->nfree];
+	} else {
+		GROW(m->allocs, m->cap_allocs, m->nallocs);
+		idx = m->nallocs++;
 	}
-	vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 1, t, seq);
+	const struct vt_alloc *a = &m->allocs[idx];
+	vt_model_new_record(&m->allocs[idx], proc, ev, t, flags);
+	struct fold_proc *fp = proc_of(f, proc);
+	count_record(m, fp, idx);
+	if ((a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN) {
+		fp->charged[a->device] = 1;
+		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, ev->seq);
+	}
+	return idx;
 }
 
 static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, uint64_t seq)
 {
-	count_pending(m);
 	proc_of(m->fold, proc)->pin_seq[dev] = seq + 1;
 	full()->failed(m, proc, dev, t, seq);
 }
@@ -416,7 +408,6 @@ static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, u
 static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struct vt_event *ev,
                      uint64_t t, int first, int partial)
 {
-	count_pending(m);
 	full()->uploaded(m, idx, off, ev, t, first, partial);
 }
 
@@ -424,7 +415,6 @@ static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struc
  * move that one's step: the counts are then not the classifier's. */
 static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec *r, uint64_t t)
 {
-	count_pending(m);
 	if (vt_mark_is_step(r->kind, r->text, strnlen(r->text, r->text_len))) {
 		struct fold_proc *fp = proc_of(m->fold, (uint32_t)(p - m->procs));
 		if (t < fp->last_t || (fp->nsteps && t < fp->step_t[fp->nsteps - 1]))
@@ -446,14 +436,12 @@ static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec
 static void meminfo(struct vt_model *m, struct vt_proc *p, const struct vt_meminfo_rec *r,
                     uint64_t t)
 {
-	count_pending(m);
 	proc_of(m->fold, (uint32_t)(p - m->procs))->pin_seq[r->device] = r->seq + 1;
 	full()->meminfo(m, p, r, t);
 }
 
 static void end_process(struct vt_model *m, uint32_t proc)
 {
-	count_pending(m);
 	full()->end_process(m, proc);
 }
 
@@ -569,7 +557,6 @@ static void check_shared_devices(struct vt_model *m)
 static void finish(struct vt_model *m)
 {
 	struct vt_fold *f = m->fold;
-	count_pending(m);
 	struct size_entry *e, *tmp;
 	HASH_ITER(hh, f->sizes, e, tmp) close_era_step(&e->s);
 	check_shared_devices(m);
@@ -617,9 +604,9 @@ static void destroy(struct vt_model *m)
 }
 
 static const struct vt_replay_consumer folding = {
-    .take_record = take_record,
-    .charge = charge,
+    .add_record = add_record, /* take_record and charge: never called */
     .freed = freed,
+    .freed_charges = 1,
     .failed = failed,
     .uploaded = uploaded,
     .mark = mark,
@@ -648,7 +635,6 @@ struct vt_model *vt_model_new_folding(void)
 		vt_model_free(m);
 		return NULL;
 	}
-	m->fold->pending = VT_NO_INDEX;
 	m->fold->keep_steps = keep_steps();
 	return m;
 }

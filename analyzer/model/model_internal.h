@@ -109,6 +109,32 @@ static inline int vt_replay_peak_charge(struct vt_replay_peak *r, uint64_t bytes
 	return 1;
 }
 
+/* The record of ev, an allocation of process pi at trace time t with
+ * flags (enum vt_alloc_flag), written where it is kept: built elsewhere
+ * and copied, its narrow stores and the copy's wide loads stalled the
+ * replay (a store forwarded to a wider load waits for the stores). */
+static inline void vt_model_new_record(struct vt_alloc *a, uint32_t pi, const struct vt_event *ev,
+                                       uint64_t t, uint8_t flags)
+{
+	*a = (struct vt_alloc){
+	    .addr = ev->addr,
+	    .bytes = ev->bytes,
+	    .t_alloc = t,
+	    .t_free = VT_T_NEVER,
+	    .seq_alloc = ev->seq,
+	    .seq_free = VT_T_NEVER,
+	    .stack_id = ev->stack_id,
+	    .proc = pi,
+	    .api = ev->api,
+	    .rt_api = ev->rt_api,
+	    .device = ev->device,
+	    .kind = ev->kind,
+	    .flags = flags,
+	    .category = VT_CAT_UNKNOWN,
+	    .reason = VT_REASON_UNCLASSIFIED,
+	};
+}
+
 /* Grow arr so that index n fits (vt_model_grow), the check inline: it runs
  * for every allocation and every free. */
 #define GROW(arr, cap, n)                                                                          \

@@ -56,7 +56,8 @@ static int feed_run(const struct vt_event_run *run, void *vctx)
 	uint64_t k = 0x3fff - (c->records & 0x3fff); /* the run's record that is a 16384th */
 	c->records += run->n;
 	if (k < run->n && load_progress)
-		load_progress(c->done_before + run->offset[k], c->total, load_progress_ctx);
+		load_progress(c->done_before + vt_event_run_offset(run, k), c->total,
+		              load_progress_ctx);
 	return 0;
 }
 

@@ -814,17 +814,14 @@ static int deliver_run(struct vt_log *log, struct cursor *c, const struct vt_chu
                        uint64_t *pos, const struct sink *to)
 {
 	struct vt_event ev[RUN_MAX];
-	uint64_t offset[RUN_MAX];
-	uint32_t n = log->decode_run(log->map + *pos, log->map + ch->data_end, log->map + log->size,
+	const uint8_t *first = log->map + *pos, *next = first;
+	uint32_t n = log->decode_run(&next, log->map + ch->data_end, log->map + log->size,
 	                             ch->first_seq, ch->first_t_ns, ev, RUN_MAX);
 	uint64_t at = *pos;
 	if (to->run) {
-		for (uint32_t i = 0; i < n; i++) {
-			offset[i] = at;
-			at += VT_HDR_SIZE(load_word(log->map + at));
-		}
-		*pos = c->pos = at;
-		struct vt_event_run run = {.ev = ev, .offset = offset, .n = n, .tid = ch->tid};
+		*pos = c->pos = at + (uint64_t)(next - first);
+		struct vt_event_run run = {
+		    .ev = ev, .rec = first, .offset = at, .n = n, .tid = ch->tid};
 		return n ? to->run(&run, to->ctx) : 0;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -845,6 +842,14 @@ static int deliver_run(struct vt_log *log, struct cursor *c, const struct vt_chu
 	}
 	*pos = at;
 	return 0;
+}
+
+uint64_t vt_event_run_offset(const struct vt_event_run *run, uint32_t k)
+{
+	uint64_t off = 0;
+	for (uint32_t i = 0; i < k; i++)
+		off += VT_HDR_SIZE(load_word(run->rec + off));
+	return run->offset + off;
 }
 
 /* Deliver the records of the cursor's chunk from its position on, up to

@@ -89,15 +89,20 @@ typedef int (*vt_record_fn)(const struct vt_record_view *rec, void *ctx);
 int vt_log_for_each(struct vt_log *log, vt_record_fn fn, void *ctx);
 
 /* Packed events in a run, as vt_log_for_each_run delivers them: ev[i] is
- * the record at file offset offset[i], each a struct vt_event of its own
- * type (VT_HDR_TYPE(ev[i].hdr)) and size, in seq order after the records
- * delivered before the run; valid during the call. */
+ * a struct vt_event of its own type (VT_HDR_TYPE(ev[i].hdr)) and size, in
+ * seq order after the records delivered before the run; valid during the
+ * call. ev[0]'s record is at file offset offset, the others follow it. */
 struct vt_event_run {
 	const struct vt_event *ev;
-	const uint64_t *offset;
-	uint32_t n;   /* at least 1 */
-	uint32_t tid; /* their thread (from the chunk header) */
+	const uint8_t *rec; /* ev[0]'s record in the log's mapping */
+	uint64_t offset;    /* its file offset */
+	uint32_t n;         /* at least 1 */
+	uint32_t tid;       /* their thread (from the chunk header) */
 };
+/* The file offset of ev[k]'s record (k < run->n). Why not an offset per
+ * event in the run: walking the records' sizes for each was 2 % of a
+ * replay, and a progress line asks once in thousands of records. */
+uint64_t vt_event_run_offset(const struct vt_event_run *run, uint32_t k);
 typedef int (*vt_run_fn)(const struct vt_event_run *run, void *ctx);
 
 /* vt_log_for_each, with runs of the events (a few dozen at most) delivered

@@ -19,7 +19,7 @@ const char *vt_packed_decode_portable(const uint8_t *rec, uint32_t size, uint64_
                                       struct vt_event *ev);
 
 /* vt_packed_decode_run compiled for any CPU. */
-uint32_t vt_packed_decode_run_portable(const uint8_t *p, const uint8_t *end,
+uint32_t vt_packed_decode_run_portable(const uint8_t **p, const uint8_t *end,
                                        const uint8_t *readable_end, uint64_t chunk_first_seq,
                                        uint64_t chunk_first_t_ns, struct vt_event *out,
                                        uint32_t max);

@@ -220,10 +220,8 @@ static inline const uint8_t *vt_packed_varint(const uint8_t *p, const uint8_t *e
 static inline int vt_packed_zero(const uint8_t *from, const uint8_t *to)
 {
 	size_t n = (size_t)(to - from);
-	if (n == 0)
-		return 1;
-	if (n <= 8) /* to - 8 is inside the record: size >= 16 */
-		return (vt_packed_le64(to - 8) >> (8 * (8 - n))) == 0;
+	if (n < 8) /* to - 8 is inside the record (size >= 16); the top n bytes */
+		return (vt_packed_le64(to - 8) & ~(~0ull >> (8 * n))) == 0;
 	while (from < to)
 		if (*from++)
 			return 0;
@@ -282,14 +280,17 @@ vt_packed_decode_fields(const uint8_t *buf, uint32_t size, uint64_t chunk_first_
 		return "field runs past the record";
 	if ((present & VT_PK_BYTES) && !(p = vt_packed_varint(p, end, &ev->bytes)))
 		return "field runs past the record";
-	if ((present & VT_PK_AUX) && !(p = vt_packed_varint(p, end, &ev->aux)))
-		return "field runs past the record";
-	if ((present & VT_PK_STREAM) && !(p = vt_packed_varint(p, end, &ev->stream)))
-		return "field runs past the record";
-	if (present & VT_PK_RESULT) {
-		if (!(p = vt_packed_varint(p, end, &v)))
+	/* an allocation or a free has none of the last three: one test */
+	if (__builtin_expect(present & (VT_PK_AUX | VT_PK_STREAM | VT_PK_RESULT), 0)) {
+		if ((present & VT_PK_AUX) && !(p = vt_packed_varint(p, end, &ev->aux)))
 			return "field runs past the record";
-		ev->result = (int32_t)vt_unzigzag(v);
+		if ((present & VT_PK_STREAM) && !(p = vt_packed_varint(p, end, &ev->stream)))
+			return "field runs past the record";
+		if (present & VT_PK_RESULT) {
+			if (!(p = vt_packed_varint(p, end, &v)))
+				return "field runs past the record";
+			ev->result = (int32_t)vt_unzigzag(v);
+		}
 	}
 	if (stack > UINT32_MAX)
 		return "field runs past the record";
@@ -323,35 +324,41 @@ static inline const char *vt_packed_decode(const uint8_t *rec, uint32_t size, ui
 	return vt_packed_decode_fields(buf, size, chunk_first_seq, chunk_first_t_ns, ev);
 }
 
-/* Decode the run of packed records from p on into out[], up to max of
+/* Decode the run of packed records from *p on into out[], up to max of
  * them: a reader's loop over a chunk whose index checked every record's
  * size and every packed record's fixed part (vt_packed_header_problem) at
  * open, so only the fields are left to check, and one call decodes many
  * records (called per record, the call and the fixed part's checks were a
- * fifth of the decoding). [p, end): records so checked; readable_end: the
- * end of what may be read. Stops before a record that is not packed, one
+ * fifth of the decoding). [*p, end): records so checked; readable_end: the
+ * end of what may be read (>= end). Stops before a record that is not packed, one
  * without 8 readable bytes after it (vt_packed_decode reads it from a copy)
  * and one that does not decode: the caller takes those one at a time.
- * Returns how many were decoded, each record after the one before. */
-static inline uint32_t vt_packed_decode_run(const uint8_t *p, const uint8_t *end,
+ * Returns how many were decoded, each record after the one before, and
+ * moves *p past them (the caller need not walk their sizes again). */
+static inline uint32_t vt_packed_decode_run(const uint8_t **p, const uint8_t *end,
                                             const uint8_t *readable_end, uint64_t chunk_first_seq,
                                             uint64_t chunk_first_t_ns, struct vt_event *out,
                                             uint32_t max)
 {
+	const uint8_t *at = *p;
+	/* every record ends by end: with 8 bytes readable past it, each one
+	 * has its 8 (one test a run, not a subtraction and a test a record) */
+	const int room = readable_end - end >= 8;
 	uint32_t n = 0;
-	while (n < max && p < end) {
+	while (n < max && at < end) {
 		/* acquire, as every reader's load of a header word: it pairs
 		 * with the writer's release store of it */
 		uint32_t word =
-		    __atomic_load_n((const uint32_t *)(const void *)p, __ATOMIC_ACQUIRE);
+		    __atomic_load_n((const uint32_t *)(const void *)at, __ATOMIC_ACQUIRE);
 		uint32_t size = VT_HDR_SIZE(word);
 		if (VT_HDR_TYPE(word) != VT_REC_PACKED ||
-		    (uint64_t)(readable_end - p) < (uint64_t)size + 8 ||
-		    vt_packed_decode_fields(p, size, chunk_first_seq, chunk_first_t_ns, &out[n]))
+		    (!room && (uint64_t)(readable_end - at) < (uint64_t)size + 8) ||
+		    vt_packed_decode_fields(at, size, chunk_first_seq, chunk_first_t_ns, &out[n]))
 			break;
 		n++;
-		p += size;
+		at += size;
 	}
+	*p = at;
 	return n;
 }
 

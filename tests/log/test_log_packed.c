@@ -298,8 +298,9 @@ static void run_matches_decoder(vt_packed_run_fn run)
 	off[n] = len;
 	uint32_t at = 0, runs = 0, left = 0;
 	while (at < n) {
-		uint32_t got =
-		    run(buf + off[at], buf + len, buf + len, bs, bt, out, 1 + rnd() % 64);
+		const uint8_t *from = buf + off[at];
+		uint32_t got = run(&from, buf + len, buf + len, bs, bt, out, 1 + rnd() % 64);
+		assert_ptr_equal(from, buf + off[at + got]); /* moved past what it decoded */
 		for (uint32_t k = 0; k < got; k++) {
 			struct vt_event want;
 			assert_null(vt_packed_decode(buf + off[at + k],

@@ -17,7 +17,7 @@ static const char *decode_bmi2(const uint8_t *rec, uint32_t size, uint64_t reada
 
 const vt_packed_decode_fn vt_packed_decode_bmi2 = decode_bmi2;
 
-static uint32_t decode_run_bmi2(const uint8_t *p, const uint8_t *end, const uint8_t *readable_end,
+static uint32_t decode_run_bmi2(const uint8_t **p, const uint8_t *end, const uint8_t *readable_end,
                                 uint64_t chunk_first_seq, uint64_t chunk_first_t_ns,
                                 struct vt_event *out, uint32_t max)
 {

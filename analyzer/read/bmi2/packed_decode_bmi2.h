@@ -16,7 +16,7 @@ typedef const char *(*vt_packed_decode_fn)(const uint8_t *rec, uint32_t size, ui
 extern const vt_packed_decode_fn vt_packed_decode_bmi2;
 
 /* The form of vt_packed_decode_run that goes with each decoder. */
-typedef uint32_t (*vt_packed_run_fn)(const uint8_t *p, const uint8_t *end,
+typedef uint32_t (*vt_packed_run_fn)(const uint8_t **p, const uint8_t *end,
                                      const uint8_t *readable_end, uint64_t chunk_first_seq,
                                      uint64_t chunk_first_t_ns, struct vt_event *out, uint32_t max);
 
