@@ -89,7 +89,7 @@ static struct vt_model *begin_job(struct builder *b)
 /* The marker "step s" at t. */
 static void mark_step(struct builder *b, uint64_t t, int s)
 {
-	char text[16];
+	char text[24]; /* "step " and any int */
 	snprintf(text, sizeof text, "step %d", s);
 	b_mark(b, t, text);
 }
@@ -214,7 +214,7 @@ static struct vt_model *run_job(const struct job *j)
 	for (int s = 0; s < j->steps; s++) {
 		t += s > 0 && j->step_gap ? j->step_gap : 1000;
 		if (j->markers) {
-			char text[16];
+			char text[24]; /* "step " and any int */
 			snprintf(text, sizeof text, "step %d", s);
 			b_mark(&b, t++, text);
 		}
@@ -680,7 +680,7 @@ static void test_unmarked_rank_steps_by_its_opener(void **state)
 		}
 	}
 	for (uint32_t i = 0, s = 0; i < n; i++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		b.stack = e[i].stack;
 		switch (e[i].what) {
 		case 0:
@@ -1325,7 +1325,7 @@ static void test_checkpoint_copy_the_size_of_a_batch_streams_nothing(void **stat
 	uint64_t opt = 0xa00000000ull;
 	for (int s = 0; s < 8; s++) {
 		t += 1000;
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t++, text);
 		b.stack = 7; /* x[idx]: 2 MiB, the first weight's size */
@@ -1545,7 +1545,7 @@ static const uint64_t kept_wbytes[3] = {1 * MIB, 3 * MIB, 2 * MIB};
 
 static void kept_step(struct builder *b, uint64_t *t, int s, int slots, int bucket)
 {
-	char text[16];
+	char text[24]; /* "step " and any int */
 	snprintf(text, sizeof text, "step %d", s);
 	b_mark(b, *t += 1000, text);
 	b->stack = 4;
@@ -1667,7 +1667,7 @@ static void test_each_device_its_own_steps(void **state)
 	const uint64_t t0 = 10 * period;
 	for (int s = 0; s < 8; s++) {
 		rank_step(&b, t0 + (uint64_t)s * period - period / 2, 1, s);
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t0 + (uint64_t)s * period, text);
 		rank_step(&b, t0 + (uint64_t)s * period + 1, 0, s);
@@ -1803,7 +1803,7 @@ static void test_frozen_model_beside_a_trained_one(void **state)
 		b_htod(&b, t++, 0xb00000000ull + k * 0x10000000ull, frozen[k], 0);
 	}
 	for (int s = 0; s < 8; s++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t += 1000, text);
 		b.stack = 5; /* the frozen model's output, then the trained one's forward */
@@ -1900,7 +1900,7 @@ static void test_flattened_parameters_are_weights(void **state)
 	for (int l = 0; l < 3; l++)
 		b_free(&b, t++, W_ADDR(l), 0);
 	for (int s = 0; s < 6; s++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t += 1000, text);
 		b.stack = 6;
@@ -2018,7 +2018,7 @@ static struct vt_model *cached_training_job(int stream_ordered_beside)
 	b_alloc(&b, t++, W_ADDR(1), 12 * MIB, 0);
 	b_htod(&b, t++, W_ADDR(1), 12 * MIB, 0);
 	for (int s = 0; s < 6; s++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t++, text);
 		b.stack = 2;
@@ -2643,7 +2643,7 @@ static void test_cache_blocks_are_no_optimizer_state(void **state)
 	b.stack = 2;
 	b_alloc(&b, t++, 0x800000000ull, 2 * MIB, 0);
 	for (int s = 0; s < 10; s++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t += 100, text);
 		b.stack = 3;
@@ -2744,7 +2744,7 @@ static void upload_three_weights(struct builder *b, uint64_t *t)
  * 0x200000000) made and uploaded; the step frees it. */
 static void begin_step_with_batch(struct builder *b, uint64_t *t, int s)
 {
-	char text[16];
+	char text[24]; /* "step " and any int */
 	snprintf(text, sizeof text, "step %d", s);
 	b_mark(b, *t += 1000, text);
 	b->stack = 3;
@@ -2818,7 +2818,7 @@ static void test_replicated_weights_and_their_state(void **state)
 			for (uint64_t k = 0; k < 2; k++)
 				b_alloc(&b, t++, d * dev1 + SLOT_ADDR(l, k), wb[l], d);
 	for (int s = 0; s < 8; s++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t += 1000, text);
 		for (uint8_t d = 0; d < 2; d++) {
@@ -3025,7 +3025,7 @@ static void test_parameter_broadcast_is_not_sliced_data(void **state)
 	b_htod(&b, t++, W_ADDR(0), 8 * MIB, 0);
 	b_alloc(&b, t++, W_ADDR(1), 8 * MIB, 1);
 	for (int s = 0; s < 8; s++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t += 1000, text);
 		b.stack = 3;
@@ -3057,7 +3057,7 @@ static void test_gathered_parameters_are_weights(void **state)
 	b_htod(&b, t++, W_ADDR(1), 4 * MIB, 1);
 	const uint64_t full = 0x600000000ull;
 	for (int s = 0; s < 8; s++) {
-		char text[16];
+		char text[24]; /* "step " and any int */
 		snprintf(text, sizeof text, "step %d", s);
 		b_mark(&b, t += 1000, text);
 		b.stack = 3;

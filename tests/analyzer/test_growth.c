@@ -90,7 +90,7 @@ static struct vt_model *run_job(const struct job *j)
 	for (int s = 0; s < j->steps; s++) {
 		t += 1000;
 		if (j->markers) {
-			char text[16];
+			char text[24]; /* "step " and any int */
 			snprintf(text, sizeof text, "step %d", s);
 			b_mark(&b, t++, text);
 		}
