@@ -139,6 +139,11 @@ static const struct reason_row {
                             "long-lived, no twin: data (an epoch's reshuffled set, a new "
                             "shard); a model is loaded before it trains",
                             {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_WARMED_CACHE] = {"long-lived, made on the device in the first steps, after which the "
+                        "device allocates (almost) nothing more, the size of no weight: a "
+                        "chunk an allocator took while it warmed up and keeps for the passes' "
+                        "tensors (activations)",
+                        {VT_CAT_UNKNOWN, VT_CAT_OPTIMIZER}},
     [R_UPDATED_STATE] = {"long-lived, filled from the host, then written on the device in most "
                          "steps by copies from tensors the job computed: state the job keeps "
                          "and updates (a memory bank of features, a queue), not data it reads",
@@ -363,6 +368,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_cls_recurring_ones(c, dev, sizes);
 	vt_cls_recurring_groups(c, dev, sizes);
 	vt_cls_grown_state(c, dev);
+	vt_cls_warmed_cache(c, dev);
 	vt_cls_temp_buffers(c, dev, sizes);
 	vt_cls_gradient_buckets(c, dev);
 	free(c->size_by_key);

@@ -475,3 +475,48 @@ void vt_cls_flattened_parameter_sizes(struct ctx *c, int dev, struct size_count 
 	if (s->params_flattened && !s->grads_per_step)
 		s->grads_per_step = s->params_flattened;
 }
+
+/* The first step of device dev in which it allocated nothing (nsteps when
+ * every step allocated), and *later the steps after it that allocated. */
+static uint32_t warm_from(const struct ctx *c, int dev, uint32_t *later)
+{
+	uint32_t nsteps = c->p->nsteps;
+	uint8_t *made = calloc(nsteps, 1);
+	if (!made)
+		vt_nomem();
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device == dev && f->charged && f->born >= 0 && (uint32_t)f->born < nsteps)
+			made[f->born] = 1;
+	}
+	uint32_t warm = 0;
+	while (warm < nsteps && made[warm])
+		warm++;
+	*later = 0;
+	for (uint32_t s = warm; s < nsteps; s++)
+		*later += made[s];
+	free(made);
+	return warm;
+}
+
+#define WARM_MIN_STEPS 8
+
+void vt_cls_warmed_cache(struct ctx *c, int dev)
+{
+	uint32_t nsteps = c->p->nsteps, later;
+	if (nsteps < WARM_MIN_STEPS)
+		return;
+	uint32_t warm = warm_from(c, dev, &later);
+	/* a per-tensor job allocates in every step (its batches, its
+	 * activations); a warm allocator in a step or two after (an evaluation
+	 * pass that needs a larger chunk) */
+	if (warm == nsteps || later * 4 > nsteps - warm)
+		return;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		struct vt_alloc *a = &c->m->allocs[i];
+		struct facts *f = &c->f[i - c->p->alloc_begin];
+		if (f->device == dev && a->reason == R_LONG_UNKNOWN && !f->host_filled &&
+		    f->born >= 0 && (uint32_t)f->born < warm)
+			set_cat(a, f, VT_CAT_ACTIVATIONS, 45, R_WARMED_CACHE);
+	}
+}

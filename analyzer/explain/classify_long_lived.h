@@ -29,6 +29,12 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
  * lived (a cast, a normalisation) and outliving it are the dataset. */
 void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n);
 
+/* On a device of a job that trains where allocations stop after the first
+ * steps (an allocator that keeps what it took: Paddle's auto-growth,
+ * MXNet's pooled storage), the unexplained long-lived chunks made in those
+ * first steps hold the passes' tensors: activations, not confident. */
+void vt_cls_warmed_cache(struct ctx *c, int dev);
+
 /* On a device where nothing trains and whose weights came from the host:
  * the long-lived buffers made on it (R_EARLY_WEIGHTS) are state mirroring
  * the weights, outputs, or caches and workspaces. */

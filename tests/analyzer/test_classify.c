@@ -593,6 +593,39 @@ static void test_bank_updated_every_step_is_no_dataset(void **state)
 	vt_model_free(m);
 }
 
+/* An allocator that never gives memory back (Paddle's auto-growth, MXNet's
+ * pooled storage): the first step's tensors take chunks from the driver,
+ * sizes of no weight, kept to the end; every later step reuses them, so
+ * the device allocates nothing more while the marked steps go on (each
+ * step refills the batch chunk from the host). The chunks hold the
+ * passes' tensors: activations, not confident; unknown the alternative. */
+static void test_chunks_of_a_warmed_allocator_are_activations(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	const uint64_t chunk = 0x900000000ull, batch = 0x980000000ull;
+	for (int s = 0; s < 12; s++) {
+		t += 1000;
+		mark_step(&b, t++, s);
+		b.stack = 40;
+		if (s == 0) {
+			b_alloc(&b, t++, batch, 3 * MIB, 0);
+			for (uint64_t k = 0; k < 3; k++)
+				b_alloc(&b, t++, chunk + k * 0x1000000ull, (24 + k) * MIB, 0);
+		}
+		b_htod(&b, t++, batch, 3 * MIB, 0);
+		t += 500;
+	}
+	classified_job(&b);
+	for (uint64_t k = 0; k < 3; k++)
+		assert_guess(alloc_at(m, chunk + k * 0x1000000ull), VT_CAT_ACTIVATIONS,
+		             VT_CAT_UNKNOWN);
+	vt_model_free(m);
+}
+
 /* One event of a two-thread job, to be fed in time order. */
 struct timed_event {
 	uint64_t t, addr, bytes;
@@ -3172,6 +3205,7 @@ int main(void)
 	    cmocka_unit_test(test_arrays_uploaded_while_training_are_data),
 	    cmocka_unit_test(test_batches_of_varying_sizes_are_no_dataset),
 	    cmocka_unit_test(test_bank_updated_every_step_is_no_dataset),
+	    cmocka_unit_test(test_chunks_of_a_warmed_allocator_are_activations),
 	    cmocka_unit_test(test_scratch_the_size_of_the_weights_without_steps),
 	    cmocka_unit_test(test_engine_bindings),
 	    cmocka_unit_test(test_refills_unanswered_serve_nothing),
