@@ -341,7 +341,7 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_GRADIENTS, 60, R_GRAD_BUFFER_EARLY);
 		else if (s->weights > 0 && !f->host_filled)
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
-		else if (f->host_filled && c->trains && f->born >= 1 && feeds_batches(c, stack))
+		else if (f->host_filled && c->trains && feeds_batches(c, stack))
 			set_cat(a, f, VT_CAT_PREFETCH, 60, R_VARIED_BATCHES);
 		else if (f->host_filled && c->trains && f->born >= 1)
 			set_cat(a, f, VT_CAT_DATASET, 70, R_DATA_IN_TRAINING);
