@@ -300,7 +300,7 @@ static int replicated_weight(const struct ctx *c, uint32_t i, const struct facts
 static int feeds_batches(const struct ctx *c, uint32_t stack)
 {
 	uint32_t n = vt_upload_site_tensors(c->sites, stack);
-	if (n < VT_MODEL_TENSORS || vt_upload_site_is_loader(c->sites, stack, 0))
+	if (n < VT_MODEL_TENSORS || vt_upload_site_most_alive(c->sites, stack) >= VT_LOADER_TENSORS)
 		return 0;
 	return n >= FEEDER_TENSORS || vt_upload_site_span_ns(c->sites, stack) <=
 	                                  (uint64_t)(n - 1) * 4 * c->p->step_period_ns;

@@ -217,12 +217,8 @@ static int one_array_fills(const struct ctx *c, const struct vt_alloc *a)
 	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
 	if (cp->h2d_copies == 1)
 		return cp->h2d_bytes * 10 >= a->bytes * 9;
-	uint32_t n = 0;
-	const struct vt_copy_range *r =
-	    a->flags & VT_AF_PARTIAL_COPIES
-	        ? vt_model_ranges(c->m, (uint32_t)(a - c->m->allocs), &n)
-	        : NULL;
-	return n == 1 && r[0].total_bytes == cp->h2d_bytes && r[0].bytes * 10 >= a->bytes * 9;
+	const struct vt_copy_range *r = vt_alloc_only_range(c->m, a);
+	return r && r->bytes * 10 >= a->bytes * 9;
 }
 
 /* A region no single array from the host filled. */

@@ -503,16 +503,13 @@ static int converted_again(const struct vt_proc *p, const struct vt_copy_range *
 	       (p->nsteps == 0 || p->nsteps >= 8);
 }
 
-/* Allocation idx's host copies, when they all landed on one range that
- * was converted again (converted_again): that range, else NULL. */
-static const struct vt_copy_range *converted_again_whole(const struct vt_model *m, uint32_t idx)
+/* a's host copies, when they all landed on one range that was converted
+ * again (converted_again): that range, else NULL. */
+static const struct vt_copy_range *converted_again_whole(const struct vt_model *m,
+                                                         const struct vt_alloc *a)
 {
-	const struct vt_alloc *a = &m->allocs[idx];
-	if (!(a->flags & VT_AF_PARTIAL_COPIES))
-		return NULL;
-	uint32_t n;
-	const struct vt_copy_range *r = vt_model_ranges(m, idx, &n);
-	return n == 1 && converted_again(&m->procs[a->proc], r) ? r : NULL;
+	const struct vt_copy_range *r = vt_alloc_only_range(m, a);
+	return r && converted_again(&m->procs[a->proc], r) ? r : NULL;
 }
 
 static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
@@ -529,7 +526,7 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 			continue;
 		/* the data's bytes: an allocator's region holding it may be larger */
 		uint64_t bytes = vt_alloc_data_bytes(m, a);
-		const struct vt_copy_range *again = converted_again_whole(m, ds->idx[k]);
+		const struct vt_copy_range *again = converted_again_whole(m, a);
 		note_dataset(m, out, first, a->proc, stack, a->device, bytes,
 		             again ? 1 : c->h2d_copies, c->t_first_h2d, a->confidence);
 		if (again) /* the same mistake made twice: two uploads to move off */

@@ -123,6 +123,12 @@ uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_
 	return e ? e->tensors : 0;
 }
 
+uint32_t vt_upload_site_most_alive(const struct vt_upload_sites *s, uint32_t stack_id)
+{
+	const struct site *e = find(s, stack_id);
+	return e ? e->most_alive : 0;
+}
+
 uint64_t vt_upload_site_span_ns(const struct vt_upload_sites *s, uint32_t stack_id)
 {
 	const struct site *e = find(s, stack_id);

@@ -33,6 +33,9 @@ vt_upload_sites_count(const struct vt_model *m, uint32_t proc,
 /* Tensors filled by the site (stack id; 0, no stack: 0). */
 uint32_t vt_upload_site_tensors(const struct vt_upload_sites *s, uint32_t stack_id);
 
+/* The site's tensors alive at once, at most. */
+uint32_t vt_upload_site_most_alive(const struct vt_upload_sites *s, uint32_t stack_id);
+
 /* From the site's first tensor's upload to its last's (0: none). */
 uint64_t vt_upload_site_span_ns(const struct vt_upload_sites *s, uint32_t stack_id);
 

@@ -405,9 +405,8 @@ static uint64_t trace_t(const struct vt_proc *p, uint64_t t_ns)
 static void replay_charge(struct vt_model *m, const struct vt_alloc *a, int is_free, uint64_t t,
                           uint64_t seq)
 {
-	if (!(a->flags & VT_AF_CHARGED) || a->device == VT_DEVICE_UNKNOWN)
-		return;
-	m->consumer->charge(m, a, is_free, t, seq);
+	if (vt_alloc_charges_device(a))
+		m->consumer->charge(m, a, is_free, t, seq);
 }
 
 /* Inline: every free of a replay comes here, through free_address. */
@@ -444,10 +443,8 @@ static uint32_t place_record(struct vt_model *m, uint32_t pi, const struct vt_ev
                              uint8_t flags)
 {
 	uint32_t idx = m->consumer->take_record(m, pi, ev->stack_id);
-	if (idx == VT_NO_INDEX) {
-		GROW(m->allocs, m->cap_allocs, m->nallocs);
-		idx = m->nallocs++;
-	}
+	if (idx == VT_NO_INDEX)
+		idx = vt_model_append_record(m);
 	vt_model_new_record(&m->allocs[idx], pi, ev, t, flags);
 	return idx;
 }

@@ -356,7 +356,7 @@ static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 	struct vt_fold *f = m->fold;
 	struct fold_proc *fp = proc_of(f, (uint32_t)(p - m->procs));
 	const struct vt_alloc *a = &m->allocs[idx];
-	if ((a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN) /* replay_charge's test */
+	if (vt_alloc_charges_device(a))
 		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 1, 0, 0);
 	if (a->t_free > fp->last_t)
 		fp->last_t = a->t_free;
@@ -381,18 +381,12 @@ static uint32_t add_record(struct vt_model *m, uint32_t proc, const struct vt_ev
                            uint8_t flags)
 {
 	struct vt_fold *f = m->fold;
-	uint32_t idx;
-	if (f->nfree) {
-		idx = f->free_records[--f->nfree];
-	} else {
-		GROW(m->allocs, m->cap_allocs, m->nallocs);
-		idx = m->nallocs++;
-	}
-	const struct vt_alloc *a = &m->allocs[idx];
-	vt_model_new_record(&m->allocs[idx], proc, ev, t, flags);
+	uint32_t idx = f->nfree ? f->free_records[--f->nfree] : vt_model_append_record(m);
+	struct vt_alloc *a = &m->allocs[idx];
+	vt_model_new_record(a, proc, ev, t, flags);
 	struct fold_proc *fp = proc_of(f, proc);
 	count_record(m, fp, idx);
-	if ((a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN) {
+	if (vt_alloc_charges_device(a)) {
 		fp->charged[a->device] = 1;
 		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, ev->seq);
 	}

@@ -140,4 +140,18 @@ static inline void vt_model_new_record(struct vt_alloc *a, uint32_t pi, const st
 #define GROW(arr, cap, n)                                                                          \
 	((n) < (cap) ? (void)0 : (void)((arr) = vt_model_grow((arr), &(cap), (n), sizeof *(arr))))
 
+/* A new record at the end of m->allocs: its index. */
+static inline uint32_t vt_model_append_record(struct vt_model *m)
+{
+	GROW(m->allocs, m->cap_allocs, m->nallocs);
+	return m->nallocs++;
+}
+
+/* Whether a counts towards its device's live bytes (the replay's charge):
+ * charged, on a known device. */
+static inline int vt_alloc_charges_device(const struct vt_alloc *a)
+{
+	return (a->flags & VT_AF_CHARGED) && a->device != VT_DEVICE_UNKNOWN;
+}
+
 #endif

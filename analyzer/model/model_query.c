@@ -246,3 +246,12 @@ uint64_t vt_alloc_data_bytes(const struct vt_model *m, const struct vt_alloc *a)
 	}
 	return h2d && h2d < a->bytes ? h2d : a->bytes;
 }
+
+const struct vt_copy_range *vt_alloc_only_range(const struct vt_model *m, const struct vt_alloc *a)
+{
+	if (!(a->flags & VT_AF_PARTIAL_COPIES))
+		return NULL;
+	uint32_t n;
+	const struct vt_copy_range *r = vt_model_ranges(m, (uint32_t)(a - m->allocs), &n);
+	return n == 1 && r[0].total_bytes == vt_model_copies(m, a)->h2d_bytes ? r : NULL;
+}

@@ -66,6 +66,10 @@ uint32_t vt_alloc_fill_stack(const struct vt_model *m, const struct vt_alloc *a)
  * counted once, where that is less than a (an allocator's region holding
  * the array, its size the allocator's choice), else a's own. */
 uint64_t vt_alloc_data_bytes(const struct vt_model *m, const struct vt_alloc *a);
+/* a's copy range, when every host-to-device copy into it landed at one
+ * offset not covering it whole (an array written into an allocator's
+ * region, once or again); NULL otherwise. */
+const struct vt_copy_range *vt_alloc_only_range(const struct vt_model *m, const struct vt_alloc *a);
 /* The copy ranges of an allocation (contiguous in vt_model.ranges after finish()). */
 const struct vt_copy_range *vt_model_ranges(const struct vt_model *m, uint32_t alloc, uint32_t *n);
 /* Devices a report lists: those the job allocated on (failed attempts
