@@ -385,9 +385,10 @@ static struct vt_finding *same_dataset(struct vt_findings *out, uint32_t first, 
 	return NULL;
 }
 
-static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint32_t first,
-                         uint32_t proc, uint32_t stack, uint8_t dev, uint64_t bytes,
-                         uint64_t copies, uint64_t t, int confidence)
+/* -> the index of the finding made or grown */
+static uint32_t note_dataset(const struct vt_model *m, struct vt_findings *out, uint32_t first,
+                             uint32_t proc, uint32_t stack, uint8_t dev, uint64_t bytes,
+                             uint64_t copies, uint64_t t, int confidence)
 {
 	struct vt_finding *f = same_dataset(out, first, proc, stack, bytes, dev);
 	if (!f) {
@@ -401,6 +402,7 @@ static void note_dataset(const struct vt_model *m, struct vt_findings *out, uint
 	f->copies += copies;
 	if (t < f->t_ns)
 		f->t_ns = t;
+	return (uint32_t)(f - out->v);
 }
 
 /* The whole-dataset finding of this process and device uploaded through
@@ -491,6 +493,34 @@ static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findi
 	return best;
 }
 
+/* An upload that opened or joined a whole-dataset finding (a tensor, or a
+ * run of a pool region's ranges): the companion pass takes the next upload
+ * on its device after it. */
+struct noted_run {
+	uint32_t alloc;   /* the tensor or the region */
+	uint64_t lo, hi;  /* offsets in it */
+	uint64_t t_last;  /* the last copy's time */
+	uint32_t finding; /* index in out->v */
+};
+
+struct noted_runs {
+	struct noted_run *v;
+	uint32_t n, cap;
+};
+
+static void note_run(struct noted_runs *runs, uint32_t alloc, uint64_t lo, uint64_t hi,
+                     uint64_t t_last, uint32_t finding)
+{
+	if (runs->n == runs->cap) {
+		runs->cap = runs->cap ? runs->cap * 2 : 16;
+		struct noted_run *v = realloc(runs->v, runs->cap * sizeof *v);
+		if (!v)
+			vt_nomem();
+		runs->v = v;
+	}
+	runs->v[runs->n++] = (struct noted_run){alloc, lo, hi, t_last, finding};
+}
+
 /* Whether pool range r was filled whole twice, in a process with no steps
  * or at least four steps for each fill: the same array converted again by
  * a second call (Keras `evaluate` then `predict`, cuML `fit` then
@@ -513,7 +543,7 @@ static const struct vt_copy_range *converted_again_whole(const struct vt_model *
 }
 
 static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
-                                struct vt_findings *out, uint32_t first)
+                                struct vt_findings *out, uint32_t first, struct noted_runs *runs)
 {
 	for (uint32_t k = 0; k < ds->n; k++) {
 		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
@@ -527,11 +557,14 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		/* the data's bytes: an allocator's region holding it may be larger */
 		uint64_t bytes = vt_alloc_data_bytes(m, a);
 		const struct vt_copy_range *again = converted_again_whole(m, a);
-		note_dataset(m, out, first, a->proc, stack, a->device, bytes,
-		             again ? 1 : c->h2d_copies, c->t_first_h2d, a->confidence);
-		if (again) /* the same mistake made twice: two uploads to move off */
-			note_dataset(m, out, first, a->proc, stack, a->device, bytes, 1,
-			             again->t_last, a->confidence);
+		uint32_t f = note_dataset(m, out, first, a->proc, stack, a->device, bytes,
+		                          again ? 1 : c->h2d_copies, c->t_first_h2d, a->confidence);
+		note_run(runs, ds->idx[k], 0, a->bytes, again ? c->t_first_h2d : c->t_last_h2d, f);
+		if (again) { /* the same mistake made twice: two uploads to move off */
+			f = note_dataset(m, out, first, a->proc, stack, a->device, bytes, 1,
+			                 again->t_last, a->confidence);
+			note_run(runs, ds->idx[k], 0, a->bytes, again->t_last, f);
+		}
 	}
 	/* The arrays that come with a big one (its labels y beside x, a
 	 * validation pair) are the same mistake, however small: one finding
@@ -563,7 +596,7 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
  * filled (upload_sites.h). */
 static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
                              struct vt_findings *out, uint32_t first, uint32_t idx,
-                             const struct vt_upload_sites *sites)
+                             const struct vt_upload_sites *sites, struct noted_runs *runs)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
 	const struct vt_proc *p = &m->procs[a->proc];
@@ -584,18 +617,113 @@ static void datasets_in_pool(const struct vt_model *m, const struct scan *ds,
 				j++;
 			}
 			if (big_enough(m, ds, a->device, bytes) &&
-			    !stack_says_not_data(ds, a->proc, r[i].stack_id))
-				note_dataset(m, out, first, a->proc, r[i].stack_id, a->device,
-				             bytes, j - i, r[i].t_first, 70);
+			    !stack_says_not_data(ds, a->proc, r[i].stack_id)) {
+				uint32_t f =
+				    note_dataset(m, out, first, a->proc, r[i].stack_id, a->device,
+				                 bytes, j - i, r[i].t_first, 70);
+				note_run(runs, idx, r[i].offset, r[j - 1].offset + r[j - 1].bytes,
+				         r[j - 1].t_first, f);
+			}
 		} else if (converted_again(p, &r[i]) && !many &&
 		           big_enough(m, ds, a->device, bytes) &&
 		           !stack_says_not_data(ds, a->proc, r[i].stack_id)) {
-			note_dataset(m, out, first, a->proc, r[i].stack_id, a->device, bytes, 1,
-			             r[i].t_first, 70);
-			note_dataset(m, out, first, a->proc, r[i].stack_id, a->device, bytes, 1,
-			             r[i].t_last, 70);
+			uint32_t f = note_dataset(m, out, first, a->proc, r[i].stack_id, a->device,
+			                          bytes, 1, r[i].t_first, 70);
+			note_run(runs, idx, r[i].offset, r[i].offset + r[i].bytes, r[i].t_first, f);
+			f = note_dataset(m, out, first, a->proc, r[i].stack_id, a->device, bytes, 1,
+			                 r[i].t_last, 70);
+			note_run(runs, idx, r[i].offset, r[i].offset + r[i].bytes, r[i].t_last, f);
 		}
 		i = j;
+	}
+}
+
+static int in_noted_run(const struct noted_runs *runs, uint32_t alloc, uint64_t offset)
+{
+	for (uint32_t k = 0; k < runs->n; k++)
+		if (runs->v[k].alloc == alloc && offset >= runs->v[k].lo && offset < runs->v[k].hi)
+			return 1;
+	return 0;
+}
+
+/* Whether process proc made an upload to device dev, other than one of
+ * the noted runs, first at a time in (t0, t1): a tensor's first copy or
+ * a pool range's. */
+static int upload_between(const struct vt_model *m, const struct noted_runs *runs, uint32_t proc,
+                          uint8_t dev, uint64_t t0, uint64_t t1)
+{
+	const struct vt_proc *p = &m->procs[proc];
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->device != dev)
+			continue;
+		if (!(a->flags & VT_AF_PARTIAL_COPIES)) {
+			uint64_t t = vt_model_copies(m, a)->t_first_h2d;
+			if (t > t0 && t < t1 && !in_noted_run(runs, i, 0))
+				return 1;
+			continue;
+		}
+		uint32_t n;
+		const struct vt_copy_range *r = vt_model_ranges(m, i, &n);
+		for (uint32_t k = 0; k < n; k++)
+			if (r[k].t_first > t0 && r[k].t_first < t1 &&
+			    !in_noted_run(runs, i, r[k].offset))
+				return 1;
+	}
+	return 0;
+}
+
+/* The finding whose upload range r of a pool region directly follows on
+ * its device (nothing else uploaded between), or -1: x and y converted one
+ * after the other, y placed wherever the allocator had room. */
+static int64_t pool_companion_of(const struct vt_model *m, const struct vt_findings *out,
+                                 const struct noted_runs *runs, const struct vt_alloc *a,
+                                 const struct vt_copy_range *r, int single)
+{
+	int64_t best = -1;
+	uint64_t best_t = 0;
+	for (uint32_t k = 0; k < runs->n; k++) {
+		const struct noted_run *run = &runs->v[k];
+		const struct vt_finding *f = &out->v[run->finding];
+		if (f->proc != a->proc || !on_device(f, a->device) || run->t_last >= r->t_first ||
+		    (!single && f->stack_id != r->stack_id))
+			continue;
+		if (best < 0 || run->t_last > best_t) {
+			best = run->finding;
+			best_t = run->t_last;
+		}
+	}
+	if (best >= 0 && upload_between(m, runs, a->proc, a->device, best_t, r->t_first))
+		return -1;
+	return best;
+}
+
+/* The arrays uploaded with a dataset into a pool (its labels, converted
+ * right after it): one finding with them, as datasets_per_tensor does for
+ * tensors. The next upload on the device after the dataset's, smaller
+ * than a dataset, from a site that filled fewer than VT_LOADER_TENSORS (a
+ * batch feeder or a model loader fills more): copied once by a site that
+ * filled only it, or by the dataset's own call path. Never one whose
+ * stack names a path that makes no data. */
+static void pool_companions(const struct vt_model *m, const struct scan *ds,
+                            struct vt_findings *out, uint32_t region,
+                            const struct vt_upload_sites *sites, const struct noted_runs *runs)
+{
+	const struct vt_alloc *a = &m->allocs[region];
+	uint32_t n;
+	const struct vt_copy_range *r = vt_model_ranges(m, region, &n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t tensors = vt_upload_site_tensors(sites, r[i].stack_id);
+		if (tensors >= VT_LOADER_TENSORS || big_enough(m, ds, a->device, r[i].bytes) ||
+		    in_noted_run(runs, region, r[i].offset) ||
+		    stack_says_not_data(ds, a->proc, r[i].stack_id))
+			continue;
+		int single = r[i].copies == 1 && tensors == 1;
+		int64_t f = pool_companion_of(m, out, runs, a, &r[i], single);
+		if (f < 0)
+			continue;
+		add_device(&out->v[f], a->device, r[i].bytes);
+		out->v[f].copies++;
 	}
 }
 
@@ -801,7 +929,8 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 	scan_allocs(m, &ds);
 	ds.fe = vt_frame_evidence_new(m);
 	uint32_t first = out->n;
-	datasets_per_tensor(m, &ds, out, first);
+	struct noted_runs runs = {0};
+	datasets_per_tensor(m, &ds, out, first, &runs);
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		struct vt_upload_sites *sites = NULL;
 		for (uint32_t k = 0; k < ds.n; k++) {
@@ -815,10 +944,21 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 			if (!sites)
 				sites = vt_upload_sites_count(m, pi, uploaded_tensor, pool_region,
 				                              NULL);
-			datasets_in_pool(m, &ds, out, first, ds.idx[k], sites);
+			datasets_in_pool(m, &ds, out, first, ds.idx[k], sites, &runs);
+		}
+		/* a label array may land in any region, a caching segment too */
+		for (uint32_t k = 0; runs.n && k < ds.n; k++) {
+			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
+			if (!vt_alloc_is_pool(a) || a->proc != pi)
+				continue;
+			if (!sites)
+				sites = vt_upload_sites_count(m, pi, uploaded_tensor, pool_region,
+				                              NULL);
+			pool_companions(m, &ds, out, ds.idx[k], sites, &runs);
 		}
 		vt_upload_sites_free(sites);
 	}
+	free(runs.v);
 	uint32_t ndatasets = out->n;
 	for (uint32_t i = first; i < ndatasets; i++) {
 		char size[32];

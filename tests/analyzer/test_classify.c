@@ -2458,6 +2458,35 @@ static void test_array_converted_twice_into_a_pool(void **state)
 	vt_model_free(m);
 }
 
+/* A BFC-like job grows its regions: x converted into a new region, its
+ * labels y converted on the next line into an older one (the next upload
+ * on the device, a call path of its own): one finding with both. The
+ * weights a loader then restores tensor by tensor into the older region
+ * (one site, many tensors) are not the data's companions, nor is a small
+ * array uploaded after them. */
+static void test_labels_in_another_region_join_the_data(void **state)
+{
+	(void)state;
+	const uint64_t old_region = 0x10000000, new_region = 0x40000000;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_alloc(&b, 1, old_region, 2 * MIB, 0);
+	b_alloc(&b, 2, new_region, 512 * MIB, 0);
+	b.stack = 2;
+	b_htod(&b, 3, new_region, 256 * MIB, 0);
+	b.stack = 3;
+	b_htod(&b, 4, old_region, 256 << 10, 0);
+	b.stack = 4;
+	for (uint64_t k = 0; k < 4; k++)
+		b_htod(&b, 5 + k, old_region + (1 + k) * (256 << 10), 64 << 10, 0);
+	b.stack = 5;
+	b_htod(&b, 20, old_region + 6 * (256 << 10), 128 << 10, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(dataset_findings(m, 256 * MIB + (256 << 10)), 1);
+	vt_model_free(m);
+}
+
 /* A replay buffer's storage: one buffer per key, each written from the
  * host one row at a time as samples come, as many rows each: a table of
  * training data, not allocator regions. A region beside them with tensors
@@ -3193,6 +3222,7 @@ int main(void)
 	    cmocka_unit_test(test_host_weights_per_tensor),
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_array_converted_twice_into_a_pool),
+	    cmocka_unit_test(test_labels_in_another_region_join_the_data),
 	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
