@@ -34,9 +34,10 @@ markers, driver by cuGetProcAddress (libcudart).
 
 Truth: the 29 uploaded training columns dataset, one
 whole_dataset_upload finding per column (4,000,000 B each: cuDF keeps
-one device buffer per column, each uploaded whole by its own copy; a
-report that gives the table as one finding of their sum matches them
-all), and the held-out prediction matrix (56,000,000 B) dataset with its
+one device buffer per column, each uploaded whole by its own copy, so
+each column is an array of the truth format; score.py adds at most six
+arrays into one reported finding, so one finding for the whole table
+would not match), and the held-out prediction matrix (56,000,000 B) dataset with its
 own finding; the int32 labels, the column-major training matrix and the
 quantiles (made on the device from the uploaded table) dataset without a
 finding; `unique`'s temporaries, quantile sort temporaries, each tree's
