@@ -48,66 +48,10 @@ sizes."""
 import vtc
 
 job = vtc.Job("torch_caching_adamw_clip", "getproc", __doc__)
-MIB = vtc.MIB
-K_SMALL_SIZE, K_SMALL_BUFFER, K_LARGE_BUFFER = 1 * MIB, 2 * MIB, 20 * MIB
-K_MIN_LARGE_ALLOC, K_ROUND_LARGE, K_MIN_BLOCK = 10 * MIB, 2 * MIB, 512
 LAYERS, HID, FFN, VOCAB, HEADS = 4, 768, 3072, 30522, 12
 BATCH, SEQ, STEPS = 16, 128, 12
 
-
-class CachingAllocator:
-    def __init__(self, dev):
-        self.dev = dev
-        self.segments = []        # [ptr, size, small, kinds, rec]
-        self.blocks = {}          # ptr -> [size, free, segment]
-        self.used = {}            # ptr -> requested kind
-
-    def _get_allocation_size(self, size):
-        if size <= K_SMALL_SIZE:
-            return K_SMALL_BUFFER
-        if size < K_MIN_LARGE_ALLOC:
-            return K_LARGE_BUFFER
-        return (size + K_ROUND_LARGE - 1) // K_ROUND_LARGE * K_ROUND_LARGE
-
-    def malloc(self, nbytes, cat):
-        size = max(K_MIN_BLOCK, (nbytes + K_MIN_BLOCK - 1) // K_MIN_BLOCK * K_MIN_BLOCK)
-        small = size <= K_SMALL_SIZE
-        best = None
-        for ptr, (bsize, free, seg) in self.blocks.items():
-            if free and seg[2] == small and bsize >= size and (best is None or (bsize, ptr) < best):
-                best = (bsize, ptr)
-        if best is None:
-            seg_size = self._get_allocation_size(size)
-            ptr = job.mem_alloc(self.dev, seg_size, "pool")
-            seg = [ptr, seg_size, small, set(), job.records[-1]]
-            self.segments.append(seg)
-            self.blocks[ptr] = [seg_size, True, seg]
-            best = (seg_size, ptr)
-        bsize, ptr = best
-        seg = self.blocks[ptr][2]
-        remaining = bsize - size
-        if (small and remaining >= K_MIN_BLOCK) or (not small and remaining > K_SMALL_SIZE):
-            self.blocks[ptr + size] = [remaining, True, seg]
-            self.blocks[ptr] = [size, False, seg]
-        else:
-            self.blocks[ptr][1] = False
-        seg[3].add(cat)
-        job.part(self.dev, ptr, self.blocks[ptr][0], cat)
-        return ptr
-
-    def free(self, *ptrs):
-        for ptr in ptrs:
-            job.part_free(self.dev, ptr)
-            self.blocks[ptr][1] = True
-            vtc.coalesce(self.blocks, ptr)
-
-    def settle_and_release(self):
-        for seg in self.segments:
-            job.set_category(seg[4], seg[3].pop() if len(seg[3]) == 1 else "pool")
-        job.mem_free(self.dev, *[s[0] for s in self.segments])
-
-
-cache = CachingAllocator(0)
+cache = vtc.Caching(job, 0)
 alloc = cache.malloc
 free = cache.free
 

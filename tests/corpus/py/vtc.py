@@ -337,3 +337,68 @@ class BFC:
 
     def release(self):
         self.job.mem_free(self.dev, *[r[0] for r in self.regions])
+
+
+class Caching:
+    """c10/cuda/CUDACachingAllocator.cpp as PyTorch builds it by default:
+    sizes rounded to 512 B; a block <= 1 MiB (kSmallSize) from a 2 MiB
+    segment, one under 10 MiB (kMinLargeAlloc) from a 20 MiB segment, a
+    larger one rounded to 2 MiB (kRoundLarge) in a segment of its own; the
+    smallest free block of the same pool that fits, split when a
+    small-pool remainder is >= 512 B or a large-pool one > 1 MiB; freed
+    blocks merge with free neighbours and stay cached. Blocks are keyed by
+    address ([size, free, segment]) for `coalesce`; a segment is [ptr,
+    size, small, kinds, record], settled by `settle_and_release`: the one
+    kind it held, or pool."""
+    SMALL_SIZE, SMALL_BUFFER, LARGE_BUFFER = MIB, 2 * MIB, 20 * MIB
+    MIN_LARGE_ALLOC, ROUND_LARGE, MIN_BLOCK = 10 * MIB, 2 * MIB, 512
+
+    def __init__(self, job, dev):
+        self.job = job
+        self.dev = dev
+        self.segments = []
+        self.blocks = {}
+
+    def _get_allocation_size(self, size):
+        if size <= self.SMALL_SIZE:
+            return self.SMALL_BUFFER
+        if size < self.MIN_LARGE_ALLOC:
+            return self.LARGE_BUFFER
+        return (size + self.ROUND_LARGE - 1) // self.ROUND_LARGE * self.ROUND_LARGE
+
+    def malloc(self, nbytes, cat):
+        size = max(self.MIN_BLOCK, (nbytes + self.MIN_BLOCK - 1) // self.MIN_BLOCK * self.MIN_BLOCK)
+        small = size <= self.SMALL_SIZE
+        best = None
+        for ptr, (bsize, free, seg) in self.blocks.items():
+            if free and seg[2] == small and bsize >= size and (best is None or (bsize, ptr) < best):
+                best = (bsize, ptr)
+        if best is None:
+            seg_size = self._get_allocation_size(size)
+            ptr = self.job.mem_alloc(self.dev, seg_size, "pool")
+            seg = [ptr, seg_size, small, set(), self.job.records[-1]]
+            self.segments.append(seg)
+            self.blocks[ptr] = [seg_size, True, seg]
+            best = (seg_size, ptr)
+        bsize, ptr = best
+        seg = self.blocks[ptr][2]
+        remaining = bsize - size
+        if (small and remaining >= self.MIN_BLOCK) or (not small and remaining > self.SMALL_SIZE):
+            self.blocks[ptr + size] = [remaining, True, seg]
+            self.blocks[ptr] = [size, False, seg]
+        else:
+            self.blocks[ptr][1] = False
+        seg[3].add(cat)
+        self.job.part(self.dev, ptr, self.blocks[ptr][0], cat)
+        return ptr
+
+    def free(self, *ptrs):
+        for ptr in ptrs:
+            self.job.part_free(self.dev, ptr)
+            self.blocks[ptr][1] = True
+            coalesce(self.blocks, ptr)
+
+    def settle_and_release(self):
+        for seg in self.segments:
+            self.job.set_category(seg[4], seg[3].pop() if len(seg[3]) == 1 else "pool")
+        self.job.mem_free(self.dev, *[s[0] for s in self.segments])
