@@ -673,12 +673,15 @@ static int upload_between(const struct vt_model *m, const struct noted_runs *run
 	return 0;
 }
 
-/* The finding whose upload range r of a pool region directly follows on
- * its device (nothing else uploaded between), or -1: x and y converted one
- * after the other, y placed wherever the allocator had room. */
+/* The finding uploaded through range r's call path whose upload r
+ * directly follows on its device (nothing else uploaded between), or -1:
+ * x and y converted one after the other by one conversion, y placed
+ * wherever the allocator had room. The call path is what ties them: the
+ * next upload alone may be anything (a model loaded right after the data
+ * it will score lands right after it). */
 static int64_t pool_companion_of(const struct vt_model *m, const struct vt_findings *out,
                                  const struct noted_runs *runs, const struct vt_alloc *a,
-                                 const struct vt_copy_range *r, int single)
+                                 const struct vt_copy_range *r)
 {
 	int64_t best = -1;
 	uint64_t best_t = 0;
@@ -686,7 +689,7 @@ static int64_t pool_companion_of(const struct vt_model *m, const struct vt_findi
 		const struct noted_run *run = &runs->v[k];
 		const struct vt_finding *f = &out->v[run->finding];
 		if (f->proc != a->proc || !on_device(f, a->device) || run->t_last >= r->t_first ||
-		    (!single && f->stack_id != r->stack_id))
+		    f->stack_id != r->stack_id)
 			continue;
 		if (best < 0 || run->t_last > best_t) {
 			best = run->finding;
@@ -699,12 +702,11 @@ static int64_t pool_companion_of(const struct vt_model *m, const struct vt_findi
 }
 
 /* The arrays uploaded with a dataset into a pool (its labels, converted
- * right after it): one finding with them, as datasets_per_tensor does for
- * tensors. The next upload on the device after the dataset's, smaller
- * than a dataset, from a site that filled fewer than VT_LOADER_TENSORS (a
- * batch feeder or a model loader fills more): copied once by a site that
- * filled only it, or by the dataset's own call path. Never one whose
- * stack names a path that makes no data. */
+ * right after it by the same call): one finding with them, as
+ * datasets_per_tensor does for tensors. The next upload on the device
+ * after the dataset's, through its call path, smaller than a dataset,
+ * from a site that filled fewer than VT_LOADER_TENSORS (a batch feeder or
+ * a model loader fills more). */
 static void pool_companions(const struct vt_model *m, const struct scan *ds,
                             struct vt_findings *out, uint32_t region,
                             const struct vt_upload_sites *sites, const struct noted_runs *runs)
@@ -715,11 +717,9 @@ static void pool_companions(const struct vt_model *m, const struct scan *ds,
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t tensors = vt_upload_site_tensors(sites, r[i].stack_id);
 		if (tensors >= VT_LOADER_TENSORS || big_enough(m, ds, a->device, r[i].bytes) ||
-		    in_noted_run(runs, region, r[i].offset) ||
-		    stack_says_not_data(ds, a->proc, r[i].stack_id))
+		    in_noted_run(runs, region, r[i].offset))
 			continue;
-		int single = r[i].copies == 1 && tensors == 1;
-		int64_t f = pool_companion_of(m, out, runs, a, &r[i], single);
+		int64_t f = pool_companion_of(m, out, runs, a, &r[i]);
 		if (f < 0)
 			continue;
 		add_device(&out->v[f], a->device, r[i].bytes);
