@@ -464,33 +464,13 @@ static struct vt_finding *next_to(const struct vt_model *m, const struct scan *d
 
 /* The finding a small dataset array a joins, or NULL: the one on its
  * device uploaded through the same call path (the conversion that made x
- * made y); else the one uploaded nearest in time, within half a step of it
- * (x and y converted one after the other on two lines of the job's code, a
- * validation pair uploaded together when the first evaluation starts).
- * Its caller then tries next_to. */
+ * made y). Its caller then tries next_to. Time alone ties nothing: what a
+ * job uploads right after its data may be a model it loads to score it. */
 static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findings *out,
-                                       uint32_t first, const struct vt_alloc *a,
-                                       const struct vt_alloc_copies *c)
+                                       uint32_t first, const struct vt_alloc *a)
 {
-	uint32_t stack = vt_alloc_fill_stack(m, a);
-	uint64_t window = m->procs[a->proc].step_period_ns / 2, best_gap = UINT64_MAX;
-	struct vt_finding *best =
-	    finding_of_stack(out, first, a->proc, a->device, stack, VT_T_NEVER);
-	if (best)
-		return best;
-	for (uint32_t i = first; i < out->n; i++) {
-		struct vt_finding *f = &out->v[i];
-		if (f->kind != VT_FINDING_WHOLE_DATASET || f->proc != a->proc ||
-		    !on_device(f, a->device))
-			continue;
-		uint64_t t = c->t_first_h2d;
-		uint64_t gap = t > f->t_ns ? t - f->t_ns : f->t_ns - t;
-		if (t != VT_T_NEVER && gap < window && gap < best_gap) {
-			best_gap = gap;
-			best = f;
-		}
-	}
-	return best;
+	return finding_of_stack(out, first, a->proc, a->device, vt_alloc_fill_stack(m, a),
+	                        VT_T_NEVER);
 }
 
 /* An upload that opened or joined a whole-dataset finding (a tensor, or a
@@ -578,7 +558,7 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		    big_enough(m, ds, a->device, a->bytes))
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
-		struct vt_finding *f = companion_of(m, out, first, a, c);
+		struct vt_finding *f = companion_of(m, out, first, a);
 		if (!f)
 			f = next_to(m, ds, out, first, ds->idx[k]);
 		if (!f)
