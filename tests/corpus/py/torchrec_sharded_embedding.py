@@ -276,12 +276,16 @@ def train_step(ranks, rng, nccl, step):
         free(r.r, g)
         gp = alloc(r.r, B * F * D * 4, "activations")          # grad of the pooled output
         grads_emb.append(gp)
+    gathered = []
     for r in ranks:                                            # all-gather (reduce-scatter's backward)
         full = alloc(r.r, WORLD * B * F * D * 4, "activations")
         job.dtod(r.r, full + r.r * B * F * D * 4, grads_emb[r.r], B * F * D * 4)
         other = 1 - r.r
         job.peer(r.r, full + other * B * F * D * 4, other, grads_emb[other], B * F * D * 4)
-        grads_emb[r.r] = full
+        gathered.append(full)
+    for r in ranks:                                            # the pooled grads, dropped
+        free(r.r, grads_emb[r.r])
+    grads_emb = gathered
     for r in ranks:
         free(r.r, pooled[r.r])
         r.tbe.backward_fused(grads_emb[r.r], recv[r.r][3])
