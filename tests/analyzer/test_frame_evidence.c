@@ -113,6 +113,29 @@ static void graph_data_is_not_the_model(void **state)
 	assert_int_equal(h.category, VT_CAT_WEIGHTS);
 }
 
+/* What fit and predict upload is the data they were given, unless an
+ * inner path says otherwise: Keras builds a model's layers inside its first
+ * fit (add_weight), makes the optimizer's slots there (add_slot), and a
+ * Lightning fit moves the model (_apply). */
+static void fit_takes_data_unless_an_inner_path_says(void **state)
+{
+	(void)state;
+	const char *data[] = {"convert_to_tensor", "__init__", "fit", "main"};
+	const char *files[] = {"/a/ops.py", "/a/est.py", "/a/est.py", "/a/train.py"};
+	struct vt_frame_hint h = vt_frame_hint_of_names(data, files, 4, NULL, 0);
+	assert_int_equal(h.category, VT_CAT_DATASET);
+	const char *build[] = {"add_weight", "build", "train_step", "fit", "main"};
+	const char *bfiles[] = {"/a/l.py", "/a/l.py", "/a/m.py", "/a/m.py", "/a/train.py"};
+	assert_int_equal(vt_frame_hint_of_names(build, bfiles, 5, NULL, 0).category,
+	                 VT_CAT_WEIGHTS);
+	const char *slots[] = {"add_slot", "apply_gradients", "train_step", "fit"};
+	assert_int_equal(vt_frame_hint_of_names(slots, bfiles, 4, NULL, 0).category,
+	                 VT_CAT_OPTIMIZER);
+	const char *moved[] = {"_apply", "to", "model_to_device", "fit"};
+	assert_int_equal(vt_frame_hint_of_names(moved, bfiles, 4, NULL, 0).category,
+	                 VT_CAT_WEIGHTS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +145,7 @@ int main(void)
 	    cmocka_unit_test(context_beats_mechanism),
 	    cmocka_unit_test(file_before_function),
 	    cmocka_unit_test(graph_data_is_not_the_model),
+	    cmocka_unit_test(fit_takes_data_unless_an_inner_path_says),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
