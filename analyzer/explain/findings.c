@@ -12,8 +12,9 @@
 #include "upload_sites.h"
 #include "steps.h"
 #include "units.h"
-#include "nomem.h"
+#include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include "model_query.h"
+#include <uthash.h>
 
 #define MIB (1024ull * 1024ull)
 
@@ -522,6 +523,72 @@ static const struct vt_copy_range *converted_again_whole(const struct vt_model *
 	return r && converted_again(&m->procs[a->proc], r) ? r : NULL;
 }
 
+/* The small confident dataset arrays of one call path on one device: a
+ * table uploaded column by column (cuDF's from_pandas), each column too
+ * small to be flagged alone, the table as large as any dataset. */
+struct column_site {
+	uint64_t key; /* proc << 40 | device << 32 | stack */
+	uint64_t bytes;
+	uint64_t last_upload, first_free; /* alive together: first_free > last_upload */
+	uint32_t opener;                  /* the first column's allocation */
+	UT_hash_handle hh;
+};
+
+static int small_data(const struct vt_model *m, const struct scan *ds, const struct vt_alloc *a)
+{
+	return a->category == VT_CAT_DATASET && a->confidence >= VT_CONFIDENT &&
+	       !big_enough(m, ds, a->device, a->bytes) &&
+	       !stack_says_not_data(ds, a->proc, vt_alloc_fill_stack(m, a));
+}
+
+/* Open a finding with the first column of each call path whose columns,
+ * alive together, are as large as a dataset and joined no finding yet;
+ * the companion pass adds the other columns (same call path). -> the
+ * allocations that opened one (their caller skips them), or NULL. */
+static uint8_t *tables_by_column(const struct vt_model *m, const struct scan *ds,
+                                 struct vt_findings *out, uint32_t first)
+{
+	struct column_site *sites = NULL, *s, *tmp;
+	for (uint32_t k = 0; k < ds->n; k++) {
+		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
+		if (!small_data(m, ds, a))
+			continue;
+		uint64_t key =
+		    (uint64_t)a->proc << 40 | (uint64_t)a->device << 32 | vt_alloc_fill_stack(m, a);
+		HASH_FIND(hh, sites, &key, sizeof key, s);
+		if (!s) {
+			s = calloc(1, sizeof *s);
+			if (!s)
+				vt_nomem();
+			*s = (struct column_site){
+			    .key = key, .first_free = VT_T_NEVER, .opener = ds->idx[k]};
+			HASH_ADD(hh, sites, key, sizeof s->key, s);
+		}
+		uint64_t t = vt_model_copies(m, a)->t_first_h2d;
+		s->bytes += a->bytes;
+		s->last_upload = t > s->last_upload ? t : s->last_upload;
+		s->first_free = a->t_free < s->first_free ? a->t_free : s->first_free;
+	}
+	uint8_t *opened = NULL;
+	HASH_ITER(hh, sites, s, tmp)
+	{
+		const struct vt_alloc *a = &m->allocs[s->opener];
+		uint32_t stack = (uint32_t)s->key;
+		if (s->first_free > s->last_upload && big_enough(m, ds, a->device, s->bytes) &&
+		    !finding_of_stack(out, first, a->proc, a->device, stack, VT_T_NEVER)) {
+			const struct vt_alloc_copies *c = vt_model_copies(m, a);
+			note_dataset(m, out, first, a->proc, stack, a->device, a->bytes,
+			             c->h2d_copies, c->t_first_h2d, a->confidence);
+			if (!opened && !(opened = calloc(m->nallocs, 1)))
+				vt_nomem();
+			opened[s->opener] = 1;
+		}
+		HASH_DEL(sites, s);
+		free(s);
+	}
+	return opened;
+}
+
 static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
                                 struct vt_findings *out, uint32_t first, struct noted_runs *runs)
 {
@@ -552,10 +619,11 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 	 * device frees. Only confident dataset verdicts uploaded through the
 	 * same call path (the conversion that made x made y), never alone: a
 	 * batch buffer of a step cut short is no companion. */
+	uint8_t *opened = tables_by_column(m, ds, out, first);
 	for (uint32_t k = 0; k < ds->n; k++) {
 		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
 		if (a->category != VT_CAT_DATASET || a->confidence < VT_CONFIDENT ||
-		    big_enough(m, ds, a->device, a->bytes))
+		    big_enough(m, ds, a->device, a->bytes) || (opened && opened[ds->idx[k]]))
 			continue;
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
 		struct vt_finding *f = companion_of(m, out, first, a);
@@ -566,6 +634,7 @@ static void datasets_per_tensor(const struct vt_model *m, const struct scan *ds,
 		add_device(f, a->device, a->bytes);
 		f->copies += c->h2d_copies;
 	}
+	free(opened);
 }
 
 /* In a pool: contiguous ranges copied once each, from one site, close in
@@ -681,30 +750,81 @@ static int64_t pool_companion_of(const struct vt_model *m, const struct vt_findi
 	return best;
 }
 
-/* The arrays uploaded with a dataset into a pool (its labels, converted
- * right after it by the same call): one finding with them, as
- * datasets_per_tensor does for tensors. The next upload on the device
- * after the dataset's, through its call path, smaller than a dataset,
- * from a site that filled fewer than VT_LOADER_TENSORS (a batch feeder or
- * a model loader fills more). */
-static void pool_companions(const struct vt_model *m, const struct scan *ds,
-                            struct vt_findings *out, uint32_t region,
-                            const struct vt_upload_sites *sites, const struct noted_runs *runs)
+/* A pool range that may be a dataset's companion, for the time order. */
+struct candidate {
+	uint32_t region;
+	const struct vt_copy_range *r;
+};
+
+static int by_first_copy(const void *x, const void *y)
 {
-	const struct vt_alloc *a = &m->allocs[region];
-	uint32_t n;
-	const struct vt_copy_range *r = vt_model_ranges(m, region, &n);
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t tensors = vt_upload_site_tensors(sites, r[i].stack_id);
-		if (tensors >= VT_LOADER_TENSORS || big_enough(m, ds, a->device, r[i].bytes) ||
-		    in_noted_run(runs, region, r[i].offset))
+	uint64_t a = ((const struct candidate *)x)->r->t_first;
+	uint64_t b = ((const struct candidate *)y)->r->t_first;
+	return a < b ? -1 : a > b;
+}
+
+/* The pool ranges of process proc that may join a finding: from a site
+ * that never had VT_MODEL_TENSORS alive at once (a model loader), not a
+ * finding's own (one as large as a dataset, from a site that filled
+ * several, is not flagged alone); in the order of their first copy. */
+static struct candidate *companion_candidates(const struct vt_model *m, const struct scan *ds,
+                                              uint32_t proc, const struct vt_upload_sites *sites,
+                                              const struct noted_runs *runs, uint32_t *count)
+{
+	struct candidate *v = NULL;
+	uint32_t n = 0, cap = 0;
+	for (uint32_t k = 0; k < ds->n; k++) {
+		uint32_t region = ds->idx[k], nr;
+		const struct vt_alloc *a = &m->allocs[region];
+		if (!vt_alloc_is_pool(a) || a->proc != proc)
 			continue;
-		int64_t f = pool_companion_of(m, out, runs, a, &r[i]);
+		const struct vt_copy_range *r = vt_model_ranges(m, region, &nr);
+		for (uint32_t i = 0; i < nr; i++) {
+			if (!r[i].stack_id || /* no call path: nothing ties it */
+			    vt_upload_site_most_alive(sites, r[i].stack_id) >= VT_MODEL_TENSORS ||
+			    in_noted_run(runs, region, r[i].offset))
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				struct candidate *w = realloc(v, cap * sizeof *w);
+				if (!w)
+					vt_nomem();
+				v = w;
+			}
+			v[n++] = (struct candidate){region, &r[i]};
+		}
+	}
+	if (n > 1)
+		qsort(v, n, sizeof *v, by_first_copy);
+	*count = n;
+	return v;
+}
+
+/* The arrays uploaded with a dataset into a pool (its labels, converted
+ * right after it by the same call; x, y and a teacher's logits one after
+ * the other): one finding with them, as datasets_per_tensor does for
+ * tensors. Each the next upload on the device after the dataset's or
+ * after a companion's, through the dataset's call path, from a site that
+ * is no model loader. A label array may land
+ * in any region of the process, a caching segment too. */
+static void pool_companions(const struct vt_model *m, const struct scan *ds,
+                            struct vt_findings *out, uint32_t proc,
+                            const struct vt_upload_sites *sites, struct noted_runs *runs)
+{
+	uint32_t n;
+	struct candidate *v = companion_candidates(m, ds, proc, sites, runs, &n);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vt_alloc *a = &m->allocs[v[i].region];
+		const struct vt_copy_range *r = v[i].r;
+		int64_t f = pool_companion_of(m, out, runs, a, r);
 		if (f < 0)
 			continue;
-		add_device(&out->v[f], a->device, r[i].bytes);
+		add_device(&out->v[f], a->device, r->bytes);
 		out->v[f].copies++;
+		note_run(runs, v[i].region, r->offset, r->offset + r->bytes, r->t_first,
+		         (uint32_t)f);
 	}
+	free(v);
 }
 
 /* What the upload sites count here: every allocation filled from the host
@@ -926,15 +1046,11 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 				                              NULL);
 			datasets_in_pool(m, &ds, out, first, ds.idx[k], sites, &runs);
 		}
-		/* a label array may land in any region, a caching segment too */
-		for (uint32_t k = 0; runs.n && k < ds.n; k++) {
-			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
-			if (!vt_alloc_is_pool(a) || a->proc != pi)
-				continue;
+		if (runs.n) {
 			if (!sites)
 				sites = vt_upload_sites_count(m, pi, uploaded_tensor, pool_region,
 				                              NULL);
-			pool_companions(m, &ds, out, ds.idx[k], sites, &runs);
+			pool_companions(m, &ds, out, pi, sites, &runs);
 		}
 		vt_upload_sites_free(sites);
 	}

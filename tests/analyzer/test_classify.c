@@ -2509,6 +2509,85 @@ static void test_labels_in_another_region_join_the_data(void **state)
 	assert_int_equal(data_then_next_upload(3), 256 * MIB);
 }
 
+/* The whole-dataset findings' bytes (n of them at most) of model m. */
+static int dataset_finding_bytes(const struct vt_model *m, uint64_t *bytes, int n)
+{
+	struct vt_findings f;
+	vt_findings_find(m, &f);
+	int k = 0;
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.v[i].kind == VT_FINDING_WHOLE_DATASET && k < n)
+			bytes[k++] = vt_finding_bytes_max(&f.v[i]);
+	vt_findings_free(&f);
+	return k;
+}
+
+/* A table uploaded column by column through one call path (cuDF's
+ * from_pandas), each column too small to be flagged alone, all of them
+ * alive together: one finding with the table. The verdicts are set as the
+ * stack's name would set them (dataset, 90). Columns that replace one
+ * another (one alive at a time) are no table. */
+static void columns_of(int one_at_a_time, uint64_t *bytes, int *n)
+{
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b.stack = 7;
+	for (uint64_t k = 0; k < 8; k++) {
+		b_alloc(&b, 10 + 10 * k, 0x10000000 + k * MIB, 512 << 10, 0);
+		b_htod(&b, 11 + 10 * k, 0x10000000 + k * MIB, 512 << 10, 0);
+		if (one_at_a_time)
+			b_free(&b, 12 + 10 * k, 0x10000000 + k * MIB, 0);
+	}
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		m->allocs[i].category = VT_CAT_DATASET;
+		m->allocs[i].confidence = 90;
+	}
+	*n = dataset_finding_bytes(m, bytes, 2);
+	vt_model_free(m);
+}
+
+static void test_table_uploaded_by_column_is_one_finding(void **state)
+{
+	(void)state;
+	uint64_t bytes[2];
+	int n;
+	columns_of(0, bytes, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(bytes[0], 4 * MIB);
+	columns_of(1, bytes, &n);
+	assert_int_equal(n, 0);
+}
+
+/* Keras fit(x, (y, teacher_logits)) into a BFC region: three arrays
+ * converted one after the other by one call path, y and the logits in
+ * another region than x, the logits as large as a dataset but from a site
+ * that filled three: one finding with all three. The batch indices
+ * uploaded next, by another path, are not the data's. */
+static void test_arrays_converted_in_a_row_join_the_data(void **state)
+{
+	(void)state;
+	const uint64_t small = 0x10000000, big = 0x40000000;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_alloc(&b, 1, small, 8 * MIB, 0);
+	b_alloc(&b, 2, big, 512 * MIB, 0);
+	b.stack = 2;
+	b_htod(&b, 3, big, 256 * MIB, 0);
+	b_htod(&b, 4, small, 256 << 10, 0);
+	b_htod(&b, 5, small + MIB, 2 * MIB, 0);
+	b.stack = 3;
+	for (uint64_t k = 0; k < 6; k++)
+		b_htod(&b, 10 + k, small + 4 * MIB, 2048, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	uint64_t bytes[2];
+	assert_int_equal(dataset_finding_bytes(m, bytes, 2), 1);
+	assert_int_equal(bytes[0], 258 * MIB + (256 << 10));
+	vt_model_free(m);
+}
+
 /* A replay buffer's storage: one buffer per key, each written from the
  * host one row at a time as samples come, as many rows each: a table of
  * training data, not allocator regions. A region beside them with tensors
@@ -3245,6 +3324,8 @@ int main(void)
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_array_converted_twice_into_a_pool),
 	    cmocka_unit_test(test_labels_in_another_region_join_the_data),
+	    cmocka_unit_test(test_table_uploaded_by_column_is_one_finding),
+	    cmocka_unit_test(test_arrays_converted_in_a_row_join_the_data),
 	    cmocka_unit_test(test_row_store_is_a_dataset),
 	    cmocka_unit_test(test_serving_cache_is_not_a_weight),
 	    cmocka_unit_test(test_evaluation_passes_are_not_steps),
