@@ -177,11 +177,13 @@ int vt_cls_caching_segment(const struct ctx *c, const struct vt_alloc *a, const 
  * allocator had reached. Extend() asks for that size, doubled until the
  * request fits; it doubles the size for the next region only when it did
  * not have to (so 2, 8, 16, 16, 64, 64 MiB: a 5 MiB request made the
- * second 8 MiB, and the next region 8 MiB or more). The first is taken at
- * the size it asked for. Tensors of a job that allocates per tensor repeat
+ * second 8 MiB, and the next region 8 MiB or more). The region size
+ * starts at 2 MiB, so the first may have grown too (4, 4, 8 MiB: a 3 MiB
+ * request first). Tensors of a job that allocates per tensor repeat
  * sizes, shrink, or are freed. Each such region is a pool, unless one upload
  * filled it whole (then that upload says what it is). */
 #define GROWING_REGION_MIN (1ull << 20)
+#define GROWING_REGION_FIRST (2ull << 20) /* where the region size starts */
 static int is_pow2(uint64_t x)
 {
 	return x && !(x & (x - 1));
@@ -189,7 +191,7 @@ static int is_pow2(uint64_t x)
 
 int vt_cls_growing_regions(const struct ctx *c, int dev)
 {
-	uint64_t region = 0; /* the size the allocator asks for next */
+	uint64_t region = GROWING_REGION_FIRST; /* the size the allocator asks for next */
 	uint32_t n = 0;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		const struct vt_alloc *a = &c->m->allocs[i];
@@ -201,24 +203,36 @@ int vt_cls_growing_regions(const struct ctx *c, int dev)
 		if ((a->flags & VT_AF_HANDLE) || !is_pow2(a->bytes) ||
 		    a->bytes < GROWING_REGION_MIN || a->bytes < region || !kept)
 			return 0;
-		region = n && a->bytes > region ? a->bytes : 2 * a->bytes;
+		/* a region that had to grow to fit its request leaves the size
+		 * as it is */
+		region = a->bytes > region ? a->bytes : 2 * a->bytes;
 		n++;
 	}
 	/* a folding model's groups are freed per-step tensors: not regions */
 	return n >= 3 && !folded_size_on(c, dev, 0);
 }
 
-/* One array from the host fills at least 90 % of the region: one upload,
- * or uploads that all landed on one range (the same array converted again
- * into the chunk the first conversion left: Keras makes a new DataHandler
- * for evaluate and for predict, and the allocator hands the same chunk back). */
+/* One array from the host owns the region: one upload, or uploads that
+ * all landed on one range (the same array converted again into the chunk
+ * the first conversion left: Keras makes a new DataHandler for evaluate
+ * and for predict, and the allocator hands the same chunk back), of more
+ * than half of it. The allocator doubled its region size until that
+ * request fitted, and BFC's FindChunkPtr splits a chunk only when it is
+ * at least twice the request or would waste VT_BFC_MAX_WASTE: the array
+ * has the whole region (a 188 MB array in a 256 MiB region). */
+#define VT_BFC_MAX_WASTE (128ull << 20) /* kMaxInternalFragmentation */
+static int owns(uint64_t array, uint64_t region)
+{
+	return array * 2 > region && region - array < VT_BFC_MAX_WASTE;
+}
+
 static int one_array_fills(const struct ctx *c, const struct vt_alloc *a)
 {
 	const struct vt_alloc_copies *cp = vt_model_copies(c->m, a);
 	if (cp->h2d_copies == 1)
-		return cp->h2d_bytes * 10 >= a->bytes * 9;
+		return owns(cp->h2d_bytes, a->bytes);
 	const struct vt_copy_range *r = vt_alloc_only_range(c->m, a);
-	return r && r->bytes * 10 >= a->bytes * 9;
+	return r && owns(r->bytes, a->bytes);
 }
 
 /* A region no single array from the host filled. */

@@ -2588,6 +2588,30 @@ static void test_arrays_converted_in_a_row_join_the_data(void **state)
 	vt_model_free(m);
 }
 
+/* BFC with allow_growth: regions of 4, 4, 8 and 64 MiB (a 3 MiB request
+ * grew the first; the region size starts at 2 MiB), all pools, but the
+ * 64 MiB one made for a 40 MiB array uploaded whole: FindChunkPtr does not
+ * split a chunk less than twice the request, so the array owns the region
+ * and the region is that array (data here). 2, 4, 4 MiB is no BFC. */
+static void test_region_made_for_one_array_is_that_array(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	const uint64_t sizes[4] = {4 * MIB, 4 * MIB, 8 * MIB, 64 * MIB};
+	for (uint64_t k = 0; k < 4; k++)
+		b_alloc(&b, 1 + k, 0x100000000ull + k * 0x10000000ull, sizes[k], 0);
+	b.stack = 2;
+	b_htod(&b, 10, 0x130000000ull, 40 * MIB, 0);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t k = 0; k < 3; k++)
+		assert_int_equal(category_of(m, 0x100000000ull + k * 0x10000000ull), VT_CAT_POOL);
+	assert_int_equal(category_of(m, 0x130000000ull), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
 /* A replay buffer's storage: one buffer per key, each written from the
  * host one row at a time as samples come, as many rows each: a table of
  * training data, not allocator regions. A region beside them with tensors
@@ -3324,6 +3348,7 @@ int main(void)
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_array_converted_twice_into_a_pool),
 	    cmocka_unit_test(test_labels_in_another_region_join_the_data),
+	    cmocka_unit_test(test_region_made_for_one_array_is_that_array),
 	    cmocka_unit_test(test_table_uploaded_by_column_is_one_finding),
 	    cmocka_unit_test(test_arrays_converted_in_a_row_join_the_data),
 	    cmocka_unit_test(test_row_store_is_a_dataset),

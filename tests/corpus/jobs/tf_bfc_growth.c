@@ -1,8 +1,10 @@
 /* TensorFlow's BFC allocator with allow_growth=True
  * (TF_FORCE_GPU_ALLOW_GROWTH): the first region is 2 MiB and every Extend()
- * asks the driver for a region at least the request, doubling the next
- * region's size (curr_region_allocation_bytes_ *= 2), so regions of 2, 4, 8,
- * ... MiB appear as the job grows and are never given back. A region holds
+ * asks the driver for a region at least the request, doubled until it fits,
+ * doubling the next region's size when it did not have to grow
+ * (curr_region_allocation_bytes_ *= 2), so regions of 2, 4, 8, ... MiB
+ * appear as the job grows and are never given back; a request of more than
+ * half a region owns the whole chunk (FindChunkPtr does not split it). A region holds
  * whatever chunks landed in it: one kind (its category) or several (pool,
  * with parts). Keras fit on numpy x (40 MiB) and y: whole upload of both
  * (_EagerConst), weights initialized on the device, RMSprop (one slot),
@@ -28,7 +30,14 @@ static CUdeviceptr take(uint64_t bytes, enum vtc_cat cat)
 		size *= 2;
 	CUdeviceptr base = vtc_alloc(0, size, VTC_POOL);
 	vtc_region_init(&reg[nreg], 0, base, size, vtc_record_of(0, base));
-	next_region = size * 2;
+	/* Extend() doubles the next region's size only when it did not have
+	 * to grow this one to fit the request */
+	next_region = size > next_region ? size : size * 2;
+	/* FindChunkPtr splits a chunk only when it is at least twice the
+	 * request (or would waste 128 MiB or more): a request of more than
+	 * half the new region owns all of it */
+	if (bytes * 2 > size && size - bytes < 128 * MIB)
+		bytes = size;
 	return vtc_region_take(&reg[nreg++], bytes, cat);
 }
 
