@@ -616,10 +616,11 @@ static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
 
 /* ---- prefetch depth --------------------------------------------------------- */
 
+/* A birth or a death of a prefetch buffer; which of the two, its array
+ * says. With a buffer a step, these were a fifth of a long trace's peak
+ * memory while each said which and named its allocation too. */
 struct edge {
 	uint64_t t, seq;
-	int delta;
-	uint32_t alloc;
 };
 
 static int edge_cmp(const void *x, const void *y)
@@ -629,7 +630,7 @@ static int edge_cmp(const void *x, const void *y)
 		return a->t < b->t ? -1 : 1;
 	if (a->seq != b->seq)
 		return a->seq < b->seq ? -1 : 1;
-	return a->delta - b->delta; /* frees first */
+	return 0;
 }
 
 /* Births come in allocation order and deaths nearly always in time order:
@@ -720,9 +721,9 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 		const struct vt_alloc *a = &m->allocs[i];
 		if (a->category != VT_CAT_PREFETCH || a->proc != proc || a->device != dev)
 			continue;
-		e[k++] = (struct edge){a->t_alloc, a->seq_alloc, +1, i};
+		e[k++] = (struct edge){a->t_alloc, a->seq_alloc};
 		if (a->t_free != VT_T_NEVER)
-			deaths[nd++] = (struct edge){a->t_free, a->seq_free, -1, i};
+			deaths[nd++] = (struct edge){a->t_free, a->seq_free};
 		const struct vt_alloc_copies *c = vt_model_copies(m, a);
 		copies += c->h2d_copies;
 		if (a->bytes > batch) {
@@ -736,9 +737,9 @@ static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_
 	uint64_t when = 0;
 	for (uint32_t i = 0, j = 0; i < k || j < nd;) {
 		/* merge births and deaths in (t, seq, frees first) order */
-		const struct edge *x =
-		    j < nd && (i == k || edge_cmp(&deaths[j], &e[i]) < 0) ? &deaths[j++] : &e[i++];
-		live += x->delta;
+		int death = j < nd && (i == k || edge_cmp(&deaths[j], &e[i]) <= 0);
+		const struct edge *x = death ? &deaths[j++] : &e[i++];
+		live += death ? -1 : 1;
 		if (live > best) {
 			best = live;
 			when = x->t;
