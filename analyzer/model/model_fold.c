@@ -596,6 +596,14 @@ static void finish(struct vt_model *m)
 	struct size_entry *e, *tmp;
 	HASH_ITER(hh, f->sizes, e, tmp) close_era_step(&e->s);
 	check_shared_devices(m);
+	/* the replay's copies of the step markers' times: the steps read the
+	 * process's own (vt_proc.step_marks) */
+	for (uint32_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i]) {
+			free(f->procs[i]->step_t);
+			f->procs[i]->step_t = NULL;
+			f->procs[i]->nsteps = f->procs[i]->cap_steps = 0;
+		}
 	f->high = m->nallocs;
 	compact(m);
 	full()->finish(m); /* peaks, end bytes, stack uses of the kept records */
