@@ -844,10 +844,11 @@ static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
 
 /* ---- prefetch depth --------------------------------------------------------- */
 
+/* A birth or a death of a prefetch buffer; which of the two, its array
+ * says. With a buffer a step, these were a fifth of a long trace's peak
+ * memory while each said which and named its allocation too. */
 struct edge {
 	uint64_t t, seq;
-	int delta;
-	uint32_t alloc;
 };
 
 static int edge_cmp(const void *x, const void *y)
@@ -857,7 +858,7 @@ static int edge_cmp(const void *x, const void *y)
 		return a->t < b->t ? -1 : 1;
 	if (a->seq != b->seq)
 		return a->seq < b->seq ? -1 : 1;
-	return a->delta - b->delta; /* frees first */
+	return 0;
 }
 
 /* Births come in allocation order and deaths nearly always in time order:
@@ -925,54 +926,107 @@ static struct batch_shape batch_shape(const struct vt_model *m, const struct sca
 
 #define MAX_PREFETCH_DEPTH 8
 
+static int is_prefetch_of(const struct vt_alloc *a, uint32_t proc, uint8_t dev)
+{
+	return a->category == VT_CAT_PREFETCH && a->proc == proc && a->device == dev;
+}
+
+/* The prefetch buffers' births in (t, seq) order: read from the scan when
+ * it holds them in that order (nearly always: records are kept in the
+ * order they were made), else from a sorted copy. A copy of every birth
+ * was 7 % of a long trace's peak memory, with a buffer a step. */
+struct births {
+	const struct vt_model *m;
+	const struct scan *ds;
+	uint32_t proc, at; /* at: the scan's next entry */
+	uint8_t dev;
+	struct edge *sorted; /* NULL: from the scan */
+	uint32_t i, n;
+};
+
+/* The next birth into *out; 0 when none is left. */
+static int next_birth(struct births *b, struct edge *out)
+{
+	if (b->i == b->n)
+		return 0;
+	if (b->sorted) {
+		*out = b->sorted[b->i++];
+		return 1;
+	}
+	const struct vt_alloc *a;
+	do
+		a = &b->m->allocs[b->ds->idx[b->at++]];
+	while (!is_prefetch_of(a, b->proc, b->dev));
+	*out = (struct edge){a->t_alloc, a->seq_alloc};
+	b->i++;
+	return 1;
+}
+
+/* The most buffers live at once (births and deaths merged in (t, seq,
+ * frees first) order) and when that was first reached. */
+static int most_live(struct births *b, const struct edge *deaths, uint32_t nd, uint64_t *when)
+{
+	int live = 0, best = 0;
+	struct edge birth;
+	int more = next_birth(b, &birth);
+	for (uint32_t j = 0; more || j < nd;) {
+		int death = j < nd && (!more || edge_cmp(&deaths[j], &birth) <= 0);
+		uint64_t t = death ? deaths[j++].t : birth.t;
+		if (!death)
+			more = next_birth(b, &birth);
+		live += death ? -1 : 1;
+		if (live > best) {
+			best = live;
+			*when = t;
+		}
+	}
+	return best;
+}
+
 /* The prefetch buffers of one process on one device, from the scan. */
 static void prefetch_on(const struct vt_model *m, const struct scan *ds, uint32_t proc, uint8_t dev,
                         struct vt_findings *out)
 {
-	uint32_t n = 0;
+	struct births b = {.m = m, .ds = ds, .proc = proc, .dev = dev};
+	int in_order = 1;
+	struct edge last = {0, 0};
 	for (uint32_t k = 0; k < ds->n; k++) {
 		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
-		n += a->category == VT_CAT_PREFETCH && a->proc == proc && a->device == dev;
+		if (!is_prefetch_of(a, proc, dev))
+			continue;
+		struct edge e = {a->t_alloc, a->seq_alloc};
+		in_order &= !b.n++ || edge_cmp(&last, &e) <= 0;
+		last = e;
 	}
-	if (n < 3)
+	if (b.n < 3)
 		return;
-	struct edge *e = malloc(2 * n * sizeof *e);
-	if (!e)
+	struct edge *deaths = malloc((in_order ? 1 : 2) * b.n * sizeof *deaths);
+	if (!deaths)
 		vt_nomem();
-	struct edge *deaths = e + n;
+	b.sorted = in_order ? NULL : deaths + b.n;
 	uint32_t k = 0, nd = 0;
 	uint64_t copies = 0, batch = 0;
 	uint32_t stack = 0;
 	for (uint32_t x = 0; x < ds->n; x++) {
-		uint32_t i = ds->idx[x];
-		const struct vt_alloc *a = &m->allocs[i];
-		if (a->category != VT_CAT_PREFETCH || a->proc != proc || a->device != dev)
+		const struct vt_alloc *a = &m->allocs[ds->idx[x]];
+		if (!is_prefetch_of(a, proc, dev))
 			continue;
-		e[k++] = (struct edge){a->t_alloc, a->seq_alloc, +1, i};
+		if (b.sorted)
+			b.sorted[k++] = (struct edge){a->t_alloc, a->seq_alloc};
 		if (a->t_free != VT_T_NEVER)
-			deaths[nd++] = (struct edge){a->t_free, a->seq_free, -1, i};
-		const struct vt_alloc_copies *c = vt_model_copies(m, a);
-		copies += c->h2d_copies;
+			deaths[nd++] = (struct edge){a->t_free, a->seq_free};
+		copies += vt_model_copies(m, a)->h2d_copies;
 		if (a->bytes > batch) {
 			batch = a->bytes;
 			stack = vt_alloc_fill_stack(m, a);
 		}
 	}
-	sort_if_needed(e, k);
+	if (b.sorted)
+		sort_if_needed(b.sorted, k);
 	sort_if_needed(deaths, nd);
-	int live = 0, best = 0;
 	uint64_t when = 0;
-	for (uint32_t i = 0, j = 0; i < k || j < nd;) {
-		/* merge births and deaths in (t, seq, frees first) order */
-		const struct edge *x =
-		    j < nd && (i == k || edge_cmp(&deaths[j], &e[i]) < 0) ? &deaths[j++] : &e[i++];
-		live += x->delta;
-		if (live > best) {
-			best = live;
-			when = x->t;
-		}
-	}
-	free(e);
+	int best = most_live(&b, deaths, nd, &when);
+	free(deaths);
 	struct batch_shape shape = batch_shape(m, ds, proc, dev);
 	if (shape.arrays > 1) { /* x and y of one batch are one batch */
 		best = (best + (int)shape.arrays - 1) / (int)shape.arrays;

@@ -479,30 +479,71 @@ static void sort_by_order(struct kept_record *v, uint32_t n)
 	free(tmp);
 }
 
+/* The records of m->allocs moved in place to where to[] says (VT_NO_INDEX:
+ * a hole), a chain at a time: the record a move displaces moves on, until
+ * a move lands on a hole or on a place already emptied. to[] is used up.
+ * In place: a second array of the kept records was a fifth of a long
+ * trace's peak memory. */
+static void move_records(struct vt_alloc *v, uint32_t *to, uint32_t nallocs)
+{
+	for (uint32_t j = 0; j < nallocs; j++) {
+		if (to[j] == VT_NO_INDEX || to[j] == j)
+			continue; /* a hole, moved already, or in its place */
+		struct vt_alloc carry = v[j];
+		uint32_t d = to[j];
+		to[j] = VT_NO_INDEX;
+		for (;;) {
+			uint32_t next = to[d]; /* where d's own record goes */
+			struct vt_alloc displaced = v[d];
+			v[d] = carry;
+			if (next == VT_NO_INDEX)
+				break;
+			to[d] = VT_NO_INDEX;
+			carry = displaced;
+			d = next;
+		}
+	}
+}
+
+/* The kept records (not in the free list), each with when it was made. */
+static struct kept_record *kept_records(const struct vt_model *m, uint32_t *n)
+{
+	const struct vt_fold *f = m->fold;
+	uint8_t *hole = calloc(m->nallocs ? m->nallocs : 1, 1);
+	struct kept_record *kept = malloc((m->nallocs ? m->nallocs : 1) * sizeof *kept);
+	if (!hole || !kept)
+		vt_nomem();
+	for (uint32_t i = 0; i < f->nfree; i++)
+		hole[f->free_records[i]] = 1;
+	*n = 0;
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (!hole[i])
+			kept[(*n)++] = (struct kept_record){f->order[i], i};
+	free(hole);
+	return kept;
+}
+
 /* Folded records are holes in m->allocs: the kept ones move down, in the
  * order they were made, and every index of them is renumbered. */
 static void compact(struct vt_model *m)
 {
 	struct vt_fold *f = m->fold;
-	uint8_t *hole = calloc(m->nallocs ? m->nallocs : 1, 1);
-	struct kept_record *kept = malloc((m->nallocs ? m->nallocs : 1) * sizeof *kept);
-	uint32_t *to = malloc((m->nallocs ? m->nallocs : 1) * sizeof *to);
-	if (!hole || !kept || !to)
-		vt_nomem();
-	for (uint32_t i = 0; i < f->nfree; i++)
-		hole[f->free_records[i]] = 1;
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < m->nallocs; i++)
-		if (!hole[i])
-			kept[n++] = (struct kept_record){f->order[i], i};
+	uint32_t n;
+	struct kept_record *kept = kept_records(m, &n);
+	/* the replay's side arrays are done with: gone before the sort's */
+	free(f->order);
+	free(f->place);
+	f->order = NULL;
+	f->place = NULL;
+	f->cap_side = 0;
 	sort_by_order(kept, n);
-	struct vt_alloc *v = malloc((n ? n : 1) * sizeof *v);
-	if (!v)
+	uint32_t *to = malloc((m->nallocs ? m->nallocs : 1) * sizeof *to);
+	if (!to)
 		vt_nomem();
-	for (uint32_t i = 0; i < n; i++) {
-		v[i] = m->allocs[kept[i].idx];
+	memset(to, 0xff, (m->nallocs ? m->nallocs : 1) * sizeof *to); /* VT_NO_INDEX: a hole */
+	for (uint32_t i = 0; i < n; i++)
 		to[kept[i].idx] = i;
-	}
+	free(kept);
 	for (uint32_t i = 0; i < m->ncopies; i++) {
 		m->copies[i].alloc = to[m->copies[i].alloc];
 		if (m->copies[i].d2d_src != VT_NO_INDEX)
@@ -512,20 +553,21 @@ static void compact(struct vt_model *m)
 		m->ranges[i].alloc = to[m->ranges[i].alloc];
 	for (uint32_t i = 0; i < m->nfree_order; i++)
 		m->free_order[i] = to[m->free_order[i]];
+	move_records(m->allocs, to, m->nallocs);
+	free(to);
 	vt_model_reindex_copies(m);
+	struct vt_alloc *v = m->allocs;
 	for (uint32_t i = 0; i < m->nprocs; i++)
 		m->procs[i].alloc_begin = m->procs[i].alloc_end = 0;
 	for (uint32_t i = n; i-- > 0;) /* each process's records are one run */
 		m->procs[v[i].proc].alloc_begin = i;
 	for (uint32_t i = 0; i < n; i++)
 		m->procs[v[i].proc].alloc_end = i + 1;
-	free(m->allocs);
-	m->allocs = v;
+	v = realloc(m->allocs, (n ? n : 1) * sizeof *v); /* shrinking: keeps the records */
+	if (v)
+		m->allocs = v;
 	m->nallocs = m->cap_allocs = n;
 	f->nfree = 0;
-	free(hole);
-	free(kept);
-	free(to);
 }
 
 /* The peaks of a device several processes charged are merged in time from
@@ -554,6 +596,14 @@ static void finish(struct vt_model *m)
 	struct size_entry *e, *tmp;
 	HASH_ITER(hh, f->sizes, e, tmp) close_era_step(&e->s);
 	check_shared_devices(m);
+	/* the replay's copies of the step markers' times: the steps read the
+	 * process's own (vt_proc.step_marks) */
+	for (uint32_t i = 0; i < f->nprocs; i++)
+		if (f->procs[i]) {
+			free(f->procs[i]->step_t);
+			f->procs[i]->step_t = NULL;
+			f->procs[i]->nsteps = f->procs[i]->cap_steps = 0;
+		}
 	f->high = m->nallocs;
 	compact(m);
 	full()->finish(m); /* peaks, end bytes, stack uses of the kept records */

@@ -218,6 +218,11 @@ static uint64_t scan_chunk(struct vt_log *log, struct vt_chunk_ref *c, uint64_t 
 			    vt_packed_header_problem(log->map + pos, size))
 				break;
 			types |= 1ull << log->map[pos + 4];
+			/* the log comes from the page cache, cold: the
+			 * hardware's prefetcher stops at each page's end, and a
+			 * request half a page ahead kept the scan from waiting
+			 * at every new page (10 M events: 0.47 -> 0.44 s) */
+			__builtin_prefetch(log->map + pos + 2048);
 			pos += size;
 			packed++;
 			if (pos + 4 > lim)
