@@ -229,7 +229,15 @@ static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts
 		return 0;
 	const struct vt_alloc *src = &c->m->allocs[from];
 	const struct facts *sf = &c->f[from - c->p->alloc_begin];
-	return sf->host_filled && src->t_free != VT_T_NEVER && src->t_free < first_step;
+	if (!sf->host_filled || src->t_free == VT_T_NEVER)
+		return 0;
+	/* gone before training; or, where the steps cannot say (a server
+	 * whose loading reads as steps), a staging copy: it lived a tenth of
+	 * what the tensor it filled lives (a tensor-parallel loader's q, k
+	 * and v pieces, dropped once `torch.cat` made the fused weight) */
+	uint64_t end = a->t_free != VT_T_NEVER ? a->t_free : c->p->last_t_ns;
+	return src->t_free < first_step ||
+	       (src->t_free >= a->t_alloc && (src->t_free - src->t_alloc) * 10 < end - a->t_alloc);
 }
 
 /* For an allocation filled from the host and then written on the device

@@ -763,10 +763,12 @@ static int by_first_copy(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* The pool ranges of process proc that may join a finding: from a site
- * that never had VT_MODEL_TENSORS alive at once (a model loader), not a
- * finding's own (one as large as a dataset, from a site that filled
- * several, is not flagged alone); in the order of their first copy. */
+/* The pool ranges of process proc that may join a finding: copied once
+ * (a batch slot is refilled: under XLA or a helper that makes every copy,
+ * batches come through the data's call path too), from a site that never
+ * had VT_MODEL_TENSORS alive at once (a model loader), not a finding's own (one as large as a
+ * dataset, from a site that filled several, is not flagged alone); in the order of their first
+ * copy. */
 static struct candidate *companion_candidates(const struct vt_model *m, const struct scan *ds,
                                               uint32_t proc, const struct vt_upload_sites *sites,
                                               const struct noted_runs *runs, uint32_t *count)
@@ -780,7 +782,8 @@ static struct candidate *companion_candidates(const struct vt_model *m, const st
 			continue;
 		const struct vt_copy_range *r = vt_model_ranges(m, region, &nr);
 		for (uint32_t i = 0; i < nr; i++) {
-			if (!r[i].stack_id || /* no call path: nothing ties it */
+			if (!r[i].stack_id ||   /* no call path: nothing ties it */
+			    r[i].copies != 1 || /* refilled: a batch slot */
 			    vt_upload_site_most_alive(sites, r[i].stack_id) >= VT_MODEL_TENSORS ||
 			    in_noted_run(runs, region, r[i].offset))
 				continue;

@@ -2612,6 +2612,46 @@ static void test_region_made_for_one_array_is_that_array(void **state)
 	vt_model_free(m);
 }
 
+/* A server whose loading the steps overlap (its passes read as steps from
+ * the first): q, k and v uploaded, concatenated into one fused weight by
+ * device-to-device copies, the pieces dropped at once. The fused tensor,
+ * made after the first step, is weights: its sources were staging copies
+ * that lived a moment of what it lives. */
+static void test_fused_from_staging_copies_is_weights(void **state)
+{
+	(void)state;
+	const uint64_t piece = 1 * MIB, fused = 0x700000000ull;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = 1000;
+	for (int s = 0; s < 8; s++) {
+		char text[24]; /* "step " and any int */
+		snprintf(text, sizeof text, "step %d", s);
+		b_mark(&b, t += 1000, text);
+		b.stack = 6;
+		b_alloc(&b, t++, 0x300000000ull, 4 * MIB, 0);
+		b_free(&b, t++, 0x300000000ull, 0);
+		if (s != 1)
+			continue;
+		b.stack = 1;
+		for (uint64_t k = 0; k < 3; k++) {
+			b_alloc(&b, t++, W_ADDR(k), piece, 0);
+			b_htod(&b, t++, W_ADDR(k), piece, 0);
+		}
+		b.stack = 2;
+		b_alloc(&b, t++, fused, 3 * piece, 0);
+		for (uint64_t k = 0; k < 3; k++)
+			b_dtod(&b, t++, fused + k * piece, W_ADDR(k), piece, 0);
+		for (uint64_t k = 0; k < 3; k++)
+			b_free(&b, t++, W_ADDR(k), 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, fused), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
 /* A replay buffer's storage: one buffer per key, each written from the
  * host one row at a time as samples come, as many rows each: a table of
  * training data, not allocator regions. A region beside them with tensors
@@ -3390,6 +3430,7 @@ int main(void)
 	    cmocka_unit_test(test_bucket_written_from_kept_gradients),
 	    cmocka_unit_test(test_channel_fed_from_the_bucket_is_no_weight),
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
+	    cmocka_unit_test(test_fused_from_staging_copies_is_weights),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_cached_segments_made_in_training_are_activations),
 	    cmocka_unit_test(test_stream_ordered_beside_caching_segments),
