@@ -2625,9 +2625,7 @@ static void test_fused_from_staging_copies_is_weights(void **state)
 	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1000;
 	for (int s = 0; s < 8; s++) {
-		char text[24]; /* "step " and any int */
-		snprintf(text, sizeof text, "step %d", s);
-		b_mark(&b, t += 1000, text);
+		mark_step(&b, t += 1000, s);
 		b.stack = 6;
 		b_alloc(&b, t++, 0x300000000ull, 4 * MIB, 0);
 		b_free(&b, t++, 0x300000000ull, 0);
