@@ -144,6 +144,10 @@ static const struct reason_row {
                         "chunk an allocator took while it warmed up and keeps for the passes' "
                         "tensors (activations)",
                         {VT_CAT_UNKNOWN, VT_CAT_OPTIMIZER}},
+    [R_ASSEMBLED_DATA] = {"long-lived, made on the device and filled by device-to-device copies "
+                          "from a dataset array: the data reassembled where it lies (a table's "
+                          "columns copied into one matrix)",
+                          {VT_CAT_WEIGHTS, NO_ALT}},
     [R_UPDATED_STATE] = {"long-lived, filled from the host, then written on the device in most "
                          "steps by copies from tensors the job computed: state the job keeps "
                          "and updates (a memory bank of features, a queue), not data it reads",

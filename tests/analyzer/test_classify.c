@@ -2650,6 +2650,44 @@ static void test_fused_from_staging_copies_is_weights(void **state)
 	vt_model_free(m);
 }
 
+/* Data reassembled on the device: two arrays uploaded whole, copied into
+ * one matrix by device-to-device copies (cuML's column-major matrix from a
+ * cuDF table's columns), batches then sliced out of the arrays every step.
+ * The matrix is data too: who wrote its bytes says so, where alone it would
+ * read as an early weight. */
+static void test_matrix_assembled_from_data_is_data(void **state)
+{
+	(void)state;
+	const uint64_t col = 0x200000000ull, matrix = 0x700000000ull, batch = 0x300000000ull;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = 1000;
+	b.stack = 1;
+	for (uint64_t k = 0; k < 2; k++) {
+		b_alloc(&b, t++, col + k * 0x10000000ull, 32 * MIB, 0);
+		b_htod(&b, t++, col + k * 0x10000000ull, 32 * MIB, 0);
+	}
+	b.stack = 2;
+	b_alloc(&b, t++, matrix, 64 * MIB, 0);
+	for (uint64_t k = 0; k < 2; k++)
+		b_dtod(&b, t++, matrix + k * 32 * MIB, col + k * 0x10000000ull, 32 * MIB, 0);
+	for (int s = 0; s < 8; s++) {
+		mark_step(&b, t += 1000, s);
+		b.stack = 3;
+		b_alloc(&b, t++, batch, 1 * MIB, 0);
+		for (uint64_t k = 0; k < 2; k++)
+			b_dtod(&b, t++, batch, col + k * 0x10000000ull + (uint64_t)s * MIB,
+			       512 << 10, 0);
+		b_free(&b, t++, batch, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, col), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, matrix), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
 /* A replay buffer's storage: one buffer per key, each written from the
  * host one row at a time as samples come, as many rows each: a table of
  * training data, not allocator regions. A region beside them with tensors
@@ -3429,6 +3467,7 @@ int main(void)
 	    cmocka_unit_test(test_channel_fed_from_the_bucket_is_no_weight),
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
 	    cmocka_unit_test(test_fused_from_staging_copies_is_weights),
+	    cmocka_unit_test(test_matrix_assembled_from_data_is_data),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
 	    cmocka_unit_test(test_cached_segments_made_in_training_are_activations),
 	    cmocka_unit_test(test_stream_ordered_beside_caching_segments),
