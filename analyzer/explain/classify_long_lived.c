@@ -3,7 +3,6 @@
 
 #include <stdlib.h>
 
-#include "classify.h" /* VT_CONFIDENT */
 #include "classify_twins.h"
 #include "frame_evidence.h"
 #include "model_query.h"
@@ -380,8 +379,7 @@ void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n)
 		/* who wrote the bytes: copies out of a dataset array (cuML's
 		 * column-major matrix from a cuDF table's columns) */
 		uint32_t from = vt_cls_d2d_filled_from(c, a);
-		if (from != VT_NO_INDEX && c->m->allocs[from].category == VT_CAT_DATASET &&
-		    c->m->allocs[from].confidence >= VT_CONFIDENT) {
+		if (from != VT_NO_INDEX && c->m->allocs[from].category == VT_CAT_DATASET) {
 			set_cat(a, &c->f[j - c->p->alloc_begin], VT_CAT_DATASET, 60,
 			        R_ASSEMBLED_DATA);
 			continue;
