@@ -109,9 +109,8 @@ static int activation_of_weight_size(struct ctx *c, struct size_count *s, uint32
  * size with the activations or batches of every step, not a batch. */
 static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
 {
-	struct vt_frame_hint h =
-	    vt_frame_hint(c->fe, c->proc, vt_model_copies(c->m, a)->h2d_stack_id);
-	return h.category == VT_CAT_WEIGHTS && h.strength == VT_FRAME_CONTEXT;
+	return vt_frame_context_is(c->fe, c->proc, vt_model_copies(c->m, a)->h2d_stack_id,
+	                           VT_CAT_WEIGHTS);
 }
 
 /* Filled (nine tenths of it at least) by device-to-device copies, the

@@ -1,10 +1,9 @@
 /* Twins: gradients and the weights they mirror, see classify_twins.h. */
 #include "classify_twins.h"
 
-#include "frame_evidence.h"
-
 #include <stdlib.h>
 
+#include "frame_evidence.h"
 #include "model_fold.h"
 #include "model_query.h"
 
@@ -424,6 +423,18 @@ static void trained_of_size(struct size_count *sizes, uint32_t per_weight)
 	}
 }
 
+/* Whether the host filled a under a framework path that makes data (a
+ * CONTEXT rule: cuDF's from_pandas, an estimator's fit, Keras's
+ * data_adapter): what the stack says beats a size that a step's tensors
+ * happen to share (a table's 4 MB columns beside a tree builder's 4 MB
+ * buffers). */
+static int named_data(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
+	return f->host_filled &&
+	       vt_frame_context_is(c->fe, c->proc, vt_model_copies(c->m, a)->h2d_stack_id,
+	                           VT_CAT_DATASET);
+}
+
 /* A per-step twin is a gradient only if its weight trains. Where a size
  * got optimizer state during training (an optimizer making its state
  * lazily, at its first step, makes it for every weight that trains), a
@@ -433,20 +444,6 @@ static void trained_of_size(struct size_count *sizes, uint32_t per_weight)
  * that do not train, its per-step tensors activations that happen to share
  * their size. A job whose optimizer keeps no state (plain SGD), or made it
  * before training (JAX, Keras), has no such sizes to compare with. */
-/* Whether the host filled a under a framework path that makes data (a
- * CONTEXT rule: cuDF's from_pandas, an estimator's fit, Keras's
- * data_adapter): what the stack says beats a size that a step's tensors
- * happen to share (a table's 4 MB columns beside a tree builder's 4 MB
- * buffers). */
-static int named_data(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
-{
-	if (!f->host_filled)
-		return 0;
-	struct vt_frame_hint h =
-	    vt_frame_hint(c->fe, c->proc, vt_model_copies(c->m, a)->h2d_stack_id);
-	return h.category == VT_CAT_DATASET && h.strength == VT_FRAME_CONTEXT;
-}
-
 void vt_cls_weights_by_twin(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
 {
 	int slots_show = slotted_sizes(sizes) >= 1;

@@ -10,8 +10,6 @@
 #include "upload_sites.h"
 #include <uthash.h>
 
-/* Whether finding f names device dev. */
-
 /* The flag already made for the same dataset on another device: same proc,
  * same size and site. */
 static struct vt_finding *same_dataset(struct vt_findings *out, uint32_t first, uint32_t proc,
@@ -341,30 +339,77 @@ static int in_noted_run(const struct noted_runs *runs, uint32_t alloc, uint64_t 
 	return 0;
 }
 
-/* Whether process proc made an upload to device dev, other than one of
- * the noted runs, first at a time in (t0, t1): a tensor's first copy or
- * a pool range's. */
-static int upload_between(const struct vt_model *m, const struct noted_runs *runs, uint32_t proc,
-                          uint8_t dev, uint64_t t0, uint64_t t1)
+/* The first copies of a process's uploads (a tensor's, or a pool range's),
+ * in time order: what "nothing else uploaded between" reads, built once a
+ * process, not walked again for each candidate. */
+struct upload_at {
+	uint64_t t, offset;
+	uint32_t alloc;
+	uint8_t device;
+};
+
+struct uploads {
+	struct upload_at *v;
+	uint32_t n, cap;
+};
+
+static void add_upload(struct uploads *u, uint64_t t, uint32_t alloc, uint64_t offset,
+                       uint8_t device)
 {
+	if (u->n == u->cap) {
+		u->cap = u->cap ? u->cap * 2 : 64;
+		struct upload_at *v = realloc(u->v, u->cap * sizeof *v);
+		if (!v)
+			vt_nomem();
+		u->v = v;
+	}
+	u->v[u->n++] = (struct upload_at){t, offset, alloc, device};
+}
+
+static int by_time(const void *x, const void *y)
+{
+	uint64_t a = ((const struct upload_at *)x)->t, b = ((const struct upload_at *)y)->t;
+	return a < b ? -1 : a > b;
+}
+
+static struct uploads uploads_of(const struct vt_model *m, uint32_t proc)
+{
+	struct uploads u = {0};
 	const struct vt_proc *p = &m->procs[proc];
 	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
 		const struct vt_alloc *a = &m->allocs[i];
-		if (a->device != dev)
-			continue;
 		if (!(a->flags & VT_AF_PARTIAL_COPIES)) {
 			uint64_t t = vt_model_copies(m, a)->t_first_h2d;
-			if (t > t0 && t < t1 && !in_noted_run(runs, i, 0))
-				return 1;
+			if (t != VT_T_NEVER)
+				add_upload(&u, t, i, 0, a->device);
 			continue;
 		}
 		uint32_t n;
 		const struct vt_copy_range *r = vt_model_ranges(m, i, &n);
 		for (uint32_t k = 0; k < n; k++)
-			if (r[k].t_first > t0 && r[k].t_first < t1 &&
-			    !in_noted_run(runs, i, r[k].offset))
-				return 1;
+			add_upload(&u, r[k].t_first, i, r[k].offset, a->device);
 	}
+	if (u.n > 1)
+		qsort(u.v, u.n, sizeof *u.v, by_time);
+	return u;
+}
+
+/* Whether an upload to device dev, other than one of the noted runs, was
+ * first copied at a time in (t0, t1). */
+static int upload_between(const struct uploads *u, const struct noted_runs *runs, uint8_t dev,
+                          uint64_t t0, uint64_t t1)
+{
+	uint32_t lo = 0, hi = u->n; /* the first upload after t0 */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (u->v[mid].t <= t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo; i < u->n && u->v[i].t < t1; i++)
+		if (u->v[i].device == dev && !in_noted_run(runs, u->v[i].alloc, u->v[i].offset))
+			return 1;
 	return 0;
 }
 
@@ -374,7 +419,7 @@ static int upload_between(const struct vt_model *m, const struct noted_runs *run
  * wherever the allocator had room. The call path is what ties them: the
  * next upload alone may be anything (a model loaded right after the data
  * it will score lands right after it). */
-static int64_t pool_companion_of(const struct vt_model *m, const struct vt_findings *out,
+static int64_t pool_companion_of(const struct uploads *u, const struct vt_findings *out,
                                  const struct noted_runs *runs, const struct vt_alloc *a,
                                  const struct vt_copy_range *r)
 {
@@ -391,7 +436,7 @@ static int64_t pool_companion_of(const struct vt_model *m, const struct vt_findi
 			best_t = run->t_last;
 		}
 	}
-	if (best >= 0 && upload_between(m, runs, a->proc, a->device, best_t, r->t_first))
+	if (best >= 0 && upload_between(u, runs, a->device, best_t, r->t_first))
 		return -1;
 	return best;
 }
@@ -412,9 +457,9 @@ static int by_first_copy(const void *x, const void *y)
 /* The pool ranges of process proc that may join a finding: copied once
  * (a batch slot is refilled: under XLA or a helper that makes every copy,
  * batches come through the data's call path too), from a site that never
- * had VT_MODEL_TENSORS alive at once (a model loader), not a finding's own (one as large as a
- * dataset, from a site that filled several, is not flagged alone); in the order of their first
- * copy. */
+ * had VT_MODEL_TENSORS alive at once (a model loader), not a finding's
+ * own (one as large as a dataset, from a site that filled several, is not
+ * flagged alone); in the order of their first copy. */
 static struct candidate *companion_candidates(const struct vt_model *m,
                                               const struct vt_findings_scan *ds, uint32_t proc,
                                               const struct vt_upload_sites *sites,
@@ -455,18 +500,19 @@ static struct candidate *companion_candidates(const struct vt_model *m,
  * the other): one finding with them, as datasets_per_tensor does for
  * tensors. Each the next upload on the device after the dataset's or
  * after a companion's, through the dataset's call path, from a site that
- * is no model loader. A label array may land
- * in any region of the process, a caching segment too. */
+ * is no model loader. A label array may land in any region of the
+ * process, a caching segment too. */
 static void pool_companions(const struct vt_model *m, const struct vt_findings_scan *ds,
                             struct vt_findings *out, uint32_t proc,
                             const struct vt_upload_sites *sites, struct noted_runs *runs)
 {
 	uint32_t n;
 	struct candidate *v = companion_candidates(m, ds, proc, sites, runs, &n);
+	struct uploads u = n ? uploads_of(m, proc) : (struct uploads){0};
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vt_alloc *a = &m->allocs[v[i].region];
 		const struct vt_copy_range *r = v[i].r;
-		int64_t f = pool_companion_of(m, out, runs, a, r);
+		int64_t f = pool_companion_of(&u, out, runs, a, r);
 		if (f < 0)
 			continue;
 		vt_finding_add_device(&out->v[f], a->device, r->bytes);
@@ -474,6 +520,7 @@ static void pool_companions(const struct vt_model *m, const struct vt_findings_s
 		note_run(runs, v[i].region, r->offset, r->offset + r->bytes, r->t_first,
 		         (uint32_t)f);
 	}
+	free(u.v);
 	free(v);
 }
 

@@ -173,3 +173,10 @@ struct vt_frame_hint vt_frame_hint(struct vt_frame_evidence *fe, uint32_t proc, 
 	}
 	return e->hint;
 }
+
+int vt_frame_context_is(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id,
+                        int category)
+{
+	struct vt_frame_hint h = vt_frame_hint(fe, proc, stack_id);
+	return h.strength == VT_FRAME_CONTEXT && h.category == category;
+}

@@ -39,6 +39,11 @@ void vt_frame_evidence_free(struct vt_frame_evidence *fe);
  * or vt_alloc_copies.h2d_stack_id; 0: none). */
 struct vt_frame_hint vt_frame_hint(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id);
 
+/* Whether that stack's hint is a CONTEXT rule of category (enum
+ * vt_category): what the caller wanted the bytes for, not how they came. */
+int vt_frame_context_is(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id,
+                        int category);
+
 /* The table's verdict on names alone (what vt_frame_hint applies to each
  * frame, innermost first): n_py Python frames (function, file) and n_native
  * native function names. For tests and for the table's documentation. */
