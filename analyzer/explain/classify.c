@@ -7,6 +7,7 @@
 
 #include "classify_ctx.h"
 #include "classify_carried.h"
+#include "classify_data_rows.h"
 #include "classify_gradients.h"
 #include "classify_early.h"
 #include "classify_grown.h"
@@ -200,6 +201,11 @@ static const struct reason_row {
     [R_REPLICATED] = {"long-lived, filled by device-to-device copies from a weight of "
                       "another device: a parameter replicated to this device",
                       {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_DATA_ROWS] = {"long-lived, made on the device after a dataset array was uploaded, its "
+                     "bytes sharing that array's rows (a large odd factor of them) where a "
+                     "weight's size would not: the dataset cast, normalised, padded or "
+                     "cropped on the device",
+                     {VT_CAT_WEIGHTS, NO_ALT}},
     [R_CONVERTED_DATA] = {"long-lived, made on the device while a dataset array lived, half, "
                           "1, 2 or 4 times its bytes, and outliving it: the dataset converted on "
                           "the device (a cast, a normalisation)",
@@ -375,6 +381,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_cls_warmed_cache(c, dev);
 	vt_cls_temp_buffers(c, dev, sizes);
 	vt_cls_gradient_buckets(c, dev);
+	vt_cls_data_rows(c, dev, ll_buf, n);
 	free(c->size_by_key);
 	c->size_by_key = NULL;
 	vt_cls_free_sizes(&sizes);

@@ -13,6 +13,7 @@
 #include "model_history.h"
 
 #include "classify.h"
+#include "classify_data_rows.h"
 #include "findings.h"
 #include "model_builder.h"
 #include "steps.h"
@@ -3172,6 +3173,90 @@ static void test_dataset_converted_on_the_device(void **state)
 	assert_int_equal(alt.category, VT_CAT_WEIGHTS);
 }
 
+/* airbench's loader: uint8 images (50,000 x 3,072 B) and int64 labels
+ * uploaded whole, a half copy made and dropped, the normalised half copy
+ * kept, a padded copy (36 x 36) kept, and a cropped copy made at each
+ * epoch's start and kept through it, while three layers train. Nothing
+ * copies the derived arrays from the host and one size recurs among them
+ * (a twin, a slot to the size rules); they share the images' rows (the
+ * odd part of their bytes, 9,375): the dataset. A per-sample table the job
+ * trains (50,000 x 64 floats, its gradient every step) shares the rows
+ * too, and stays the model's. */
+#define ROWS_N 50000ull
+#define ROWS_IMAGES 0x1600000000ull
+#define ROWS_LABELS 0x1640000000ull
+#define ROWS_HALF 0x1680000000ull
+#define ROWS_NORM 0x1700000000ull
+#define ROWS_PAD 0x1780000000ull
+#define ROWS_CROP(e) (0x1800000000ull + (uint64_t)(e)*0x40000000ull)
+#define ROWS_TABLE 0x1a00000000ull
+#define ROWS_TABLE_GRAD 0x1a80000000ull
+#define ROWS_BATCH 0x1b00000000ull
+
+static void rows_upload(struct builder *b, uint64_t *t)
+{
+	b->stack = 2;
+	b_alloc(b, (*t)++, ROWS_IMAGES, ROWS_N * 3072, 0);
+	b_htod(b, (*t)++, ROWS_IMAGES, ROWS_N * 3072, 0);
+	b_alloc(b, (*t)++, ROWS_LABELS, ROWS_N * 8, 0);
+	b_htod(b, (*t)++, ROWS_LABELS, ROWS_N * 8, 0);
+	b->stack = 7;
+	b_alloc(b, (*t)++, ROWS_HALF, ROWS_N * 3072 * 2, 0);
+	b_alloc(b, (*t)++, ROWS_NORM, ROWS_N * 3072 * 2, 0);
+	b_free(b, (*t)++, ROWS_HALF, 0);
+	b_free(b, (*t)++, ROWS_IMAGES, 0);
+	b_alloc(b, (*t)++, ROWS_PAD, ROWS_N * 3 * 36 * 36 * 2, 0);
+}
+
+static void test_dataset_derived_on_the_device(void **state)
+{
+	(void)state;
+	const uint64_t w[3] = {1 * MIB, 2 * MIB, 3 * MIB};
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = load_weights(&b, 1, w, 3);
+	b.stack = 8;
+	b_alloc(&b, t++, ROWS_TABLE, ROWS_N * 64 * 4, 0);
+	rows_upload(&b, &t);
+	for (int s = 0; s < 24; s++) {
+		mark_step(&b, t++, s);
+		if (s % 6 == 0) {
+			b.stack = 9;
+			if (s)
+				b_free(&b, t++, ROWS_CROP(s / 6 - 1), 0);
+			b_alloc(&b, t++, ROWS_CROP(s / 6), ROWS_N * 3072 * 2, 0);
+		}
+		b.stack = 4;
+		b_alloc(&b, t++, ROWS_BATCH, 512 * 3072 * 2, 0);
+		t = three_layer_step(&b, t, w, s == 0);
+		b.stack = 6;
+		b_alloc(&b, t++, ROWS_TABLE_GRAD, ROWS_N * 64 * 4, 0);
+		b_free(&b, t++, ROWS_TABLE_GRAD, 0);
+		b_free(&b, t++, ROWS_BATCH, 0);
+		t += 1000;
+	}
+	m = classified_job(&b);
+	assert_int_equal(category_of(m, ROWS_NORM), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, ROWS_PAD), VT_CAT_DATASET);
+	for (int e = 0; e < 4; e++)
+		assert_int_equal(category_of(m, ROWS_CROP(e)), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, ROWS_TABLE), VT_CAT_WEIGHTS);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
+/* The odd part of a greatest common divisor: the rows two sizes share. */
+static void test_shared_odd_rows(void **state)
+{
+	(void)state;
+	assert_int_equal(vt_shared_odd_rows(153600000, 0), 9375);
+	assert_int_equal(vt_shared_odd_rows(388800000, 9375), 9375);
+	assert_int_equal(vt_shared_odd_rows(200000, 9375), 3125);
+	assert_int_equal(vt_shared_odd_rows(4096 * 4096, 9375), 1);
+	assert_int_equal(vt_shared_odd_rows(0, 0), 0);
+}
+
 /* An RMM-like pool: the data (120,000,000 B) in the pool's first region of
  * 128 MiB, then a region of 128 MiB and one of 256 MiB made by the pool's
  * growth (by its own size), outliving the first. Their sizes are the
@@ -3485,6 +3570,8 @@ int main(void)
 	    cmocka_unit_test(test_framework_from_modules),
 	    cmocka_unit_test(test_replicated_weights_and_their_state),
 	    cmocka_unit_test(test_dataset_converted_on_the_device),
+	    cmocka_unit_test(test_dataset_derived_on_the_device),
+	    cmocka_unit_test(test_shared_odd_rows),
 	    cmocka_unit_test(test_region_the_size_of_the_data_region_is_no_conversion),
 	    cmocka_unit_test(test_cache_blocks_are_no_optimizer_state),
 	    cmocka_unit_test(test_gradient_buffer_made_with_the_model),

@@ -1,0 +1,98 @@
+/* Data derived on the device, by its rows (see classify_data_rows.h). */
+#include "classify_data_rows.h"
+
+#include "model_query.h"
+
+/* The least odd part of an anchor's bytes: 1,875 is 10,000 images of
+ * three channels; a weight's size rarely holds as much of it (a
+ * 1,000-class head's odd part is 125, a 4,096-wide layer's 1). */
+#define DATA_ROWS_ODD_MIN 1000
+/* An upload under a MiB anchors nothing: one request's audio or a label
+ * vector shares its decimal factors (16 kHz, 10,000 rows) with too many
+ * activations. */
+#define DATA_ROWS_ANCHOR_MIN (1ull << 20)
+#define DATA_ROWS_MAX_ANCHORS 8
+/* A derived copy is the data for a stretch of the run (an epoch's crop, the
+ * normalised set): a tensor the size of N rows made and dropped in one
+ * pass (the test set's logits, 10,000 x 10 halves, are 50,000 floats) is
+ * not. Without steps, a stretch is an eighth of the run. */
+#define DATA_ROWS_STEPS 2
+#define DATA_ROWS_LIFE_DIV 8
+
+static int lives_a_stretch(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+{
+	if (c->p->nsteps >= 3)
+		return f->died - f->born >= DATA_ROWS_STEPS;
+	return lifetime(c->m, a) * DATA_ROWS_LIFE_DIV >= c->span_ns;
+}
+
+uint64_t vt_shared_odd_rows(uint64_t a, uint64_t b)
+{
+	/* gcd(a, 0) is a: the odd part of a alone */
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	while (a && !(a & 1))
+		a >>= 1;
+	return a;
+}
+
+/* An uploaded array the classifier is sure is data. */
+static int anchor(const struct ctx *c, uint32_t i)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	const struct facts *f = &c->f[i - c->p->alloc_begin];
+	return f->device == c->dev && f->host_filled && !f->recurring &&
+	       a->category == VT_CAT_DATASET && a->confidence >= 70 &&
+	       a->bytes >= DATA_ROWS_ANCHOR_MIN;
+}
+
+/* Verdicts made from a size alone, which the data's rows outweigh. */
+static int size_verdict(int reason)
+{
+	return reason == R_TWIN || reason == R_OPTIMIZER || reason == R_GRAD_BUFFER_EARLY ||
+	       reason == R_EARLY_WEIGHTS || reason == R_LONG_UNKNOWN;
+}
+
+/* Whether the job made a tensor of this size in most steps: a weight
+ * trained with a dense gradient, or its slot. A table with a row per
+ * sample (a node embedding) shares the data's rows and is the model's. */
+static int trained_size(const struct ctx *c, const struct facts *f)
+{
+	const struct key_count *k = c->keys[f->key];
+	return c->p->nsteps >= 3 && k->steps_seen >= 3 && k->steps_seen * 2 >= c->p->nsteps;
+}
+
+static int derived(const struct ctx *c, uint32_t j, const uint32_t *anchors, uint32_t nanchors)
+{
+	const struct vt_alloc *a = &c->m->allocs[j];
+	const struct facts *f = &c->f[j - c->p->alloc_begin];
+	if (f->host_filled || f->recurring || a->category == VT_CAT_DATASET ||
+	    !size_verdict(a->reason) || trained_size(c, f))
+		return 0;
+	if (!lives_a_stretch(c, a, f))
+		return 0;
+	/* all of the anchor's odd part: its rows (and its channels) */
+	for (uint32_t k = 0; k < nanchors; k++) {
+		const struct vt_alloc *src = &c->m->allocs[anchors[k]];
+		uint64_t rows = vt_shared_odd_rows(vt_alloc_data_bytes(c->m, src), 0);
+		if (src->t_alloc < a->t_alloc && rows >= DATA_ROWS_ODD_MIN &&
+		    vt_shared_odd_rows(a->bytes, rows) == rows)
+			return 1;
+	}
+	return 0;
+}
+
+void vt_cls_data_rows(struct ctx *c, int dev, const uint32_t *ll, uint32_t n)
+{
+	uint32_t anchors[DATA_ROWS_MAX_ANCHORS], nanchors = 0;
+	for (uint32_t i = 0; i < n && nanchors < DATA_ROWS_MAX_ANCHORS; i++)
+		if (c->m->allocs[ll[i]].device == dev && anchor(c, ll[i]))
+			anchors[nanchors++] = ll[i];
+	for (uint32_t i = 0; i < n && nanchors; i++)
+		if (c->m->allocs[ll[i]].device == dev && derived(c, ll[i], anchors, nanchors))
+			set_cat(&c->m->allocs[ll[i]], &c->f[ll[i] - c->p->alloc_begin],
+			        VT_CAT_DATASET, 60, R_DATA_ROWS);
+}

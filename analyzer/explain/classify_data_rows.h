@@ -1,0 +1,26 @@
+/* Data made on the device from an uploaded dataset: a cast, a normalised,
+ * padded or cropped copy of it (airbench's loader), a graph's normalised
+ * adjacency. Nothing copies them from the host, so the upload rules miss
+ * them, and each one has a sibling of its size (the cast, then the copy
+ * cropped each epoch) that the size rules read as a gradient or an
+ * optimizer slot. What ties them to the data is their shape: a tensor
+ * derived from N samples holds N rows, so its bytes and the uploaded
+ * array's share the odd part of N, which a weight's bytes (products of
+ * layer widths, mostly powers of two and small factors) do not. */
+#ifndef VT_CLASSIFY_DATA_ROWS_H
+#define VT_CLASSIFY_DATA_ROWS_H
+
+#include "classify_ctx.h"
+
+/* After the rest of device dev's rules: the long-lived tensors ll[0..n)
+ * made on the device after a confident dataset upload, whose size rule
+ * (a twin, a slot, made early) is weaker than sharing the data's rows,
+ * become dataset. */
+void vt_cls_data_rows(struct ctx *c, int dev, const uint32_t *ll, uint32_t n);
+
+/* The odd part of the greatest common divisor of a and b (of a when b is
+ * 0; 0 when both are): the rows two arrays of N rows share, less the
+ * powers of two that any two aligned sizes share. */
+uint64_t vt_shared_odd_rows(uint64_t a, uint64_t b);
+
+#endif
