@@ -206,6 +206,10 @@ static const struct reason_row {
                      "weight's size would not: the dataset cast, normalised, padded or "
                      "cropped on the device",
                      {VT_CAT_WEIGHTS, NO_ALT}},
+    [R_WEIGHT_COPY] = {"long-lived, filled by device-to-device copies from a weight of its "
+                       "device: a copy of the model the job keeps (an EMA, lookahead's slow "
+                       "weights)",
+                       {VT_CAT_OPTIMIZER, NO_ALT}},
     [R_CONVERTED_DATA] = {"long-lived, made on the device while a dataset array lived, half, "
                           "1, 2 or 4 times its bytes, and outliving it: the dataset converted on "
                           "the device (a cast, a normalisation)",

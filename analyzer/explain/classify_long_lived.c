@@ -279,21 +279,32 @@ static int updated_state(const struct ctx *c, const struct vt_alloc *a, const st
 	       c->m->allocs[src].category != VT_CAT_WEIGHTS;
 }
 
-/* Whether long-lived allocation i (not from the host) is a copy of a weight
- * of another device: nine tenths of it filled by device-to-device copies
- * whose first source is a weight there (a single-process data-parallel job
- * copies its parameters from its first device to the others:
- * jax.device_put_replicated, nn.DataParallel's replicate). The source's
- * verdict is read, so it holds where replication goes from a lower ordinal
- * to a higher one: devices are classified in order. */
-static int replicated_weight(const struct ctx *c, uint32_t i, const struct facts *f)
+/* Whether long-lived allocation i (not from the host) is a copy of a
+ * weight: nine tenths of it filled by device-to-device copies whose first
+ * source is a weight. On another device, a parameter replicated (a
+ * single-process data-parallel job copies its parameters from its first
+ * device to the others: jax.device_put_replicated, nn.DataParallel's
+ * replicate; devices are classified in order, so the source's verdict is
+ * read where replication goes from a lower ordinal to a higher one). On
+ * its own device, a copy of the model the job keeps, tensor by tensor
+ * (timm's ModelEmaV2 and Lookahead's slow weights are `deepcopy`/`clone`
+ * of the parameters):
+ * an optimizer's slots start as zeros, not as the weights. R_REPLICATED,
+ * R_WEIGHT_COPY, or 0. */
+static enum reason weight_copy(const struct ctx *c, uint32_t i, const struct facts *f)
 {
 	const struct vt_alloc *a = &c->m->allocs[i];
 	uint32_t from = vt_cls_d2d_filled_from(c, a);
 	if (f->host_filled || from == VT_NO_INDEX)
 		return 0;
 	const struct vt_alloc *src = &c->m->allocs[from];
-	return src->device != a->device && src->category == VT_CAT_WEIGHTS;
+	if (src->category != VT_CAT_WEIGHTS)
+		return 0;
+	if (src->device != a->device)
+		return R_REPLICATED;
+	/* a copy of one tensor is its size; under a caching allocator, a
+	 * segment copied into holds whatever was carved from it */
+	return src->bytes == a->bytes && !c->caching_on[a->device] ? R_WEIGHT_COPY : 0;
 }
 
 /* Whether upload site `stack` sent VT_MODEL_TENSORS tensors or more, one
@@ -336,8 +347,9 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			vt_cls_size_find(sizes, a->bytes)->weights++; /* count_sizes made it */
 			continue;
 		}
-		if (replicated_weight(c, ll[i], f))
-			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_REPLICATED);
+		enum reason copy = weight_copy(c, ll[i], f);
+		if (copy)
+			set_cat(a, f, VT_CAT_WEIGHTS, 70, copy);
 		else if (sample_store(c, a, f))
 			set_cat(a, f, VT_CAT_DATASET, 60, R_SAMPLE_STORE);
 		else if (updated_state(c, a, f))

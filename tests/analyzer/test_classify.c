@@ -2383,6 +2383,48 @@ static void test_donated_model_and_state_made_on_the_device(void **state)
 	vt_model_free(m);
 }
 
+/* timm's ModelEmaV2: a `deepcopy` of the model made on the device before
+ * training, each copy filled by a device-to-device copy of its weight and
+ * refreshed every step from three temporaries of the weight's size; Adam's
+ * slots made at the first step. Long-lived, a weight's size, made after
+ * it, like a slot: who wrote the bytes says the copies are the model's.
+ * (The slots beside per-step temporaries of the weights' sizes are another
+ * matter: those temporaries read as more gradients a step.) */
+static void test_ema_deepcopy_before_training(void **state)
+{
+	(void)state;
+	const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = load_weights(&b, 1, w, 3);
+	b.stack = 7;
+	for (int l = 0; l < 3; l++) {
+		b_alloc(&b, t++, EMA_ADDR(l), w[l], 0);
+		b_dtod(&b, t++, EMA_ADDR(l), W_ADDR(l), w[l], 0);
+	}
+	for (int s = 0; s < 10; s++) {
+		mark_step(&b, t++, s);
+		t = three_layer_step(&b, t, w, s == 0);
+		b.stack = 8;
+		for (int l = 0; l < 3; l++) {
+			for (uint64_t k = 0; k < 3; k++)
+				b_alloc(&b, t++, 0xb00000000ull + k * 0x10000000ull, w[l], 0);
+			b_free(&b, t++, 0xb00000000ull, 0);
+			b_free(&b, t++, 0xb10000000ull, 0);
+			b_dtod(&b, t++, EMA_ADDR(l), 0xb20000000ull, w[l], 0);
+			b_free(&b, t++, 0xb20000000ull, 0);
+		}
+		t += 1000;
+	}
+	m = classified_job(&b);
+	for (int l = 0; l < 3; l++) {
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+		assert_int_equal(category_of(m, EMA_ADDR(l)), VT_CAT_WEIGHTS);
+		assert_int_equal(alloc_at(m, EMA_ADDR(l))->confidence, 70);
+	}
+	vt_model_free(m);
+}
+
 /* Adam's two slots and an EMA copy per weight, all made in the first step
  * and kept, while the gradients come every step and live through the
  * optimizer's step: none of the three kept twins is a gradient; the copy,
@@ -3563,6 +3605,7 @@ int main(void)
 	    cmocka_unit_test(test_chunk_released_within_a_step_is_not_pool),
 	    cmocka_unit_test(test_device_made_buffers_need_a_weight_beside),
 	    cmocka_unit_test(test_ema_copy_beside_per_step_gradients),
+	    cmocka_unit_test(test_ema_deepcopy_before_training),
 	    cmocka_unit_test(test_donated_model_and_state_made_on_the_device),
 	    cmocka_unit_test(test_rollout_store_written_from_batches),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
