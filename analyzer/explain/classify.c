@@ -87,6 +87,11 @@ static const struct reason_row {
     [R_LONG_UNKNOWN] = {"long-lived, made during training, matches no weight",
                         {VT_CAT_OPTIMIZER, VT_CAT_ACTIVATIONS}},
     [R_PREFETCH] = {"filled from the host every step: a batch buffer", {NO_ALT, NO_ALT}},
+    [R_STAGED_UPLOAD] = {"filled from the host and freed before training, the size of "
+                         "tensors made every step that the host never fills: a staging copy "
+                         "of a loaded tensor (a checkpoint read onto the device, then copied "
+                         "into the model), no batch",
+                         {VT_CAT_DATASET, NO_ALT}},
     [R_FORWARD] = {"made every step before the gradients of its size (forward pass)",
                    {VT_CAT_GRADIENTS, NO_ALT}},
     [R_GRADIENTS] = {"made every step, the size of the weights (or of all of them: a flat "

@@ -53,6 +53,7 @@ struct key_count {
 	/* of them made in training, and of those the ones never freed or freed
 	 * by the teardown */
 	uint32_t in_training, kept_from_training;
+	uint32_t uploaded_in_training; /* of those made in training, filled from the host */
 	int last_step;
 	uint32_t index; /* in ctx.keys */
 	/* a folding model's counters of this key, NULL when none was folded:
@@ -202,6 +203,7 @@ enum reason {
 	R_ASSEMBLED_DATA,
 	R_DATA_ROWS,
 	R_WEIGHT_COPY,
+	R_STAGED_UPLOAD,
 	R_COUNT
 };
 _Static_assert(R_UNCLASSIFIED == VT_REASON_UNCLASSIFIED,

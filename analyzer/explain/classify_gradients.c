@@ -219,6 +219,17 @@ void vt_cls_recurring_groups(struct ctx *c, int dev, struct size_count *sizes)
 	}
 }
 
+/* Filled from the host and freed before the first step, of a size that
+ * recurs in the steps but that the host filled in fewer than two of them:
+ * the size is a weight's (its gradient comes every step), the upload a
+ * checkpoint's tensor staged on the device (`torch.load(map_location=
+ * "cuda")`, then `load_state_dict` copies it into the parameter and drops
+ * it), not the first batch of a loop, which the first step reads. */
+static int staged_before_training(const struct ctx *c, const struct facts *f)
+{
+	return c->p->nsteps >= 3 && f->died < 0 && c->keys[f->key]->uploaded_in_training < 2;
+}
+
 void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 {
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
@@ -234,6 +245,8 @@ void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 			set_cat(a, f, VT_CAT_WEIGHTS, 85, R_WEIGHTS_BY_NAME);
 		else if (!f->host_filled && gathered_weights(c, a))
 			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_GATHERED);
+		else if (f->host_filled && staged_before_training(c, f))
+			set_cat(a, f, VT_CAT_WEIGHTS, 50, R_STAGED_UPLOAD);
 		else if (f->host_filled && f->transient)
 			set_cat(a, f, VT_CAT_PREFETCH, 70, R_TRANSIENT_BATCH);
 		else if (f->host_filled)

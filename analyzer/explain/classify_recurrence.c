@@ -70,6 +70,7 @@ static void count_keys(struct ctx *c)
 		k->freed += f->freed;
 		if (f->born >= 0) {
 			k->in_training++;
+			k->uploaded_in_training += f->host_filled;
 			k->kept_from_training += !f->freed || f->torn_down;
 		}
 		int s = f->born;

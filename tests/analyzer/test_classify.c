@@ -1200,6 +1200,40 @@ static struct vt_finding prefetch_flag(const struct vt_model *m)
 	return got;
 }
 
+/* `torch.load(map_location="cuda")` before training: each saved tensor
+ * uploaded into a new allocation of its weight's size, copied into the
+ * parameter by `load_state_dict` and dropped. The size recurs in every
+ * step (its gradient), but the host fills it in no step: the uploads are
+ * the checkpoint staged on the device, not six batches in flight. */
+static void test_checkpoint_staged_before_training_is_no_batch(void **state)
+{
+	(void)state;
+	const uint64_t w[3] = {2 * MIB, 6 * MIB, 768 * KIB};
+	const uint64_t staged = 0x1c00000000ull;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = load_weights(&b, 1, w, 3);
+	b.stack = 9;
+	for (int l = 0; l < 3; l++) {
+		b_alloc(&b, t++, staged + (uint64_t)l * 0x10000000ull, w[l], 0);
+		b_htod(&b, t++, staged + (uint64_t)l * 0x10000000ull, w[l], 0);
+	}
+	for (int l = 0; l < 3; l++) {
+		b_dtod(&b, t++, W_ADDR(l), staged + (uint64_t)l * 0x10000000ull, w[l], 0);
+		b_free(&b, t++, staged + (uint64_t)l * 0x10000000ull, 0);
+	}
+	for (int s = 0; s < 12; s++) {
+		mark_step(&b, t++, s);
+		t = three_layer_step(&b, t, w, s == 0) + 1000;
+	}
+	m = classified_job(&b);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, staged + (uint64_t)l * 0x10000000ull),
+		                 VT_CAT_WEIGHTS);
+	assert_int_equal(prefetch_flag(m).depth, 0);
+	vt_model_free(m);
+}
+
 /* x and y uploaded together each step are one batch: prefetch 2 holds 2
  * batches of x + y, not 4 arrays of the larger one's size. */
 static void test_prefetch_counts_batches_not_arrays(void **state)
@@ -3582,6 +3616,7 @@ int main(void)
 	    cmocka_unit_test(test_upload_after_the_model_is_a_dataset),
 	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
+	    cmocka_unit_test(test_checkpoint_staged_before_training_is_no_batch),
 	    cmocka_unit_test(test_implausible_prefetch_depth_is_no_finding),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_labels_tied_only_by_time_stay_apart),
