@@ -290,8 +290,10 @@ def main():
     unet = Model(unet_params())
     ema = Model(unet.sizes)                      # EMAModel(ema_unet.parameters()) on the host
     vae.to_device()
-    text_encoder.to_device()
-    position_ids = upload(SEQ * 8, "other")      # CLIPTextEmbeddings.position_ids buffer
+    te = text_encoder.sizes                      # _apply: the embeddings' weights, then their
+    text_encoder.ptrs = [upload(n, "weights") for n in te[:2]]
+    position_ids = upload(SEQ * 8, "other")      # position_ids buffer, then the encoder
+    text_encoder.ptrs += [upload(n, "weights") for n in te[2:]]
     cache = []
     batch = None
     for _b in range(N_BATCHES):                  # "Caching latents"
