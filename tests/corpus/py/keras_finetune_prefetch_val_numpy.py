@@ -100,8 +100,13 @@ class Model:
             if item[0] != "pool":
                 cin, cout, _hw = item
                 self.base += [Var(3 * 3 * cin * cout * F32), Var(cout * F32)]
-        self.head = [Var(512 * F32), Var(F32)]                 # Dense(1)
+        self.head = []
         self.base_trainable = True
+
+    def build_head(self):
+        """keras.Model(inputs, Dense(1)(Dropout(GAP(base(inputs))))): the
+        Dense layer built when it is first called, after the base's load."""
+        self.head = [Var(512 * F32), Var(F32)]
 
     def load_weights(self):
         """batch_set_value: each value converted, the variable takes it."""
@@ -251,8 +256,9 @@ def main():
     job.start(markers_default=False)
     job.open_devices(1)
     bfc = vtc.BFC(job, 0)
-    model = Model()
+    model = Model()                                            # VGG16(weights="imagenet", ...)
     model.load_weights()
+    model.build_head()
     model.base_trainable = False                               # base_model.trainable = False
     opt = Adam()                                               # Adam(1e-3)
     metrics = compile_metrics()
