@@ -162,6 +162,29 @@ class Job:
         self._alloc_rec(dev, p.value, nbytes, cat)
         return p.value
 
+    def mem_alloc_managed(self, dev, nbytes, cat):
+        """cuMemAllocManaged (CU_MEM_ATTACH_GLOBAL), unified memory as a
+        paged optimizer takes it; resolved at its first use, as `peer`, so
+        the jobs that never ask for it look up nothing more."""
+        if "cuMemAllocManaged" not in self.fns:
+            argtypes = [ctypes.POINTER(_u64), ctypes.c_size_t, ctypes.c_uint]
+            if self.args.lookup == "getproc":
+                pfn, st = ctypes.c_void_p(), ctypes.c_int(0)
+                if self.lib.cuGetProcAddress_v2(b"cuMemAllocManaged", ctypes.byref(pfn), 12000, 0,
+                                                ctypes.byref(st)) or not pfn.value:
+                    raise SystemExit(f"{self.name}: cuGetProcAddress_v2(cuMemAllocManaged) failed")
+                self.fns["cuMemAllocManaged"] = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(pfn.value)
+            else:
+                fn = self.lib.cuMemAllocManaged
+                fn.argtypes = argtypes
+                fn.restype = ctypes.c_int
+                self.fns["cuMemAllocManaged"] = fn
+        self.use(dev)
+        p = ctypes.c_uint64(0)
+        _ok(self, "cuMemAllocManaged", self.fns["cuMemAllocManaged"](ctypes.byref(p), nbytes, 1))
+        self._alloc_rec(dev, p.value, nbytes, cat)
+        return p.value
+
     def mem_free(self, dev, *ptrs):
         """cuMemFree of each pointer, in order."""
         self.use(dev)
