@@ -168,6 +168,11 @@ static const struct reason_row {
                         "apart (an embedding, an lm_head), or data the passes read; not "
                         "converted on the device as data often is",
                         {VT_CAT_DATASET, NO_ALT}},
+    [R_DROPPED_WITH_MODEL] = {"filled from the host in one upload, long-lived, freed before "
+                              "the job's end among the tensors of a model loaded tensor by "
+                              "tensor: a part of that model uploaded on a path of its own (an "
+                              "embedding before the layers), dropped with it; not sure",
+                              {VT_CAT_DATASET, NO_ALT}},
     [R_FIRST_BEFORE_DATA] = {"filled from the host in one upload, long-lived, the job's first "
                              "tensor on the device, and a tensor four times larger came after "
                              "it from another site: a model is made before its data is loaded, "

@@ -227,7 +227,9 @@ void vt_cls_recurring_groups(struct ctx *c, int dev, struct size_count *sizes)
  * it), not the first batch of a loop, which the first step reads. */
 static int staged_before_training(const struct ctx *c, const struct facts *f)
 {
-	return c->p->nsteps >= 3 && f->died < 0 && c->keys[f->key]->uploaded_in_training < 2;
+	const struct key_count *k = c->keys[f->key];
+	return c->p->nsteps >= 3 && f->died < 0 && k->steps_seen >= 3 &&
+	       k->uploaded_in_training < 2;
 }
 
 void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes)

@@ -181,6 +181,35 @@ static int first_before_data(const struct ctx *c, uint32_t i)
 	return 0;
 }
 
+/* Frees of a model dropped in one go (`del text_encoder`) lie within this
+ * many events of each other. */
+#define DROP_WINDOW 256
+
+/* Whether host-filled allocation i was freed, before the job's teardown,
+ * among VT_LOADER_TENSORS tensors or more from a site that loaded a model
+ * tensor by tensor: a part of that model uploaded through a path of its
+ * own (a text encoder's token embedding before its layers), dropped with
+ * it once the job was done with it. A dataset outlives the model it
+ * trains, or dies with the process. */
+static int dropped_with_model(const struct ctx *c, uint32_t i, const struct facts *f)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	if (!f->freed || f->torn_down)
+		return 0;
+	uint32_t n = 0;
+	for (uint32_t j = c->p->alloc_begin; j < c->p->alloc_end && n < VT_LOADER_TENSORS; j++) {
+		const struct vt_alloc *b = &c->m->allocs[j];
+		const struct facts *g = &c->f[j - c->p->alloc_begin];
+		if (j == i || b->device != a->device || !g->host_filled || !g->freed ||
+		    b->seq_free + DROP_WINDOW < a->seq_free ||
+		    b->seq_free > a->seq_free + DROP_WINDOW)
+			continue;
+		uint32_t stack = vt_model_copies(c->m, b)->h2d_stack_id;
+		n += vt_upload_site_is_loader(c->sites, stack, b->bytes);
+	}
+	return n >= VT_LOADER_TENSORS;
+}
+
 /* A long-lived tensor filled from the host in one upload, no gradient twin,
  * and nothing in the stacks' names: data or frozen weights, which the
  * events tell apart only by how the job uses them. Batches copied out of it
@@ -190,10 +219,9 @@ static int first_before_data(const struct ctx *c, uint32_t i)
  * checkpoint) or on a device where nothing trains (an inference server)
  * makes weights the better guess, data the alternative: not confident. So
  * does an upload beside a model loaded tensor by tensor where nothing
- * trains and nothing converts it, and the job's first tensor dwarfed by a
- * later upload. Otherwise data: TensorFlow's numpy path uploads the whole
- * dataset when training starts, after the model, and streams its batches
- * too. */
+ * trains and nothing converts it, one dropped with such a model, and the
+ * job's first tensor dwarfed by a later upload. Otherwise data: TensorFlow's numpy path uploads the
+ * whole dataset when training starts, after the model, and streams its batches too. */
 static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct facts *f)
 {
 	uint32_t i = (uint32_t)(a - c->m->allocs);
@@ -207,6 +235,8 @@ static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct fac
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FROZEN_WEIGHTS);
 	else if (!c->trains && vt_upload_sites_model_loaded(c->sites) && !converted_to(c, i))
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_BESIDE_MODEL);
+	else if (dropped_with_model(c, i, f))
+		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_DROPPED_WITH_MODEL);
 	else if (first_before_data(c, i))
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FIRST_BEFORE_DATA);
 	else
@@ -307,22 +337,23 @@ static enum reason weight_copy(const struct ctx *c, uint32_t i, const struct fac
 	return src->bytes == a->bytes && !c->caching_on[a->device] ? R_WEIGHT_COPY : 0;
 }
 
-/* Whether upload site `stack` sent VT_MODEL_TENSORS tensors or more, one
- * every 4 steps or more often (or FEEDER_TENSORS, whatever their pace: the
- * passes of an evaluation after training are longer than its steps), never
- * VT_LOADER_TENSORS alive at once: a feeder of batches whose sizes vary
- * from step to step (a sampled graph's edge index, a layer-wise
- * inference's rows), so that no per-step twin shows them. Data uploaded
- * during training comes a day or an epoch at a time: a handful of tensors,
- * hundreds of steps apart. */
-#define FEEDER_TENSORS 32
+/* Whether upload site `stack` feeds batches: VT_MODEL_TENSORS tensors or
+ * more, one every 4 steps or more often, never VT_LOADER_TENSORS alive at
+ * once (or a feeder whatever its pace, vt_upload_site_is_feeder: the
+ * passes of an evaluation after training are longer than its steps, and
+ * steps found while a job encodes its data are no steps of its loop),
+ * whose sizes vary from step to step (a sampled graph's edge index, a
+ * layer-wise inference's rows), so that no per-step twin shows them. Data
+ * uploaded during training comes a day or an epoch at a time: a handful of
+ * tensors, hundreds of steps apart. */
 static int feeds_batches(const struct ctx *c, uint32_t stack)
 {
 	uint32_t n = vt_upload_site_tensors(c->sites, stack);
 	if (n < VT_MODEL_TENSORS || vt_upload_site_most_alive(c->sites, stack) >= VT_LOADER_TENSORS)
 		return 0;
-	return n >= FEEDER_TENSORS || vt_upload_site_span_ns(c->sites, stack) <=
-	                                  (uint64_t)(n - 1) * 4 * c->p->step_period_ns;
+	return vt_upload_site_is_feeder(c->sites, stack) ||
+	       vt_upload_site_span_ns(c->sites, stack) <=
+	           (uint64_t)(n - 1) * 4 * c->p->step_period_ns;
 }
 
 /* What the twin rules left: optimizer slots (a weight's size, made after
@@ -363,10 +394,10 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			set_cat(a, f, VT_CAT_OPTIMIZER, 85, R_OPTIMIZER);
 		else if (f->host_filled && c->trains && feeds_batches(c, stack))
 			set_cat(a, f, VT_CAT_PREFETCH, 60, R_VARIED_BATCHES);
-		else if (f->host_filled && c->trains && f->born >= 1)
-			set_cat(a, f, VT_CAT_DATASET, 70, R_DATA_IN_TRAINING);
 		else if (f->host_filled && vt_upload_site_is_loader(c->sites, stack, a->bytes))
 			set_cat(a, f, VT_CAT_WEIGHTS, 60, R_LOADED_WEIGHTS);
+		else if (f->host_filled && c->trains && f->born >= 1)
+			set_cat(a, f, VT_CAT_DATASET, 70, R_DATA_IN_TRAINING);
 		else if (f->host_filled)
 			data_or_frozen_weights(c, a, f);
 		else if (a->t_alloc < first_step)

@@ -251,6 +251,7 @@ static struct batch_shape batch_shape(const struct vt_model *m, const struct vt_
 }
 
 #define MAX_PREFETCH_DEPTH 8
+#define MIN_BATCH_BYTES 1024
 
 static int is_prefetch_of(const struct vt_alloc *a, uint32_t proc, uint8_t dev)
 {
@@ -363,6 +364,12 @@ static void prefetch_on(const struct vt_model *m, const struct vt_findings_scan 
 	 * tensors filled from the host mistaken for batches (a model's segments
 	 * loaded during inference), no evidence for advice. */
 	if (best > MAX_PREFETCH_DEPTH)
+		return;
+	/* Several "batches" of a few bytes each are constants uploaded per
+	 * call (a normalisation's mean and std), not a prefetcher's buffer:
+	 * advice to drop one would free nothing. One is still reported, as
+	 * what the step's input is. */
+	if (best > 1 && batch < MIN_BATCH_BYTES)
 		return;
 	struct vt_finding *f = vt_findings_new(out, VT_FINDING_PREFETCH_DEPTH, proc);
 	vt_finding_add_device(f, dev, batch * (uint64_t)best);

@@ -287,6 +287,27 @@ static void datasets_per_tensor(const struct vt_model *m, const struct vt_findin
  * batch feeder): then each range alone, never a run (a loop loading a
  * model's tensors side by side), and only one that is most of what its site
  * filled (upload_sites.h). */
+/* Whether a pool region of a's process and device has a range of `bytes`
+ * refilled from the host three times or more: a batch slot. A range of
+ * that size filled once is a batch too (the first one, placed before the
+ * loop settles into its slots), not an array far larger than a batch. */
+static int batch_slot_size(const struct vt_model *m, const struct vt_alloc *a, uint64_t bytes)
+{
+	const struct vt_proc *p = &m->procs[a->proc];
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		const struct vt_alloc *b = &m->allocs[i];
+		if (b->device != a->device || !vt_alloc_is_pool(b) ||
+		    !(b->flags & VT_AF_PARTIAL_COPIES))
+			continue;
+		uint32_t n;
+		const struct vt_copy_range *r = vt_model_ranges(m, i, &n);
+		for (uint32_t k = 0; k < n; k++)
+			if (r[k].bytes == bytes && r[k].copies >= 3)
+				return 1;
+	}
+	return 0;
+}
+
 static void datasets_in_pool(const struct vt_model *m, const struct vt_findings_scan *ds,
                              struct vt_findings *out, uint32_t first, uint32_t idx,
                              const struct vt_upload_sites *sites, struct noted_runs *runs)
@@ -300,7 +321,7 @@ static void datasets_in_pool(const struct vt_model *m, const struct vt_findings_
 		uint32_t j = i + 1;
 		uint64_t bytes = r[i].bytes;
 		int many = vt_upload_site_tensors(sites, r[i].stack_id) >= VT_LOADER_TENSORS;
-		if (r[i].copies == 1 &&
+		if (r[i].copies == 1 && !batch_slot_size(m, a, r[i].bytes) &&
 		    (!many || !vt_upload_site_is_loader(sites, r[i].stack_id, r[i].bytes))) {
 			while (!many && j < n && r[j].copies == 1 &&
 			       r[j].stack_id == r[i].stack_id &&

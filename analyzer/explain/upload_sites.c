@@ -144,6 +144,12 @@ int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id,
 	return rest * 4 >= bytes;
 }
 
+int vt_upload_site_is_feeder(const struct vt_upload_sites *s, uint32_t stack_id)
+{
+	const struct site *e = find(s, stack_id);
+	return e && e->tensors >= VT_FEEDER_TENSORS && e->most_alive < VT_LOADER_TENSORS;
+}
+
 int vt_upload_sites_model_loaded(const struct vt_upload_sites *s)
 {
 	const struct site *e, *tmp;

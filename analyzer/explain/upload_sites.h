@@ -46,6 +46,14 @@ uint64_t vt_upload_site_span_ns(const struct vt_upload_sites *s, uint32_t stack_
  * worker thread, one stack for the dataset and a few tiny scalars alike. */
 int vt_upload_site_is_loader(const struct vt_upload_sites *s, uint32_t stack_id, uint64_t bytes);
 
+/* A site that sent VT_FEEDER_TENSORS tensors or more, never
+ * VT_LOADER_TENSORS alive at once, feeds batches whatever its pace: each
+ * tensor replaces the one before (a loop's batches, an encoding pass's
+ * inputs). Data uploaded while a job runs comes a handful of tensors at a
+ * time (an epoch's reshuffled set, a day's data). */
+#define VT_FEEDER_TENSORS 16
+int vt_upload_site_is_feeder(const struct vt_upload_sites *s, uint32_t stack_id);
+
 /* From this many tensors alive at once one site loaded a model (a data
  * helper uploads x and y, a validation pair, an index: a handful). */
 #define VT_MODEL_TENSORS 8

@@ -1234,6 +1234,118 @@ static void test_checkpoint_staged_before_training_is_no_batch(void **state)
 	vt_model_free(m);
 }
 
+/* DreamBooth's latent caching, then training: a text encoder uploaded, its
+ * token embedding (8 MiB) on a line of its own, then its 12 layers by one
+ * loader line; 20 image batches uploaded one at a time, each freed when
+ * the next comes (the caching pass), the encoder dropped whole; then the
+ * UNet loaded by another loader line and trained. The embedding was
+ * dropped with its model (weights), the batches came one at a time from
+ * one line (no dataset), the UNet is weights: no whole-dataset finding. */
+static void test_model_parts_and_fed_batches_are_no_dataset(void **state)
+{
+	(void)state;
+	const uint64_t emb = 0x1d00000000ull, layer = 0x1d80000000ull, batch = 0x1e00000000ull;
+	const uint64_t unet[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = 1;
+	b.stack = 20;
+	b_alloc(&b, t++, emb, 8 * MIB, 0);
+	b_htod(&b, t++, emb, 8 * MIB, 0);
+	b.stack = 21;
+	for (uint64_t l = 0; l < 12; l++) {
+		b_alloc(&b, t++, layer + l * 0x1000000, (l + 1) * 256 * KIB, 0);
+		b_htod(&b, t++, layer + l * 0x1000000, (l + 1) * 256 * KIB, 0);
+	}
+	b.stack = 22;
+	for (uint64_t k = 0; k < 20; k++) {
+		b_alloc(&b, t++, batch + (k % 2) * 0x10000000ull, 3 * MIB, 0);
+		b_htod(&b, t++, batch + (k % 2) * 0x10000000ull, 3 * MIB, 0);
+		if (k)
+			b_free(&b, t++, batch + ((k - 1) % 2) * 0x10000000ull, 0);
+		t += 200;
+	}
+	b_free(&b, t++, batch + (19 % 2) * 0x10000000ull, 0);
+	b_free(&b, t++, emb, 0);
+	for (uint64_t l = 0; l < 12; l++)
+		b_free(&b, t++, layer + l * 0x1000000, 0);
+	t = load_weights(&b, t, unet, 3);
+	for (int s = 0; s < 12; s++) {
+		mark_step(&b, t++, s);
+		t = three_layer_step(&b, t, unet, s == 0) + 1000;
+	}
+	m = classified_job(&b);
+	assert_int_equal(category_of(m, emb), VT_CAT_WEIGHTS);
+	assert_int_not_equal(category_of(m, batch), VT_CAT_DATASET);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
+/* Each step uploads a tensor kept for the next four steps: 4 KiB ones are
+ * batches a prefetcher holds (several in flight); 12-byte ones are
+ * constants uploaded per call, no buffer worth advice. */
+static struct vt_finding uploads_kept_four_steps(uint64_t bytes)
+{
+	const uint64_t w[3] = {1 * MIB, 2 * MIB, 3 * MIB};
+	const uint64_t up = 0x1f00000000ull;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = load_weights(&b, 1, w, 3);
+	for (int s = 0; s < 16; s++) {
+		mark_step(&b, t++, s);
+		b.stack = 23;
+		b_alloc(&b, t++, up + (uint64_t)(s % 5) * 0x1000000, bytes, 0);
+		b_htod(&b, t++, up + (uint64_t)(s % 5) * 0x1000000, bytes, 0);
+		if (s >= 4)
+			b_free(&b, t++, up + (uint64_t)((s - 4) % 5) * 0x1000000, 0);
+		t = three_layer_step(&b, t, w, s == 0) + 1000;
+	}
+	m = classified_job(&b);
+	struct vt_finding f = prefetch_flag(m);
+	vt_model_free(m);
+	return f;
+}
+
+static void test_prefetch_of_a_few_bytes_is_no_finding(void **state)
+{
+	(void)state;
+	assert_true(uploads_kept_four_steps(4 * KIB).depth > 1);
+	assert_int_equal(uploads_kept_four_steps(12).depth, 0);
+}
+
+/* A model loaded while the job trains (a teacher, an EMA model from a
+ * checkpoint, the next stage's network): ten tensors uploaded by one line,
+ * all kept. Uploaded after the first step, long-lived, no twin, like a
+ * day of data; but data comes a handful of arrays at a time, and a site
+ * with many tensors alive at once loaded a model. */
+static void test_model_loaded_while_training_is_no_dataset(void **state)
+{
+	(void)state;
+	const uint64_t w[3] = {1 * MIB, 2 * MIB, 3 * MIB};
+	const uint64_t second = 0x2000000000ull;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = load_weights(&b, 1, w, 3);
+	for (int s = 0; s < 16; s++) {
+		mark_step(&b, t++, s);
+		if (s == 6) {
+			b.stack = 24;
+			for (uint64_t l = 0; l < 10; l++) {
+				b_alloc(&b, t++, second + l * 0x1000000, (l + 5) * MIB, 0);
+				b_htod(&b, t++, second + l * 0x1000000, (l + 5) * MIB, 0);
+			}
+		}
+		t = three_layer_step(&b, t, w, s == 0) + 1000;
+	}
+	m = classified_job(&b);
+	for (uint64_t l = 0; l < 10; l++)
+		assert_int_equal(category_of(m, second + l * 0x1000000), VT_CAT_WEIGHTS);
+	assert_int_equal(whole_dataset_flags(m), 0);
+	vt_model_free(m);
+}
+
 /* x and y uploaded together each step are one batch: prefetch 2 holds 2
  * batches of x + y, not 4 arrays of the larger one's size. */
 static void test_prefetch_counts_batches_not_arrays(void **state)
@@ -2537,6 +2649,32 @@ static void test_array_converted_twice_into_a_pool(void **state)
 	vt_model_free(m);
 }
 
+/* One 512 MiB region: the data uploaded whole into it, then a batch slot
+ * refilled every step from its own line, its first batch placed in a
+ * fresh range from another line (tf.data's prefetch_to_device: the
+ * buffer filled before the loop, refilled while it runs). The first batch
+ * is a batch, not a second array: one finding, the data's. */
+static void test_first_batch_in_a_pool_is_no_dataset(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_alloc(&b, 1, 0x10000000, 512 * MIB, 0);
+	b.stack = 2;
+	b_htod(&b, 2, 0x10000000 + 64 * MIB, 96 * MIB, 0);
+	b.stack = 3;
+	b_htod(&b, 3, 0x10000000 + 200 * MIB, 9 * MIB, 0);
+	b.stack = 4;
+	for (int s = 0; s < 10; s++)
+		b_htod(&b, 10 + (uint64_t)s * 100, 0x10000000 + (uint64_t)(s % 2) * 9 * MIB,
+		       9 * MIB, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(dataset_findings(m, 96 * MIB), 1);
+	assert_int_equal(whole_dataset_flags(m), 1);
+	vt_model_free(m);
+}
+
 /* Into a BFC-like job's regions: x converted into a new region, then
  * `next` uploaded into an older one through call path `next_stack`; then
  * weights a loader restores tensor by tensor (one site, many tensors)
@@ -3584,6 +3722,7 @@ int main(void)
 	    cmocka_unit_test(test_host_weights_per_tensor),
 	    cmocka_unit_test(test_pool_region),
 	    cmocka_unit_test(test_array_converted_twice_into_a_pool),
+	    cmocka_unit_test(test_first_batch_in_a_pool_is_no_dataset),
 	    cmocka_unit_test(test_labels_in_another_region_join_the_data),
 	    cmocka_unit_test(test_region_made_for_one_array_is_that_array),
 	    cmocka_unit_test(test_table_uploaded_by_column_is_one_finding),
@@ -3616,7 +3755,10 @@ int main(void)
 	    cmocka_unit_test(test_upload_after_the_model_is_a_dataset),
 	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
+	    cmocka_unit_test(test_prefetch_of_a_few_bytes_is_no_finding),
+	    cmocka_unit_test(test_model_loaded_while_training_is_no_dataset),
 	    cmocka_unit_test(test_checkpoint_staged_before_training_is_no_batch),
+	    cmocka_unit_test(test_model_parts_and_fed_batches_are_no_dataset),
 	    cmocka_unit_test(test_implausible_prefetch_depth_is_no_finding),
 	    cmocka_unit_test(test_refilled_ring_is_prefetch),
 	    cmocka_unit_test(test_labels_tied_only_by_time_stay_apart),
