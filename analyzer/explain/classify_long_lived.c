@@ -284,12 +284,15 @@ static uint32_t rewritten_from(const struct ctx *c, const struct vt_alloc *a, co
 
 /* Rewritten from a batch the host sent (a tensor filled from the host and
  * freed): a store of the samples the job streams in, a row per step (a
- * rollout or replay buffer: `obs[step] = next_obs`). What arrived whole was
- * its initial value (zeros), not data: not confident, so no whole-dataset
- * finding. */
-static int sample_store(const struct ctx *c, const struct vt_alloc *a, const struct facts *f)
+ * rollout or replay buffer: `obs[step] = next_obs`). Its initial value came
+ * from the host (zeros uploaded whole) or from the device (skrl's
+ * `RandomMemory` made with `torch.zeros(..., device=...)`); either way what
+ * arrived whole was no data: not confident, so no whole-dataset finding. */
+static int sample_store(const struct ctx *c, const struct vt_alloc *a)
 {
-	uint32_t src = rewritten_from(c, a, f);
+	if (!vt_cls_rewritten_on_device(c, a))
+		return 0;
+	uint32_t src = vt_cls_d2d_source(c, a);
 	if (src == VT_NO_INDEX)
 		return 0;
 	const struct facts *sf = &c->f[src - c->p->alloc_begin];
@@ -381,7 +384,7 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 		enum reason copy = weight_copy(c, ll[i], f);
 		if (copy)
 			set_cat(a, f, VT_CAT_WEIGHTS, 70, copy);
-		else if (sample_store(c, a, f))
+		else if (sample_store(c, a))
 			set_cat(a, f, VT_CAT_DATASET, 60, R_SAMPLE_STORE);
 		else if (updated_state(c, a, f))
 			set_cat(a, f, VT_CAT_UNKNOWN, 60, R_UPDATED_STATE);

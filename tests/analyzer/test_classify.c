@@ -2463,13 +2463,13 @@ static void test_device_made_buffers_need_a_weight_beside(void **state)
 }
 
 /* A rollout buffer (CleanRL's PPO storage): made and filled whole from the
- * host once (zeros), then every step the batch the host sent is copied
+ * host once (zeros; `zeroed_on_device`: made by `torch.zeros(device=...)`,
+ * skrl's RandomMemory), then every step the batch the host sent is copied
  * into it on the device, a row at a time. A frozen weight is never written
  * again: this is the data the job trains on, not confident (what arrived
  * whole was no data), so no whole-dataset finding. */
-static void test_rollout_store_written_from_batches(void **state)
+static void rollout_store(int zeroed_on_device)
 {
-	(void)state;
 	struct builder b;
 	begin_job(&b);
 	b_device(&b, 0, 16ull << 30, "test GPU");
@@ -2477,7 +2477,8 @@ static void test_rollout_store_written_from_batches(void **state)
 	uint64_t t = 1000;
 	b.stack = 2;
 	b_alloc(&b, t++, store, 32 * MIB, 0);
-	b_htod(&b, t++, store, 32 * MIB, 0);
+	if (!zeroed_on_device)
+		b_htod(&b, t++, store, 32 * MIB, 0);
 	for (int s = 0; s < 8; s++) {
 		mark_step(&b, t += 1000, s);
 		b.stack = 4;
@@ -2493,6 +2494,13 @@ static void test_rollout_store_written_from_batches(void **state)
 	assert_int_equal(category_of(m, store), VT_CAT_DATASET);
 	assert_int_equal(whole_dataset_flags(m), 0);
 	vt_model_free(m);
+}
+
+static void test_rollout_store_written_from_batches(void **state)
+{
+	(void)state;
+	rollout_store(0);
+	rollout_store(1);
 }
 
 /* A jitted step with donated parameters (JAX): the parameters and the
