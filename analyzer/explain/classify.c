@@ -457,6 +457,27 @@ static int trains(const struct vt_model *m, uint32_t pi)
 	return 0;
 }
 
+/* Whether a stack of the process says it trains (vt_frame_trains): an
+ * allocator's regions hide the gradients and slots a verdict would show
+ * (TensorFlow's BFC allocator), but the op that made a region grow was
+ * called under `fit` all the same. */
+static int trains_by_frames(struct ctx *c)
+{
+	uint32_t last = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		uint32_t stacks[2] = {a->stack_id, vt_model_copies(c->m, a)->h2d_stack_id};
+		for (int k = 0; k < 2; k++) {
+			if (!stacks[k] || stacks[k] == last)
+				continue;
+			last = stacks[k];
+			if (vt_frame_trains(c->fe, c->proc, last))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static void classify_proc(struct vt_model *m, uint32_t pi)
 {
 	struct vt_proc *p = &m->procs[pi];
@@ -509,7 +530,7 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 	}
 	vt_cls_comm_buffers(&c);
 	vt_cls_unfinished_step(&c);
-	p->trains = trains(m, pi);
+	p->trains = trains(m, pi) || trains_by_frames(&c);
 	if (!p->trains)
 		vt_cls_served_regions(&c);
 	vt_cls_free_keys(&c);

@@ -89,8 +89,32 @@ struct cached_hint {
 		uint32_t proc, stack;
 	} key;
 	struct vt_frame_hint hint;
+	int trains; /* vt_frame_trains */
 	UT_hash_handle hh;
 };
+
+/* Python functions a training loop runs under: an estimator's or Keras'
+ * `fit` (what it allocates while its steps run: `train_function` calls a
+ * compiled step, whose own frames Python never sees) and a step's entry
+ * point. */
+static const char *const training_funcs[] = {"fit", "train_step", "training_step", "train_function",
+                                             "apply_gradients"};
+
+static int training_func(const char *func)
+{
+	for (size_t i = 0; func && i < sizeof training_funcs / sizeof *training_funcs; i++)
+		if (!strcmp(func, training_funcs[i]))
+			return 1;
+	return 0;
+}
+
+int vt_frame_names_train(const char *const *py_funcs, unsigned n_py)
+{
+	for (unsigned i = 0; i < n_py; i++)
+		if (training_func(py_funcs[i]))
+			return 1;
+	return 0;
+}
 
 struct vt_frame_evidence {
 	const struct vt_model *m;
@@ -142,22 +166,37 @@ static void walk_native(struct hint_walk *w, struct vt_sites *sites, const struc
 	}
 }
 
-static struct vt_frame_hint hint_of_stack(struct vt_sites *sites, uint32_t proc, uint32_t stack_id)
+/* Whether any Python frame of the stack is a training loop's. */
+static int python_trains(const struct vt_stack_store *store, const struct vt_stack *s)
+{
+	enum { MAX_PY = 128 };
+	struct vt_pyframe py[MAX_PY];
+	unsigned n = s->py_depth < MAX_PY ? s->py_depth : MAX_PY;
+	n = vt_pystack_decode(vt_stack_store_pystrs(store), s->py_words, n, py);
+	for (unsigned i = 0; i < n; i++)
+		if (training_func(py[i].func))
+			return 1;
+	return 0;
+}
+
+static struct vt_frame_hint hint_of_stack(struct vt_sites *sites, uint32_t proc, uint32_t stack_id,
+                                          int *trains)
 {
 	uint32_t c = vt_stack_store_canonical(sites->store, proc, stack_id);
 	const struct vt_stack *s = vt_stack_store_stack(sites->store, c);
 	struct hint_walk w = {no_hint, 0};
+	*trains = 0;
 	if (!s)
 		return no_hint;
 	walk_python(&w, sites->store, s);
 	walk_native(&w, sites, s);
+	*trains = python_trains(sites->store, s);
 	return w.best;
 }
 
-struct vt_frame_hint vt_frame_hint(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id)
+static const struct cached_hint *cached(struct vt_frame_evidence *fe, uint32_t proc,
+                                        uint32_t stack_id)
 {
-	if (!fe || !fe->m->sites || stack_id == 0)
-		return no_hint;
 	struct cached_hint probe, *e;
 	memset(&probe, 0, sizeof probe);
 	probe.key.proc = proc;
@@ -168,10 +207,27 @@ struct vt_frame_hint vt_frame_hint(struct vt_frame_evidence *fe, uint32_t proc, 
 		if (!e)
 			vt_nomem();
 		e->key = probe.key;
-		e->hint = hint_of_stack(fe->m->sites, proc, stack_id);
+		e->hint = hint_of_stack(fe->m->sites, proc, stack_id, &e->trains);
 		HASH_ADD(hh, fe->cache, key, sizeof e->key, e);
 	}
-	return e->hint;
+	return e;
+}
+
+struct vt_frame_hint vt_frame_hint(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id)
+{
+	if (!fe || !fe->m->sites || stack_id == 0)
+		return no_hint;
+	return cached(fe, proc, stack_id)->hint;
+}
+
+int vt_frame_trains(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id)
+{
+	if (!fe || !fe->m->sites || stack_id == 0)
+		return 0;
+	const struct cached_hint *e = cached(fe, proc, stack_id);
+	return e->trains ||
+	       (e->hint.strength == VT_FRAME_CONTEXT &&
+	        (e->hint.category == VT_CAT_OPTIMIZER || e->hint.category == VT_CAT_GRADIENTS));
 }
 
 int vt_frame_context_is(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id,

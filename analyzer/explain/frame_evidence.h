@@ -44,6 +44,15 @@ struct vt_frame_hint vt_frame_hint(struct vt_frame_evidence *fe, uint32_t proc, 
 int vt_frame_context_is(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id,
                         int category);
 
+/* Whether that stack was made by a training loop: a Python frame of
+ * one (`fit`, `train_step`, `training_step`, `train_function`,
+ * `apply_gradients`), or an optimizer's or the backward pass's CONTEXT
+ * rule. A job whose allocator hides its gradients and slots in regions
+ * (TensorFlow's BFC allocator) still allocates under them. */
+int vt_frame_trains(struct vt_frame_evidence *fe, uint32_t proc, uint32_t stack_id);
+/* The same test on n_py Python function names, for tests. */
+int vt_frame_names_train(const char *const *py_funcs, unsigned n_py);
+
 /* The table's verdict on names alone (what vt_frame_hint applies to each
  * frame, innermost first): n_py Python frames (function, file) and n_native
  * native function names. For tests and for the table's documentation. */

@@ -131,9 +131,22 @@ static void fit_takes_data_unless_an_inner_path_says(void **state)
 	const char *slots[] = {"add_slot", "apply_gradients", "train_step", "fit"};
 	assert_int_equal(vt_frame_hint_of_names(slots, bfiles, 4, NULL, 0).category,
 	                 VT_CAT_OPTIMIZER);
+	const char *update[] = {"_resource_apply_dense", "apply_gradients", "train_step", "fit"};
+	assert_int_equal(vt_frame_hint_of_names(update, bfiles, 4, NULL, 0).category,
+	                 VT_CAT_OPTIMIZER);
 	const char *moved[] = {"_apply", "to", "model_to_device", "fit"};
 	assert_int_equal(vt_frame_hint_of_names(moved, bfiles, 4, NULL, 0).category,
 	                 VT_CAT_WEIGHTS);
+}
+
+/* A training loop's frames say the job trains; a scoring loop's do not */
+static void training_frames(void **state)
+{
+	(void)state;
+	const char *fitting[] = {"_extend", "alloc", "forward", "fit", "main"};
+	assert_true(vt_frame_names_train(fitting, 5));
+	const char *scoring[] = {"_extend", "alloc", "forward", "predict", "main"};
+	assert_false(vt_frame_names_train(scoring, 5));
 }
 
 int main(void)
@@ -146,6 +159,7 @@ int main(void)
 	    cmocka_unit_test(file_before_function),
 	    cmocka_unit_test(graph_data_is_not_the_model),
 	    cmocka_unit_test(fit_takes_data_unless_an_inner_path_says),
+	    cmocka_unit_test(training_frames),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
