@@ -5,6 +5,7 @@
 
 #include "classify_twins.h"
 #include "frame_evidence.h"
+#include "model_fold.h"
 #include "model_query.h"
 #include "upload_sites.h"
 
@@ -30,7 +31,7 @@ static int one_off_scratch(const struct ctx *c, const struct vt_alloc *a)
 {
 	const struct vt_proc *p = c->p;
 	if (a->t_free == VT_T_NEVER || p->nsteps < 3 || p->alloc_end == p->alloc_begin ||
-	    a->t_free >= c->m->allocs[p->alloc_end - 1].t_alloc)
+	    a->t_free >= c->last_alloc_any_t)
 		return 0;
 	int s = vt_step_of(p, a->t_alloc);
 	return s >= 0 && s == vt_step_of(p, a->t_free);
@@ -492,8 +493,24 @@ void vt_cls_flattened_parameter_sizes(struct ctx *c, int dev, struct size_count 
 		s->grads_per_step = s->params_flattened;
 }
 
+/* The steps in which a folding model folded allocations of dev: made
+ * there too. 0 when it cannot say which. */
+static int folded_steps(const struct ctx *c, int dev, uint8_t *made, uint32_t nsteps)
+{
+	const struct vt_fold_dev *fd = vt_fold_dev_of(c->m, c->proc, (uint8_t)dev);
+	if (!fd)
+		return 1;
+	if (fd->lost)
+		return 0;
+	for (uint32_t r = 0; r < fd->nruns; r++)
+		for (int s = fd->runs[r].first; s <= fd->runs[r].last && (uint32_t)s < nsteps; s++)
+			made[s] = 1;
+	return 1;
+}
+
 /* The first step of device dev in which it allocated nothing (nsteps when
- * every step allocated), and *later the steps after it that allocated. */
+ * every step allocated), and *later the steps after it that allocated;
+ * nsteps + 1 when a folding model cannot say. */
 static uint32_t warm_from(const struct ctx *c, int dev, uint32_t *later)
 {
 	uint32_t nsteps = c->p->nsteps;
@@ -504,6 +521,11 @@ static uint32_t warm_from(const struct ctx *c, int dev, uint32_t *later)
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (f->device == dev && f->charged && f->born >= 0 && (uint32_t)f->born < nsteps)
 			made[f->born] = 1;
+	}
+	if (!folded_steps(c, dev, made, nsteps)) {
+		free(made);
+		*later = 0;
+		return nsteps + 1;
 	}
 	uint32_t warm = 0;
 	while (warm < nsteps && made[warm])
@@ -526,13 +548,18 @@ void vt_cls_warmed_cache(struct ctx *c, int dev)
 	/* a per-tensor job allocates in every step (its batches, its
 	 * activations); a warm allocator in a step or two after (an evaluation
 	 * pass that needs a larger chunk) */
-	if (warm == nsteps || later * 4 > nsteps - warm)
+	if (warm == nsteps || (warm < nsteps && later * 4 > nsteps - warm))
 		return;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (f->device == dev && a->reason == R_LONG_UNKNOWN && !f->host_filled &&
-		    f->born >= 0 && (uint32_t)f->born < warm)
-			set_cat(a, f, VT_CAT_ACTIVATIONS, 45, R_WARMED_CACHE);
+		if (f->device != dev || a->reason != R_LONG_UNKNOWN || f->host_filled ||
+		    f->born < 0 || (uint32_t)f->born >= warm)
+			continue;
+		if (warm > nsteps) { /* the folded steps are not known */
+			vt_fold_set_inexact(c->m, "the steps of folded allocations are not known");
+			return;
+		}
+		set_cat(a, f, VT_CAT_ACTIVATIONS, 45, R_WARMED_CACHE);
 	}
 }
