@@ -144,16 +144,27 @@ static int converted_from(const struct ctx *c, uint32_t j, uint32_t i)
 	       converts(c, src, &c->m->allocs[j]);
 }
 
+/* Records i..j of the process are the full model's too: no allocation a
+ * folding model folded was made between them (else it says so). */
+static void window_whole(const struct ctx *c, uint32_t i, uint32_t j)
+{
+	if (vt_fold_made_between(c->m, c->proc, c->m->allocs[i].seq_alloc,
+	                         c->m->allocs[j].seq_alloc))
+		vt_fold_set_inexact(c->m, "a rule's window of allocations holds folded ones");
+}
+
 /* Whether host-filled allocation i was converted on the device by one of
  * the allocations after it, not from the host: data cast or normalised
  * where it lies (a model's tensors are used as loaded). */
 static int converted_to(const struct ctx *c, uint32_t i)
 {
-	for (uint32_t j = i + 1; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++)
+	uint32_t j = i + 1;
+	for (; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++)
 		if (!c->f[j - c->p->alloc_begin].host_filled &&
 		    converts(c, &c->m->allocs[i], &c->m->allocs[j]))
-			return 1;
-	return 0;
+			break;
+	window_whole(c, i, j < c->p->alloc_end ? j : c->p->alloc_end - 1);
+	return j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK;
 }
 
 /* How far ahead the job's first upload looks for the data. */
@@ -176,8 +187,10 @@ static int first_before_data(const struct ctx *c, uint32_t i)
 		const struct vt_alloc *b = &c->m->allocs[j];
 		const struct facts *g = &c->f[j - c->p->alloc_begin];
 		if (b->device == a->device && g->host_filled && !g->recurring &&
-		    b->bytes >= 4 * a->bytes && vt_model_copies(c->m, b)->h2d_stack_id != site)
+		    b->bytes >= 4 * a->bytes && vt_model_copies(c->m, b)->h2d_stack_id != site) {
+			window_whole(c, c->p->alloc_begin, j); /* first, and within reach */
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -385,6 +398,9 @@ void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n)
 			        R_ASSEMBLED_DATA);
 			continue;
 		}
+		uint32_t lo = j - c->p->alloc_begin >= CONVERT_LOOKBACK ? j - CONVERT_LOOKBACK
+		                                                        : c->p->alloc_begin;
+		window_whole(c, lo, j);
 		for (uint32_t i = j; i > c->p->alloc_begin && j - i < CONVERT_LOOKBACK;) {
 			if (converted_from(c, j, --i)) {
 				set_cat(a, &c->f[j - c->p->alloc_begin], VT_CAT_DATASET, 60,

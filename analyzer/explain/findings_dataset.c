@@ -99,6 +99,8 @@ static struct vt_finding *next_to(const struct vt_model *m, const struct vt_find
 		    b->device != a->device || !vt_findings_big_enough(m, ds, b->device, b->bytes))
 			continue;
 		struct vt_finding *f = finding_of_array(m, out, first, b);
+		if (f && vt_fold_made_between(m, a->proc, a->seq_alloc, b->seq_alloc))
+			vt_fold_set_inexact(m, "a dataset's neighbour may be a folded allocation");
 		if (f)
 			return f;
 	}

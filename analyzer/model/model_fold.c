@@ -19,6 +19,7 @@ struct fold_proc {
 	int last_born;   /* step of its latest allocation */
 	int inexact;     /* a step marker came late: no more folding */
 	uint64_t folded; /* allocations folded */
+	uint64_t seq_lo, seq_hi; /* the first and last made of them (seq) */
 	/* per device, its latest failed allocation or cuMemGetInfo reading, +1:
 	 * the OOM post-mortem and the used-memory accounting read what was
 	 * live then */
@@ -502,7 +503,10 @@ static void fold(struct vt_model *m, struct fold_proc *fp, uint32_t idx, int bor
 	fold_in_step(d, born, cp != NULL, a->bytes);
 	if (cp)
 		vt_model_forget_copies(m, idx);
-	fp->folded++;
+	if (!fp->folded++ || a->seq_alloc < fp->seq_lo)
+		fp->seq_lo = a->seq_alloc;
+	if (a->seq_alloc > fp->seq_hi)
+		fp->seq_hi = a->seq_alloc;
 	f->free_records = vt_model_grow(f->free_records, &f->cap_free, f->nfree, sizeof(uint32_t));
 	f->free_records[f->nfree++] = idx;
 }
@@ -927,6 +931,14 @@ uint64_t vt_fold_folded(const struct vt_model *m, uint32_t proc)
 {
 	const struct vt_fold *f = m->fold;
 	return f && proc < f->nprocs && f->procs[proc] ? f->procs[proc]->folded : 0;
+}
+
+int vt_fold_made_between(const struct vt_model *m, uint32_t proc, uint64_t seq_a, uint64_t seq_b)
+{
+	const struct vt_fold *f = m->fold;
+	const struct fold_proc *fp = f && proc < f->nprocs ? f->procs[proc] : NULL;
+	uint64_t lo = seq_a < seq_b ? seq_a : seq_b, hi = seq_a < seq_b ? seq_b : seq_a;
+	return fp && fp->folded && fp->seq_lo < hi && fp->seq_hi > lo;
 }
 
 uint64_t vt_fold_uploads(const struct vt_model *m, uint32_t proc)

@@ -145,6 +145,11 @@ int vt_fold_dev_made_in(const struct vt_fold_dev *d, int s);
 uint64_t vt_fold_folded(const struct vt_model *m, uint32_t proc);
 /* Of them, uploads (filled from the host). */
 uint64_t vt_fold_uploads(const struct vt_model *m, uint32_t proc);
+/* Whether process proc may have folded an allocation made between the
+ * allocations of seq a and b: the kept records around a folded one are not
+ * neighbours in the full model (a rule that reads the records next to one
+ * must then say it is inexact). */
+int vt_fold_made_between(const struct vt_model *m, uint32_t proc, uint64_t seq_a, uint64_t seq_b);
 /* 1 while the folded evidence gives the full model's answers; 0 and why
  * once a rule found it cannot. */
 int vt_fold_exact(const struct vt_model *m, const char **why);
