@@ -11,10 +11,17 @@
 #include "model_history.h"
 #include "model_internal.h"
 
+#define RECENT_STEPS 8
+#define OLD_STEP (-2) /* before the recent steps, after the first */
+
 /* One process's replay state. */
 struct fold_proc {
-	uint64_t *step_t; /* its step markers' times, in the order they came */
-	uint32_t nsteps, cap_steps;
+	/* its step markers so far, the times of the first and of the last
+	 * RECENT_STEPS (step k at recent[k % RECENT_STEPS]): a folded
+	 * allocation is made and freed in the last two, and one made earlier
+	 * is kept whole, so the steps before need no time of their own */
+	uint32_t nsteps;
+	uint64_t first_t, recent[RECENT_STEPS];
 	uint64_t last_t; /* latest allocation or free time seen */
 	int last_born;   /* step of its latest allocation */
 	int inexact;     /* a step marker came late: no more folding */
@@ -119,31 +126,36 @@ static inline struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
 	return f->last && f->last_proc == proc ? f->last : proc_of_slow(f, proc);
 }
 
-/* The step of time t, an earlier one than the last two (a binary search). */
-static __attribute__((noinline)) int step_before(const struct fold_proc *fp, uint64_t t)
+static inline uint64_t step_time(const struct fold_proc *fp, uint32_t k)
 {
-	uint32_t lo = 0, hi = fp->nsteps;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (fp->step_t[mid] <= t)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return (int)lo;
+	return fp->recent[k % RECENT_STEPS];
 }
 
-/* The step of time t from the markers seen so far (vt_step_of's rule). */
+/* The step of time t, an earlier one than the last two: one of the recent
+ * steps, else OLD_STEP. */
+static __attribute__((noinline)) int step_before(const struct fold_proc *fp, uint64_t t)
+{
+	uint32_t n = fp->nsteps, oldest = n > RECENT_STEPS ? n - RECENT_STEPS : 0;
+	for (uint32_t k = n - 2; k-- > oldest;)
+		if (t >= step_time(fp, k))
+			return (int)k;
+	return OLD_STEP;
+}
+
+/* The step of time t from the markers seen so far (vt_step_of's rule),
+ * or OLD_STEP: before the recent steps (too early for a folded allocation
+ * to be made in, and an allocation made now at such a time is time gone
+ * back across a step: no more folding). */
 static inline int step_at(const struct fold_proc *fp, uint64_t t)
 {
 	uint32_t n = fp->nsteps;
-	if (!n || t < fp->step_t[0])
+	if (!n || t < fp->first_t)
 		return -1;
 	/* nearly every event is of the latest step or the one before: the
 	 * search per allocation and free was most of the folding's time */
-	if (t >= fp->step_t[n - 1])
+	if (t >= step_time(fp, n - 1))
 		return (int)n - 1;
-	if (n >= 2 && t >= fp->step_t[n - 2])
+	if (n >= 2 && t >= step_time(fp, n - 2))
 		return (int)n - 2;
 	return step_before(fp, t);
 }
@@ -589,11 +601,11 @@ static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec
 {
 	if (vt_mark_is_step(r->kind, r->text, strnlen(r->text, r->text_len))) {
 		struct fold_proc *fp = proc_of(m->fold, (uint32_t)(p - m->procs));
-		if (t < fp->last_t || (fp->nsteps && t < fp->step_t[fp->nsteps - 1]))
+		if (t < fp->last_t || (fp->nsteps && t < step_time(fp, fp->nsteps - 1)))
 			fp->inexact = 1;
-		fp->step_t =
-		    vt_model_grow(fp->step_t, &fp->cap_steps, fp->nsteps, sizeof(uint64_t));
-		fp->step_t[fp->nsteps++] = t;
+		if (!fp->nsteps)
+			fp->first_t = t;
+		fp->recent[fp->nsteps++ % RECENT_STEPS] = t;
 	}
 	/* a marker per step, kept with its text, was most of what a long loop
 	 * of folded steps still grew by: only the steps read a step marker */
@@ -800,14 +812,6 @@ static void finish(struct vt_model *m)
 			if (f->procs[i]->devs[d])
 				close_dev(f->procs[i]->devs[d]);
 	check_shared_devices(m);
-	/* the replay's copies of the step markers' times: the steps read the
-	 * process's own (vt_proc.step_marks) */
-	for (uint32_t i = 0; i < f->nprocs; i++)
-		if (f->procs[i]) {
-			free(f->procs[i]->step_t);
-			f->procs[i]->step_t = NULL;
-			f->procs[i]->nsteps = f->procs[i]->cap_steps = 0;
-		}
 	f->high = m->nallocs;
 	compact(m);
 	full()->finish(m); /* peaks, end bytes, stack uses of the kept records */
@@ -822,8 +826,6 @@ static void destroy(struct vt_model *m)
 	for (uint32_t i = 0; i < f->nprocs; i++) {
 		for (int d = 0; f->procs[i] && d < VT_MAX_DEVICES; d++)
 			free(f->procs[i]->devs[d]);
-		if (f->procs[i])
-			free(f->procs[i]->step_t);
 		free(f->procs[i]);
 	}
 	struct size_entry *e, *etmp;
