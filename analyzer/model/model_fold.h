@@ -37,7 +37,8 @@
  * copies), the groups (per process, device, size, stack, place in step)
  * and the counters; the free list reuses folded records, so a steady loop
  * faults in no fresh pages. Step markers are still kept one by one, as
- * their times (vt_proc.step_marks). */
+ * their times (vt_proc.step_marks, 8 bytes a step); the replay itself
+ * keeps the last few. */
 #ifndef VT_MODEL_FOLD_H
 #define VT_MODEL_FOLD_H
 
