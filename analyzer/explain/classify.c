@@ -318,6 +318,17 @@ int vt_region_takes_batches(const struct vt_model *m, uint32_t i)
  * every step and filled from the host, one refilled step after step (a
  * ring), or an allocator's region taking them: VT_STREAMED_BATCH_BYTES says
  * why it matters. */
+static int folded_batches(const struct ctx *c, int dev)
+{
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++) /* recurring, made from the era on */
+		if (g[i].proc == c->proc && g[i].device == dev && g[i].h2d_copies &&
+		    g[i].bytes >= VT_STREAMED_BATCH_BYTES)
+			return 1;
+	return 0;
+}
+
 static int streams_batches(const struct ctx *c, int dev)
 {
 	/* A batch tensor is made once steps run: a host-filled tensor made
@@ -335,7 +346,7 @@ static int streams_batches(const struct ctx *c, int dev)
 		              ((f->recurring && a->t_alloc >= first_step) || vt_cls_refilled(c, a)))
 			return 1;
 	}
-	return 0;
+	return folded_batches(c, dev);
 }
 
 /* A long-lived tensor of the device being classified, filled from the host,
@@ -475,7 +486,39 @@ static int trains_by_frames(struct ctx *c)
 				return 1;
 		}
 	}
+	/* and the folded allocations' stacks, as their records would give them */
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++)
+		if (g[i].proc == c->proc && (vt_frame_trains(c->fe, c->proc, g[i].stack_id) ||
+		                             vt_frame_trains(c->fe, c->proc, g[i].h2d_stack_id)))
+			return 1;
 	return 0;
+}
+
+/* When each device's last allocation was, and the process's: a record's,
+ * or a folded one's made after it (the same order: seq). */
+static void last_allocations(struct ctx *c)
+{
+	uint64_t seq[VT_MAX_DEVICES] = {0}, any_seq = 0;
+	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
+		const struct vt_alloc *a = &c->m->allocs[i];
+		if (a->device != VT_DEVICE_UNKNOWN) {
+			c->last_alloc_t[a->device] = a->t_alloc;
+			seq[a->device] = a->seq_alloc;
+		}
+	}
+	c->last_alloc_any_t = c->m->allocs[c->p->alloc_end - 1].t_alloc;
+	any_seq = c->m->allocs[c->p->alloc_end - 1].seq_alloc;
+	for (int d = 0; d < VT_MAX_DEVICES; d++) {
+		const struct vt_fold_dev *fd = vt_fold_dev_of(c->m, c->proc, (uint8_t)d);
+		if (fd && fd->last_seq > seq[d])
+			c->last_alloc_t[d] = fd->last_t_alloc;
+		if (fd && fd->last_seq > any_seq) {
+			any_seq = fd->last_seq;
+			c->last_alloc_any_t = fd->last_t_alloc;
+		}
+	}
 }
 
 static void classify_proc(struct vt_model *m, uint32_t pi)
@@ -491,12 +534,9 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		vt_nomem();
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
-	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
-		const struct vt_alloc *a = &m->allocs[i];
-		c.readbacks += vt_model_copies(m, a)->d2h_copies;
-		if (a->device != VT_DEVICE_UNKNOWN)
-			c.last_alloc_t[a->device] = a->t_alloc;
-	}
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++)
+		c.readbacks += vt_model_copies(m, &m->allocs[i])->d2h_copies;
+	last_allocations(&c);
 	int devs[VT_MAX_DEVICES] = {0};
 	c.proc_steps = (struct vt_step_table){p->step_t, p->nsteps, p->step_period_ns};
 	vt_cls_own_steps(&c);

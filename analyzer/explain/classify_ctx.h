@@ -59,6 +59,7 @@ struct key_count {
 	/* a folding model's counters of this key, NULL when none was folded:
 	 * its allocations from the era on are counted there (model_fold.h) */
 	const struct vt_fold_size *fold;
+	uint32_t torn_unsure; /* of its folded ones, how many the teardown may also have freed */
 	UT_hash_handle hh;
 };
 
@@ -119,6 +120,7 @@ struct ctx {
 	                                          the process's), NULL when no device has its own */
 	int dev;                               /* classify_device: the device */
 	uint64_t last_alloc_t[VT_MAX_DEVICES]; /* when each device's last allocation was */
+	uint64_t last_alloc_any_t;             /* when the process's last allocation was */
 	int streams_batches;       /* classify_device: the job feeds it batches from the host */
 	uint64_t weights_loaded_t; /* classify_device: when the last weight filled from the
 	                              host was, 0 if none */

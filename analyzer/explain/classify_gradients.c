@@ -107,10 +107,9 @@ static int activation_of_weight_size(struct ctx *c, struct size_count *s, uint32
  * model loading (a CONTEXT rule of frame_rules.def: `Module._apply`,
  * `load_state_dict`): a parameter uploaded once that happens to share its
  * size with the activations or batches of every step, not a batch. */
-static int weights_by_name(struct ctx *c, const struct vt_alloc *a)
+static int weights_by_name(struct ctx *c, uint32_t h2d_stack_id)
 {
-	return vt_frame_context_is(c->fe, c->proc, vt_model_copies(c->m, a)->h2d_stack_id,
-	                           VT_CAT_WEIGHTS);
+	return vt_frame_context_is(c->fe, c->proc, h2d_stack_id, VT_CAT_WEIGHTS);
 }
 
 /* Filled (nine tenths of it at least) by device-to-device copies, the
@@ -190,8 +189,20 @@ static void set_group(struct vt_fold_group *g, int cat, int conf, enum reason wh
 	g->reason = (uint8_t)why;
 }
 
+/* A folded group of uploads (filled from the host, made again step after
+ * step), as recurring_ones decides each of its allocations. */
+static void upload_group(struct ctx *c, struct vt_fold_group *g, int transient_only)
+{
+	if (weights_by_name(c, g->h2d_stack_id))
+		set_group(g, VT_CAT_WEIGHTS, 85, R_WEIGHTS_BY_NAME);
+	else if (transient_only)
+		set_group(g, VT_CAT_PREFETCH, 70, R_TRANSIENT_BATCH);
+	else
+		set_group(g, VT_CAT_PREFETCH, 85, R_PREFETCH);
+}
+
 /* The folded groups of dev, as recurring_ones decides each of their
- * allocations (none was filled from the host). */
+ * allocations. */
 void vt_cls_recurring_groups(struct ctx *c, int dev, struct size_count *sizes)
 {
 	uint32_t ng;
@@ -201,6 +212,10 @@ void vt_cls_recurring_groups(struct ctx *c, int dev, struct size_count *sizes)
 			continue;
 		int transient_only;
 		vt_cls_group_recurs(c, &g[i], &transient_only);
+		if (g[i].h2d_copies) {
+			upload_group(c, &g[i], transient_only);
+			continue;
+		}
 		struct size_count *s = vt_cls_size_find(sizes, g[i].bytes);
 		int grad = s && s->gradient_size;
 		if (s && !s->made)
@@ -243,7 +258,7 @@ void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
 		if (!*slot)
 			*slot = vt_cls_size_find(sizes, fact_bytes(c, f));
 		struct size_count *s = *slot;
-		if (f->host_filled && weights_by_name(c, a))
+		if (f->host_filled && weights_by_name(c, vt_model_copies(c->m, a)->h2d_stack_id))
 			set_cat(a, f, VT_CAT_WEIGHTS, 85, R_WEIGHTS_BY_NAME);
 		else if (!f->host_filled && gathered_weights(c, a))
 			set_cat(a, f, VT_CAT_WEIGHTS, 70, R_GATHERED);

@@ -5,6 +5,7 @@
 
 #include "classify_twins.h"
 #include "frame_evidence.h"
+#include "model_fold.h"
 #include "model_query.h"
 #include "upload_sites.h"
 
@@ -30,7 +31,7 @@ static int one_off_scratch(const struct ctx *c, const struct vt_alloc *a)
 {
 	const struct vt_proc *p = c->p;
 	if (a->t_free == VT_T_NEVER || p->nsteps < 3 || p->alloc_end == p->alloc_begin ||
-	    a->t_free >= c->m->allocs[p->alloc_end - 1].t_alloc)
+	    a->t_free >= c->last_alloc_any_t)
 		return 0;
 	int s = vt_step_of(p, a->t_alloc);
 	return s >= 0 && s == vt_step_of(p, a->t_free);
@@ -143,16 +144,27 @@ static int converted_from(const struct ctx *c, uint32_t j, uint32_t i)
 	       converts(c, src, &c->m->allocs[j]);
 }
 
+/* Records i..j of the process are the full model's too: no allocation a
+ * folding model folded was made between them (else it says so). */
+static void window_whole(const struct ctx *c, uint32_t i, uint32_t j)
+{
+	if (vt_fold_made_between(c->m, c->proc, c->m->allocs[i].seq_alloc,
+	                         c->m->allocs[j].seq_alloc))
+		vt_fold_set_inexact(c->m, "a rule's window of allocations holds folded ones");
+}
+
 /* Whether host-filled allocation i was converted on the device by one of
  * the allocations after it, not from the host: data cast or normalised
  * where it lies (a model's tensors are used as loaded). */
 static int converted_to(const struct ctx *c, uint32_t i)
 {
-	for (uint32_t j = i + 1; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++)
+	uint32_t j = i + 1;
+	for (; j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK; j++)
 		if (!c->f[j - c->p->alloc_begin].host_filled &&
 		    converts(c, &c->m->allocs[i], &c->m->allocs[j]))
-			return 1;
-	return 0;
+			break;
+	window_whole(c, i, j < c->p->alloc_end ? j : c->p->alloc_end - 1);
+	return j < c->p->alloc_end && j - i <= CONVERT_LOOKBACK;
 }
 
 /* How far ahead the job's first upload looks for the data. */
@@ -175,8 +187,10 @@ static int first_before_data(const struct ctx *c, uint32_t i)
 		const struct vt_alloc *b = &c->m->allocs[j];
 		const struct facts *g = &c->f[j - c->p->alloc_begin];
 		if (b->device == a->device && g->host_filled && !g->recurring &&
-		    b->bytes >= 4 * a->bytes && vt_model_copies(c->m, b)->h2d_stack_id != site)
+		    b->bytes >= 4 * a->bytes && vt_model_copies(c->m, b)->h2d_stack_id != site) {
+			window_whole(c, c->p->alloc_begin, j); /* first, and within reach */
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -430,6 +444,9 @@ void vt_cls_converted_datasets(struct ctx *c, const uint32_t *ll, uint32_t n)
 			        R_ASSEMBLED_DATA);
 			continue;
 		}
+		uint32_t lo = j - c->p->alloc_begin >= CONVERT_LOOKBACK ? j - CONVERT_LOOKBACK
+		                                                        : c->p->alloc_begin;
+		window_whole(c, lo, j);
 		for (uint32_t i = j; i > c->p->alloc_begin && j - i < CONVERT_LOOKBACK;) {
 			if (converted_from(c, j, --i)) {
 				set_cat(a, &c->f[j - c->p->alloc_begin], VT_CAT_DATASET, 60,
@@ -538,8 +555,24 @@ void vt_cls_flattened_parameter_sizes(struct ctx *c, int dev, struct size_count 
 		s->grads_per_step = s->params_flattened;
 }
 
+/* The steps in which a folding model folded allocations of dev: made
+ * there too. 0 when it cannot say which. */
+static int folded_steps(const struct ctx *c, int dev, uint8_t *made, uint32_t nsteps)
+{
+	const struct vt_fold_dev *fd = vt_fold_dev_of(c->m, c->proc, (uint8_t)dev);
+	if (!fd)
+		return 1;
+	if (fd->lost)
+		return 0;
+	for (uint32_t r = 0; r < fd->nruns; r++)
+		for (int s = fd->runs[r].first; s <= fd->runs[r].last && (uint32_t)s < nsteps; s++)
+			made[s] = 1;
+	return 1;
+}
+
 /* The first step of device dev in which it allocated nothing (nsteps when
- * every step allocated), and *later the steps after it that allocated. */
+ * every step allocated), and *later the steps after it that allocated;
+ * nsteps + 1 when a folding model cannot say. */
 static uint32_t warm_from(const struct ctx *c, int dev, uint32_t *later)
 {
 	uint32_t nsteps = c->p->nsteps;
@@ -550,6 +583,11 @@ static uint32_t warm_from(const struct ctx *c, int dev, uint32_t *later)
 		const struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (f->device == dev && f->charged && f->born >= 0 && (uint32_t)f->born < nsteps)
 			made[f->born] = 1;
+	}
+	if (!folded_steps(c, dev, made, nsteps)) {
+		free(made);
+		*later = 0;
+		return nsteps + 1;
 	}
 	uint32_t warm = 0;
 	while (warm < nsteps && made[warm])
@@ -572,13 +610,18 @@ void vt_cls_warmed_cache(struct ctx *c, int dev)
 	/* a per-tensor job allocates in every step (its batches, its
 	 * activations); a warm allocator in a step or two after (an evaluation
 	 * pass that needs a larger chunk) */
-	if (warm == nsteps || later * 4 > nsteps - warm)
+	if (warm == nsteps || (warm < nsteps && later * 4 > nsteps - warm))
 		return;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		if (f->device == dev && a->reason == R_LONG_UNKNOWN && !f->host_filled &&
-		    f->born >= 0 && (uint32_t)f->born < warm)
-			set_cat(a, f, VT_CAT_ACTIVATIONS, 45, R_WARMED_CACHE);
+		if (f->device != dev || a->reason != R_LONG_UNKNOWN || f->host_filled ||
+		    f->born < 0 || (uint32_t)f->born >= warm)
+			continue;
+		if (warm > nsteps) { /* the folded steps are not known */
+			vt_fold_set_inexact(c->m, "the steps of folded allocations are not known");
+			return;
+		}
+		set_cat(a, f, VT_CAT_ACTIVATIONS, 45, R_WARMED_CACHE);
 	}
 }

@@ -253,6 +253,11 @@ void vt_cls_served_regions(struct ctx *c)
 		if (a->device != VT_DEVICE_UNKNOWN && t < first_h2d[a->device])
 			first_h2d[a->device] = t;
 	}
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
+	for (uint32_t i = 0; i < ng; i++) /* folded uploads: t_first_h2d VT_T_NEVER if none */
+		if (g[i].proc == c->proc && g[i].t_first_h2d < first_h2d[g[i].device])
+			first_h2d[g[i].device] = g[i].t_first_h2d;
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct vt_alloc *a = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];

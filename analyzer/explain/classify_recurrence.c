@@ -60,6 +60,21 @@ void vt_cls_free_keys(struct ctx *c)
 	free(c->keys);
 }
 
+/* Of k's folded allocations, those its device's teardown freed (after the
+ * device's last allocation) count as kept, as a record does: the groups
+ * count those freed after the last allocation made before them. Where
+ * clocks disagree with that order, any of them may be (torn_unsure). */
+static void folded_torn_down(const struct ctx *c, struct key_count *k)
+{
+	const struct vt_fold_dev *fd = vt_fold_dev_of(c->m, c->proc, (uint8_t)k->key.device);
+	if (!fd || fd->last_t_free <= c->last_alloc_t[k->key.device])
+		return;
+	if (fd->skew)
+		k->torn_unsure = (uint32_t)k->fold->folded;
+	else if (k->fold->torn_mark == fd->allocs)
+		k->kept_from_training += (uint32_t)k->fold->torn;
+}
+
 static void count_keys(struct ctx *c)
 {
 	uint32_t n = c->p->alloc_end - c->p->alloc_begin;
@@ -95,6 +110,8 @@ static void count_keys(struct ctx *c)
 		k->steps_seen = k->fold->steps_seen;
 		k->freed += (uint32_t)k->fold->folded;
 		k->in_training += (uint32_t)k->fold->folded; /* folded: made and freed in steps */
+		k->uploaded_in_training += (uint32_t)k->fold->uploads;
+		folded_torn_down(c, k);
 	}
 }
 
@@ -178,13 +195,28 @@ static int grown(const struct ctx *c, const struct key_count *k, const struct fa
 	       k->steps_seen * 2 >= steps;
 }
 
+/* grown() where k's folded allocations the teardown freed may be more
+ * than count_keys counted (key_count.torn_unsure): the same answer either
+ * way, or the full model answers. */
+static int grown_folded(const struct ctx *c, struct key_count *k, const struct facts *f)
+{
+	int g = grown(c, k, f);
+	if (!k->torn_unsure)
+		return g;
+	k->kept_from_training += k->torn_unsure;
+	if (grown(c, k, f) != g)
+		vt_fold_set_inexact(c->m, "a folded allocation may be freed by the teardown");
+	k->kept_from_training -= k->torn_unsure;
+	return g;
+}
+
 void vt_cls_mark_recurring(struct ctx *c)
 {
 	count_keys(c);
 	for (uint32_t i = c->p->alloc_begin; i < c->p->alloc_end; i++) {
 		struct facts *f = &c->f[i - c->p->alloc_begin];
-		const struct key_count *k = c->keys[f->key];
-		f->grown = grown(c, k, f);
+		struct key_count *k = c->keys[f->key];
+		f->grown = grown_folded(c, k, f);
 		f->recurring = recurs(c, k, i, f);
 		if (!f->recurring && transient(c, k, f))
 			f->recurring = f->transient = 1;

@@ -114,13 +114,26 @@ int vt_cls_find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 	return 0;
 }
 
+/* Whether a folded key's counts per step are the uploads': the host filled
+ * every allocation folded there, which count_sizes does not count, so its
+ * kept records count as in the full model. A key that folded uploads and
+ * others has counts per step that are neither's. */
+static int upload_key(const struct ctx *c, const struct key_count *k)
+{
+	if (!k->fold || !k->fold->uploads)
+		return 0;
+	if (k->fold->uploads != k->fold->folded)
+		vt_fold_set_inexact(c->m, "a size folded uploads and other allocations");
+	return 1;
+}
+
 /* A kept record of a folded key's era: the folding model counted it with
  * the folded ones, which is right only if it counts as they do (recurring,
  * not host-filled, undecided). */
 static int folded_era(struct ctx *c, const struct facts *f)
 {
 	const struct key_count *k = c->keys[f->key];
-	if (!k->fold || f->born < (int)vt_fold_keep_steps(c->m))
+	if (!k->fold || f->born < (int)vt_fold_keep_steps(c->m) || upload_key(c, k))
 		return 0;
 	if (!f->recurring || f->host_filled || f->decided)
 		vt_fold_set_inexact(c->m, "a folded size has other allocations in its steps");
@@ -145,7 +158,7 @@ static void merge_folded_sizes(struct ctx *c, int dev, struct size_count **sizes
 {
 	for (uint32_t i = 0; i < c->nkeys; i++) {
 		const struct key_count *k = c->keys[i];
-		if (!k->fold || (int)k->key.device != dev)
+		if (!k->fold || (int)k->key.device != dev || upload_key(c, k))
 			continue;
 		struct size_count *s = size_entry(sizes, k->key.bytes);
 		c->size_by_key[i] = s;

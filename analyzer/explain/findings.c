@@ -9,8 +9,8 @@
 #include "classify.h"
 #include "findings_scan.h"
 #include "findings_dataset.h"
+#include "findings_prefetch.h"
 #include "frame_evidence.h"
-#include "steps.h"
 #include "units.h"
 #include "nomem.h"
 #include "model_query.h"
@@ -168,221 +168,6 @@ static void growth_flags(const struct vt_model *m, struct vt_findings *out)
 	vt_growths_free(&g);
 }
 
-/* ---- prefetch depth --------------------------------------------------------- */
-
-/* A birth or a death of a prefetch buffer; which of the two, its array
- * says. With a buffer a step, these were a fifth of a long trace's peak
- * memory while each said which and named its allocation too. */
-struct edge {
-	uint64_t t, seq;
-};
-
-static int edge_cmp(const void *x, const void *y)
-{
-	const struct edge *a = x, *b = y;
-	if (a->t != b->t)
-		return a->t < b->t ? -1 : 1;
-	if (a->seq != b->seq)
-		return a->seq < b->seq ? -1 : 1;
-	return 0;
-}
-
-/* Births come in allocation order and deaths nearly always in time order:
- * sort only when they are not (threads racing for the clock). */
-static void sort_if_needed(struct edge *e, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++)
-		if (edge_cmp(&e[i - 1], &e[i]) > 0) {
-			qsort(e, n, sizeof *e, edge_cmp);
-			return;
-		}
-}
-
-/* What one batch is: the prefetch buffers a step makes (x and y, inputs
- * and masks), as most steps make them, and their bytes. One array each
- * when the process has no steps or its steps disagree. */
-struct batch_shape {
-	uint32_t arrays;
-	uint64_t bytes;
-};
-
-static struct batch_shape batch_shape(const struct vt_model *m, const struct vt_findings_scan *ds,
-                                      uint32_t proc, uint8_t dev)
-{
-	const struct vt_proc *p = &m->procs[proc];
-	struct batch_shape one = {1, 0};
-	if (p->nsteps < 3)
-		return one;
-	uint32_t *count = calloc(p->nsteps, sizeof *count);
-	uint64_t *bytes = calloc(p->nsteps, sizeof *bytes);
-	if (!count || !bytes)
-		vt_nomem();
-	for (uint32_t k = 0; k < ds->n; k++) {
-		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
-		if (a->category != VT_CAT_PREFETCH || a->proc != proc || a->device != dev)
-			continue;
-		int s = vt_step_of(p, a->t_alloc);
-		if (s >= 0) {
-			count[s]++;
-			bytes[s] += a->bytes;
-		}
-	}
-	/* the count most steps that made any share: the batch's arrays */
-	uint32_t hist[9] = {0}, steps = 0;
-	for (uint32_t s = 0; s < p->nsteps; s++)
-		if (count[s]) {
-			steps++;
-			hist[count[s] < 8 ? count[s] : 8]++;
-		}
-	uint32_t mode = 1;
-	for (uint32_t c = 1; c < 8; c++)
-		if (hist[c] > hist[mode])
-			mode = c;
-	struct batch_shape shape = one;
-	if (mode > 1 && hist[mode] * 2 > steps) {
-		shape.arrays = mode;
-		for (uint32_t s = 0; s < p->nsteps; s++)
-			if (count[s] == mode && bytes[s] > shape.bytes)
-				shape.bytes = bytes[s];
-	}
-	free(count);
-	free(bytes);
-	return shape;
-}
-
-#define MAX_PREFETCH_DEPTH 8
-#define MIN_BATCH_BYTES 1024
-
-static int is_prefetch_of(const struct vt_alloc *a, uint32_t proc, uint8_t dev)
-{
-	return a->category == VT_CAT_PREFETCH && a->proc == proc && a->device == dev;
-}
-
-/* The prefetch buffers' births in (t, seq) order: read from the scan when
- * it holds them in that order (nearly always: records are kept in the
- * order they were made), else from a sorted copy. A copy of every birth
- * was 7 % of a long trace's peak memory, with a buffer a step. */
-struct births {
-	const struct vt_model *m;
-	const struct vt_findings_scan *ds;
-	uint32_t proc, at; /* at: the scan's next entry */
-	uint8_t dev;
-	struct edge *sorted; /* NULL: from the scan */
-	uint32_t i, n;
-};
-
-/* The next birth into *out; 0 when none is left. */
-static int next_birth(struct births *b, struct edge *out)
-{
-	if (b->i == b->n)
-		return 0;
-	if (b->sorted) {
-		*out = b->sorted[b->i++];
-		return 1;
-	}
-	const struct vt_alloc *a;
-	do
-		a = &b->m->allocs[b->ds->idx[b->at++]];
-	while (!is_prefetch_of(a, b->proc, b->dev));
-	*out = (struct edge){a->t_alloc, a->seq_alloc};
-	b->i++;
-	return 1;
-}
-
-/* The most buffers live at once (births and deaths merged in (t, seq,
- * frees first) order) and when that was first reached. */
-static int most_live(struct births *b, const struct edge *deaths, uint32_t nd, uint64_t *when)
-{
-	int live = 0, best = 0;
-	struct edge birth;
-	int more = next_birth(b, &birth);
-	for (uint32_t j = 0; more || j < nd;) {
-		int death = j < nd && (!more || edge_cmp(&deaths[j], &birth) <= 0);
-		uint64_t t = death ? deaths[j++].t : birth.t;
-		if (!death)
-			more = next_birth(b, &birth);
-		live += death ? -1 : 1;
-		if (live > best) {
-			best = live;
-			*when = t;
-		}
-	}
-	return best;
-}
-
-/* The prefetch buffers of one process on one device, from the scan. */
-static void prefetch_on(const struct vt_model *m, const struct vt_findings_scan *ds, uint32_t proc,
-                        uint8_t dev, struct vt_findings *out)
-{
-	struct births b = {.m = m, .ds = ds, .proc = proc, .dev = dev};
-	int in_order = 1;
-	struct edge last = {0, 0};
-	for (uint32_t k = 0; k < ds->n; k++) {
-		const struct vt_alloc *a = &m->allocs[ds->idx[k]];
-		if (!is_prefetch_of(a, proc, dev))
-			continue;
-		struct edge e = {a->t_alloc, a->seq_alloc};
-		in_order &= !b.n++ || edge_cmp(&last, &e) <= 0;
-		last = e;
-	}
-	if (b.n < 3)
-		return;
-	struct edge *deaths = malloc((in_order ? 1 : 2) * b.n * sizeof *deaths);
-	if (!deaths)
-		vt_nomem();
-	b.sorted = in_order ? NULL : deaths + b.n;
-	uint32_t k = 0, nd = 0;
-	uint64_t copies = 0, batch = 0;
-	uint32_t stack = 0;
-	for (uint32_t x = 0; x < ds->n; x++) {
-		const struct vt_alloc *a = &m->allocs[ds->idx[x]];
-		if (!is_prefetch_of(a, proc, dev))
-			continue;
-		if (b.sorted)
-			b.sorted[k++] = (struct edge){a->t_alloc, a->seq_alloc};
-		if (a->t_free != VT_T_NEVER)
-			deaths[nd++] = (struct edge){a->t_free, a->seq_free};
-		copies += vt_model_copies(m, a)->h2d_copies;
-		if (a->bytes > batch) {
-			batch = a->bytes;
-			stack = vt_alloc_fill_stack(m, a);
-		}
-	}
-	if (b.sorted)
-		sort_if_needed(b.sorted, k);
-	sort_if_needed(deaths, nd);
-	uint64_t when = 0;
-	int best = most_live(&b, deaths, nd, &when);
-	free(deaths);
-	struct batch_shape shape = batch_shape(m, ds, proc, dev);
-	if (shape.arrays > 1) { /* x and y of one batch are one batch */
-		best = (best + (int)shape.arrays - 1) / (int)shape.arrays;
-		batch = shape.bytes;
-	}
-	/* A device prefetcher holds a few batches (DataLoader's prefetch_factor,
-	 * tf.data's prefetch(2), a DALI ring): more "batches" live at once are
-	 * tensors filled from the host mistaken for batches (a model's segments
-	 * loaded during inference), no evidence for advice. */
-	if (best > MAX_PREFETCH_DEPTH)
-		return;
-	/* Several "batches" of a few bytes each are constants uploaded per
-	 * call (a normalisation's mean and std), not a prefetcher's buffer:
-	 * advice to drop one would free nothing. One is still reported, as
-	 * what the step's input is. */
-	if (best > 1 && batch < MIN_BATCH_BYTES)
-		return;
-	struct vt_finding *f = vt_findings_new(out, VT_FINDING_PREFETCH_DEPTH, proc);
-	vt_finding_add_device(f, dev, batch * (uint64_t)best);
-	f->depth = (uint32_t)best;
-	f->batch_bytes = batch;
-	f->copies = copies;
-	f->stack_id = stack;
-	f->t_ns = when;
-	f->confidence = 80;
-	f->framework = vt_framework_of(&m->procs[proc]);
-	prefetch_advice(f);
-}
-
 /* ---- pools ----------------------------------------------------------------- */
 
 static void pool_flag(const struct vt_model *m, uint32_t idx, struct vt_findings *out)
@@ -430,18 +215,10 @@ void vt_findings_find(const struct vt_model *m, struct vt_findings *out)
 		r->kind = VT_FINDING_REPLICATED;
 		replicated_advice(r);
 	}
-	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
-		uint8_t has[VT_MAX_DEVICES] = {0};
-		for (uint32_t k = 0; k < ds.n; k++) {
-			const struct vt_alloc *a = &m->allocs[ds.idx[k]];
-			if (a->category == VT_CAT_PREFETCH && a->proc == pi &&
-			    a->device != VT_DEVICE_UNKNOWN)
-				has[a->device] = 1;
-		}
-		for (int d = 0; d < VT_MAX_DEVICES; d++)
-			if (has[d])
-				prefetch_on(m, &ds, pi, (uint8_t)d, out);
-	}
+	uint32_t nprefetch = out->n;
+	vt_findings_prefetch(m, &ds, out);
+	for (uint32_t i = nprefetch; i < out->n; i++)
+		prefetch_advice(&out->v[i]);
 	/* a pool the classifier only guessed (a step's temp buffer) gets no
 	 * advice: classify.h's rule for findings on guesses */
 	for (uint32_t k = 0; k < ds.n; k++)

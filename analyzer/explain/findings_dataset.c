@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "model_fold.h"
 #include "model_query.h"
 #include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
 #include "upload_sites.h"
@@ -98,6 +99,8 @@ static struct vt_finding *next_to(const struct vt_model *m, const struct vt_find
 		    b->device != a->device || !vt_findings_big_enough(m, ds, b->device, b->bytes))
 			continue;
 		struct vt_finding *f = finding_of_array(m, out, first, b);
+		if (f && vt_fold_made_between(m, a->proc, a->seq_alloc, b->seq_alloc))
+			vt_fold_set_inexact(m, "a dataset's neighbour may be a folded allocation");
 		if (f)
 			return f;
 	}
@@ -545,6 +548,12 @@ static void pool_companions(const struct vt_model *m, const struct vt_findings_s
 	free(v);
 }
 
+static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
+{
+	(void)arg;
+	return m->allocs[i].category == VT_CAT_POOL;
+}
+
 /* What the upload sites count here: every allocation filled from the host
  * outside a pool (weights, datasets, batches alike: a site that filled
  * several is no one-off upload), and every copy into a pool region. */
@@ -554,10 +563,22 @@ static int uploaded_tensor(const struct vt_model *m, uint32_t i, void *arg)
 	return m->allocs[i].category != VT_CAT_POOL && vt_model_copies(m, &m->allocs[i])->h2d_bytes;
 }
 
-static int pool_region(const struct vt_model *m, uint32_t i, void *arg)
+/* The sites of process pi. A folding model's folded uploads are tensors
+ * of their sites too, alive with others in ways the groups do not keep:
+ * the full model answers. */
+static struct vt_upload_sites *sites_of(const struct vt_model *m, uint32_t pi)
 {
-	(void)arg;
-	return m->allocs[i].category == VT_CAT_POOL;
+	if (vt_fold_uploads(m, pi))
+		vt_fold_set_inexact(m, "upload sites of a pool's process count folded uploads");
+	return vt_upload_sites_count(m, pi, uploaded_tensor, pool_region, NULL);
+}
+
+static int has_pool(const struct vt_model *m, const struct vt_findings_scan *ds, uint32_t pi)
+{
+	for (uint32_t k = 0; k < ds->n; k++)
+		if (vt_alloc_is_pool(&m->allocs[ds->idx[k]]) && m->allocs[ds->idx[k]].proc == pi)
+			return 1;
+	return 0;
 }
 
 void vt_findings_datasets(const struct vt_model *m, const struct vt_findings_scan *ds,
@@ -577,14 +598,12 @@ void vt_findings_datasets(const struct vt_model *m, const struct vt_findings_sca
 			if (!vt_alloc_is_pool(a) || a->proc != pi || vt_alloc_is_caching_segment(a))
 				continue;
 			if (!sites)
-				sites = vt_upload_sites_count(m, pi, uploaded_tensor, pool_region,
-				                              NULL);
+				sites = sites_of(m, pi);
 			datasets_in_pool(m, ds, out, first, ds->idx[k], sites, &runs);
 		}
-		if (runs.n) {
+		if (runs.n && has_pool(m, ds, pi)) { /* else no range to join a finding */
 			if (!sites)
-				sites = vt_upload_sites_count(m, pi, uploaded_tensor, pool_region,
-				                              NULL);
+				sites = sites_of(m, pi);
 			pool_companions(m, ds, out, pi, sites, &runs);
 		}
 		vt_upload_sites_free(sites);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_fold.h"
 #include "model_query.h"
 #include "nomem.h"
 
@@ -54,6 +55,24 @@ static uint64_t tensor_uploads_in_training(const struct vt_model *m, const struc
 	return cp->h2d_bytes > a->bytes ? cp->h2d_bytes - a->bytes : 0;
 }
 
+/* A folding model's uploads (model_fold.h), each made in a step the
+ * folding kept none of, so from the second step on: all their bytes. */
+static void folded_uploads(const struct vt_model *m, uint64_t *h2d, uint32_t *steps)
+{
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(m, &ng);
+	for (uint32_t i = 0; i < ng; i++) {
+		const struct vt_proc *p = &m->procs[g[i].proc];
+		if (!g[i].h2d_copies)
+			continue;
+		if (p->nsteps < 2 || g[i].t_first_h2d < p->step_t[1])
+			vt_fold_set_inexact(m, "a folded upload before the second step");
+		if (p->nsteps > steps[g[i].device])
+			steps[g[i].device] = p->nsteps;
+		h2d[g[i].device] += g[i].h2d_bytes;
+	}
+}
+
 void vt_findings_scan_make(const struct vt_model *m, struct vt_findings_scan *ds)
 {
 	uint64_t h2d[VT_MAX_DEVICES] = {0};
@@ -85,6 +104,7 @@ void vt_findings_scan_make(const struct vt_model *m, struct vt_findings_scan *ds
 		else if (c == VT_CAT_PREFETCH || c == VT_CAT_ACTIVATIONS || c == VT_CAT_GRADIENTS)
 			h2d[a->device] += h2d_bytes;
 	}
+	folded_uploads(m, h2d, steps);
 	for (int d = 0; d < VT_MAX_DEVICES; d++)
 		ds->step_h2d[d] = steps[d] ? h2d[d] / steps[d] : 0;
 }

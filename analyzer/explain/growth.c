@@ -258,6 +258,8 @@ static void find_in_proc(const struct vt_model *m, uint32_t pi, uint64_t at_ns,
 		return;
 	uint32_t n;
 	struct kept *v = collect_kept(m, pi, &h, &n);
+	if (!n) /* nothing kept: no array a step (a tenth of a long trace's peak) */
+		return;
 	name_sites(m, pi, v, n);
 	if (n)
 		qsort(v, n, sizeof *v, site_cmp);

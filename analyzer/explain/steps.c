@@ -73,19 +73,49 @@ static void sort_u64(uint64_t *v, uint32_t n)
 		}
 }
 
+/* Of the gaps t[i] - t[i - 1] whose bits under `mask` are `prefix`, how
+ * many have each value of the byte at `shift`. */
+static void gap_bytes(const uint64_t *t, uint32_t n, uint64_t mask, uint64_t prefix, int shift,
+                      uint32_t *count)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		uint64_t g = t[i] - t[i - 1];
+		if ((g & mask) == prefix)
+			count[(g >> shift) & 0xff]++;
+	}
+}
+
+/* The median gap between the times t[0..n) (the (n - 1) / 2-th smallest
+ * gap), a byte at a time from the top (a radix select) over the gaps as
+ * they are read: a sorted copy of them was a third of a long trace's peak
+ * memory, with a marker a step. */
 static uint64_t median_gap(const uint64_t *t, uint32_t n)
 {
 	if (n < 2)
 		return 0;
-	uint64_t *gaps = malloc((n - 1) * sizeof *gaps);
-	if (!gaps)
-		return 0;
-	for (uint32_t i = 1; i < n; i++)
-		gaps[i - 1] = t[i] - t[i - 1];
-	sort_u64(gaps, n - 1);
-	uint64_t g = gaps[(n - 1) / 2];
-	free(gaps);
-	return g;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (uint32_t i = 1; i < n; i++) {
+		uint64_t g = t[i] - t[i - 1];
+		lo = g < lo ? g : lo;
+		hi = g > hi ? g : hi;
+	}
+	uint32_t k = (n - 1) / 2; /* of the gaps left, the k-th smallest */
+	uint64_t mask = 0, prefix = 0;
+	for (int shift = 56; shift >= 0; shift -= 8) {
+		uint64_t byte = 0xffull << shift;
+		if (!((lo ^ hi) >> shift)) { /* the same in every gap */
+			mask |= byte;
+			prefix |= lo & byte;
+			continue;
+		}
+		uint32_t count[256] = {0}, b = 0;
+		gap_bytes(t, n, mask, prefix, shift, count);
+		while (k >= count[b])
+			k -= count[b++];
+		mask |= byte;
+		prefix |= (uint64_t)b << shift;
+	}
+	return prefix;
 }
 
 static int is_step_mark(const struct vt_mark *mk)
@@ -100,6 +130,14 @@ static int steps_from_markers(struct vt_proc *p)
 		n += is_step_mark(&p->marks[i]);
 	if (!n)
 		return 0;
+	if (n == p->nstep_marks) { /* they are the steps: lent, not copied (give_back_marks) */
+		p->step_t = p->step_marks;
+		p->nsteps = n;
+		p->step_marks = NULL;
+		sort_u64(p->step_t, p->nsteps);
+		p->step_source = VT_STEPS_MARKERS;
+		return 1;
+	}
 	p->step_t = malloc(n * sizeof *p->step_t);
 	if (!p->step_t)
 		return 0;
@@ -838,10 +876,23 @@ static void steps_from_period(const struct vt_model *m, struct vt_proc *p)
 	p->step_source = VT_STEPS_PERIOD;
 }
 
+/* Step markers steps_from_markers made the steps of p back where they
+ * were kept: a step a marker was an array of its own 8 bytes a step, as
+ * long as the step markers' own. */
+static void give_back_marks(struct vt_proc *p)
+{
+	if (p->step_marks || !p->nstep_marks)
+		return;
+	p->step_marks = p->step_t;
+	p->cap_step_marks = p->nstep_marks;
+	p->step_t = NULL;
+}
+
 void vt_steps_find(struct vt_model *m)
 {
 	for (uint32_t i = 0; i < m->nprocs; i++) {
 		struct vt_proc *p = &m->procs[i];
+		give_back_marks(p);
 		free(p->step_t);
 		p->step_t = NULL;
 		p->nsteps = 0;

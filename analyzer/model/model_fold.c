@@ -11,19 +11,31 @@
 #include "model_history.h"
 #include "model_internal.h"
 
+#define RECENT_STEPS 8
+#define OLD_STEP (-2) /* before the recent steps, after the first */
+
 /* One process's replay state. */
 struct fold_proc {
-	uint64_t *step_t; /* its step markers' times, in the order they came */
-	uint32_t nsteps, cap_steps;
+	/* its step markers so far, the times of the first and of the last
+	 * RECENT_STEPS (step k at recent[k % RECENT_STEPS]): a folded
+	 * allocation is made and freed in the last two, and one made earlier
+	 * is kept whole, so the steps before need no time of their own */
+	uint32_t nsteps;
+	uint64_t first_t, recent[RECENT_STEPS];
 	uint64_t last_t; /* latest allocation or free time seen */
 	int last_born;   /* step of its latest allocation */
 	int inexact;     /* a step marker came late: no more folding */
 	uint64_t folded; /* allocations folded */
+	uint64_t seq_lo, seq_hi; /* the first and last made of them (seq) */
 	/* per device, its latest failed allocation or cuMemGetInfo reading, +1:
 	 * the OOM post-mortem and the used-memory accounting read what was
 	 * live then */
 	uint64_t pin_seq[VT_MAX_DEVICES];
 	uint8_t charged[VT_MAX_DEVICES]; /* it charged the device */
+	/* frees of allocations made from the era on and filled from the host:
+	 * what the bound on how many were alive at once adds (fold_dev.up_high) */
+	uint32_t up_frees;
+	struct vt_fold_dev *devs[VT_MAX_DEVICES]; /* made on the first fold there */
 };
 
 struct size_entry {
@@ -40,7 +52,7 @@ struct group_entry {
 	 * group_is compares each run of them in one load */
 	struct {
 		uint64_t bytes;
-		uint32_t stack_id, proc, place;
+		uint32_t stack_id, proc, place, h2d_stack;
 		uint8_t api, rt_api, device, kind, span, pad[3];
 	} key;
 	uint32_t index;           /* in vt_fold.groups */
@@ -68,6 +80,7 @@ struct vt_fold {
 	uint32_t nfree, cap_free;
 	uint64_t *order; /* per record: when it was made, to sort the kept ones back */
 	uint32_t *place; /* per record: its place in its step (VT_NO_INDEX: before the era) */
+	uint32_t *up_mark; /* per record of the era: its process's up_frees when it was made */
 	uint32_t cap_side;
 	uint64_t made;
 	uint32_t keep_steps;
@@ -113,33 +126,109 @@ static inline struct fold_proc *proc_of(struct vt_fold *f, uint32_t proc)
 	return f->last && f->last_proc == proc ? f->last : proc_of_slow(f, proc);
 }
 
-/* The step of time t, an earlier one than the last two (a binary search). */
-static __attribute__((noinline)) int step_before(const struct fold_proc *fp, uint64_t t)
+static inline uint64_t step_time(const struct fold_proc *fp, uint32_t k)
 {
-	uint32_t lo = 0, hi = fp->nsteps;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (fp->step_t[mid] <= t)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return (int)lo;
+	return fp->recent[k % RECENT_STEPS];
 }
 
-/* The step of time t from the markers seen so far (vt_step_of's rule). */
+/* The step of time t, an earlier one than the last two: one of the recent
+ * steps, else OLD_STEP. */
+static __attribute__((noinline)) int step_before(const struct fold_proc *fp, uint64_t t)
+{
+	uint32_t n = fp->nsteps, oldest = n > RECENT_STEPS ? n - RECENT_STEPS : 0;
+	for (uint32_t k = n - 2; k-- > oldest;)
+		if (t >= step_time(fp, k))
+			return (int)k;
+	return OLD_STEP;
+}
+
+/* The step of time t from the markers seen so far (vt_step_of's rule),
+ * or OLD_STEP: before the recent steps (too early for a folded allocation
+ * to be made in, and an allocation made now at such a time is time gone
+ * back across a step: no more folding). */
 static inline int step_at(const struct fold_proc *fp, uint64_t t)
 {
 	uint32_t n = fp->nsteps;
-	if (!n || t < fp->step_t[0])
+	if (!n || t < fp->first_t)
 		return -1;
 	/* nearly every event is of the latest step or the one before: the
 	 * search per allocation and free was most of the folding's time */
-	if (t >= fp->step_t[n - 1])
+	if (t >= step_time(fp, n - 1))
 		return (int)n - 1;
-	if (n >= 2 && t >= fp->step_t[n - 2])
+	if (n >= 2 && t >= step_time(fp, n - 2))
 		return (int)n - 2;
 	return step_before(fp, t);
+}
+
+/* ---- per process and device: the steps of its folded allocations ---------- */
+
+static struct vt_fold_dev *dev_of(struct fold_proc *fp, uint8_t device)
+{
+	struct vt_fold_dev *d = fp->devs[device];
+	if (d)
+		return d;
+	if (!(d = calloc(1, sizeof *d)))
+		vt_nomem();
+	d->top = -1;
+	for (int k = 0; k < VT_FOLD_OPEN_STEPS; k++)
+		d->open[k].step = -1;
+	return fp->devs[device] = d;
+}
+
+/* Open step s of d gets no more folded allocations: into its runs of steps
+ * and its upload counts. Steps close in their order. */
+static void close_dev_step(struct vt_fold_dev *d, int s)
+{
+	int k = s % VT_FOLD_OPEN_STEPS;
+	if (s < 0 || d->open[k].step != s || !d->open[k].any)
+		return;
+	if (d->nruns && d->runs[d->nruns - 1].last + 1 == s)
+		d->runs[d->nruns - 1].last = s;
+	else if (d->nruns < VT_FOLD_RUNS) {
+		d->runs[d->nruns].first = d->runs[d->nruns].last = s;
+		d->nruns++;
+	} else
+		d->lost = 1;
+	uint32_t n = d->open[k].uploads < 8 ? d->open[k].uploads : 8;
+	if (n) {
+		d->up_steps[n]++;
+		if (d->open[k].bytes > d->up_bytes[n])
+			d->up_bytes[n] = d->open[k].bytes;
+	}
+}
+
+/* A folded allocation made in step s (an upload of `bytes` or not).
+ * Allocations are folded when freed, so a step stays open while the next
+ * ones run: the last VT_FOLD_OPEN_STEPS steps are. */
+static void fold_in_step(struct vt_fold_dev *d, int s, int upload, uint64_t bytes)
+{
+	if (s > d->top) {
+		int last_closed = s - VT_FOLD_OPEN_STEPS < d->top ? s - VT_FOLD_OPEN_STEPS : d->top;
+		for (int t = d->top - VT_FOLD_OPEN_STEPS + 1; t <= last_closed; t++)
+			close_dev_step(d, t);
+		int first_new = d->top + 1 > s - VT_FOLD_OPEN_STEPS + 1
+		                    ? d->top + 1
+		                    : s - VT_FOLD_OPEN_STEPS + 1;
+		for (int t = first_new; t <= s; t++) {
+			memset(&d->open[t % VT_FOLD_OPEN_STEPS], 0, sizeof d->open[0]);
+			d->open[t % VT_FOLD_OPEN_STEPS].step = t;
+		}
+		d->top = s;
+	}
+	int k = s % VT_FOLD_OPEN_STEPS;
+	if (d->open[k].step != s) { /* closed already */
+		d->lost = 1;
+		return;
+	}
+	d->open[k].any++;
+	d->open[k].uploads += upload != 0;
+	d->open[k].bytes += upload ? bytes : 0;
+}
+
+static void close_dev(struct vt_fold_dev *d)
+{
+	for (int t = d->top - VT_FOLD_OPEN_STEPS + 1; t <= d->top; t++)
+		close_dev_step(d, t);
 }
 
 /* ---- (size, device) counters --------------------------------------------- */
@@ -213,9 +302,12 @@ static void grow_side(struct vt_fold *f, uint32_t idx)
 	if (o)
 		f->order = o;
 	uint32_t *p = realloc(f->place, cap * sizeof *p);
-	if (!o || !p)
+	if (p)
+		f->place = p;
+	uint32_t *u = realloc(f->up_mark, cap * sizeof *u);
+	if (!o || !p || !u)
 		vt_nomem();
-	f->place = p;
+	f->up_mark = u;
 	f->cap_side = cap;
 }
 
@@ -246,6 +338,7 @@ static void count_record(struct vt_model *m, struct fold_proc *fp, uint32_t idx)
 		s->era_step = born;
 	}
 	f->place[idx] = s->in_step++;
+	f->up_mark[idx] = fp->up_frees;
 	s->era_allocs++;
 }
 
@@ -260,7 +353,7 @@ _Static_assert(offsetof(struct vt_alloc, proc) == offsetof(struct vt_alloc, stac
                "group_is loads the record's stack_id..proc and api..kind whole");
 
 static inline int group_is(const struct group_entry *e, const struct vt_alloc *a, uint32_t place,
-                           int span)
+                           int span, uint32_t h2d_stack)
 {
 	uint64_t key_ids, ids;
 	uint32_t key_call, call;
@@ -269,13 +362,15 @@ static inline int group_is(const struct group_entry *e, const struct vt_alloc *a
 	memcpy(&key_call, &e->key.api, sizeof key_call);
 	memcpy(&call, &a->api, sizeof call);
 	return e->key.bytes == a->bytes && key_ids == ids && key_call == call &&
-	       e->key.place == place && e->key.span == span;
+	       e->key.place == place && e->key.span == span && e->key.h2d_stack == h2d_stack;
 }
 
 /* The group from the hash, made when new: out of line, as the cache
  * before it answers nearly every time. */
-static __attribute__((noinline)) struct group_entry *
-group_slow(struct vt_fold *f, const struct vt_alloc *a, uint32_t place, int span)
+static __attribute__((noinline)) struct group_entry *group_slow(struct vt_fold *f,
+                                                                const struct vt_alloc *a,
+                                                                uint32_t place, int span,
+                                                                uint32_t h2d_stack)
 {
 	struct group_entry probe, *e;
 	memset(&probe.key, 0, sizeof probe.key);
@@ -288,6 +383,7 @@ group_slow(struct vt_fold *f, const struct vt_alloc *a, uint32_t place, int span
 	probe.key.api = a->api;
 	probe.key.rt_api = a->rt_api;
 	probe.key.kind = a->kind;
+	probe.key.h2d_stack = h2d_stack;
 	HASH_FIND(hh, f->group_hash, &probe.key, sizeof probe.key, e);
 	if (e)
 		return e;
@@ -309,37 +405,66 @@ group_slow(struct vt_fold *f, const struct vt_alloc *a, uint32_t place, int span
 	    .rt_api = a->rt_api,
 	    .kind = a->kind,
 	    .category = VT_CAT_UNKNOWN,
+	    .h2d_stack_id = h2d_stack,
+	    .t_first_h2d = VT_T_NEVER,
 	};
 	HASH_ADD(hh, f->group_hash, key, sizeof e->key, e);
 	return e;
 }
 
+/* Allocation a into its group; cp: an upload's copies (NULL: none). */
 static struct group_entry *add_to_group(struct vt_fold *f, const struct vt_alloc *a, uint32_t place,
-                                        int span)
+                                        int span, const struct vt_alloc_copies *cp)
 {
+	uint32_t h2d_stack = cp ? cp->h2d_stack_id : 0;
 	/* a direct-mapped cache before the hash: a loop folds the same few
 	 * groups over and over */
 	uint64_t h = (a->bytes ^ ((uint64_t)a->stack_id << 32) ^ ((uint64_t)place << 48) ^
-	              ((uint64_t)span << 62) ^ a->proc) *
+	              ((uint64_t)span << 62) ^ a->proc ^ ((uint64_t)h2d_stack << 20)) *
 	             0x9e3779b97f4a7c15ull;
 	struct group_entry **slot = &f->group_cache[h >> 52];
 	struct group_entry *e = *slot;
-	if (!e || !group_is(e, a, place, span))
-		e = *slot = group_slow(f, a, place, span);
-	f->groups[e->index].count++;
+	if (!e || !group_is(e, a, place, span, h2d_stack))
+		e = *slot = group_slow(f, a, place, span, h2d_stack);
+	struct vt_fold_group *g = &f->groups[e->index];
+	g->count++;
+	if (cp) {
+		g->h2d_bytes += cp->h2d_bytes;
+		g->h2d_copies += cp->h2d_copies;
+		if (cp->t_first_h2d < g->t_first_h2d)
+			g->t_first_h2d = cp->t_first_h2d;
+	}
 	return e;
 }
 
-/* Can freed allocation idx be folded (model_fold.h says when)? Its span. */
+/* The copies of allocation a when they make it an upload that folds: only
+ * host-to-device copies, each of all of it (none partial: the flags say),
+ * made after it; NULL otherwise. */
+static const struct vt_alloc_copies *upload_of(const struct vt_model *m, const struct vt_alloc *a)
+{
+	const struct vt_alloc_copies *c = vt_model_copies(m, a);
+	if (c->d2d_in_copies || c->d2d_out_copies || c->d2h_copies || c->maps || c->mapped_at ||
+	    !c->h2d_copies || c->t_first_h2d < a->t_alloc)
+		return NULL;
+	return c;
+}
+
+/* Can freed allocation idx be folded (model_fold.h says when)? Its step,
+ * span and, for an upload, copies (*cp, else NULL). */
 static int foldable(const struct vt_model *m, const struct fold_proc *fp, uint32_t idx,
-                    uint32_t keep, int *span)
+                    uint32_t keep, int *born, int *span, const struct vt_alloc_copies **cp)
 {
 	const struct vt_alloc *a = &m->allocs[idx];
-	if (fp->inexact || !fp->nsteps || a->flags != VT_AF_CHARGED ||
-	    a->device == VT_DEVICE_UNKNOWN || m->fold->place[idx] == VT_NO_INDEX)
+	*cp = NULL;
+	if (fp->inexact || !fp->nsteps || a->device == VT_DEVICE_UNKNOWN ||
+	    m->fold->place[idx] == VT_NO_INDEX)
 		return 0;
-	int born = step_at(fp, a->t_alloc), died = step_at(fp, a->t_free);
-	if (born < (int)keep || died < born || died - born > 1)
+	if (a->flags != VT_AF_CHARGED &&
+	    (a->flags != (VT_AF_CHARGED | VT_AF_COPIES) || !(*cp = upload_of(m, a))))
+		return 0;
+	*born = step_at(fp, a->t_alloc);
+	int died = step_at(fp, a->t_free);
+	if (*born < (int)keep || died < *born || died - *born > 1)
 		return 0;
 	/* live at the peak so far, at a failed allocation or at a reading of
 	 * the device's memory: the report, the OOM post-mortem and the
@@ -347,8 +472,55 @@ static int foldable(const struct vt_model *m, const struct fold_proc *fp, uint32
 	const struct vt_replay_peak *r = &m->replay_peaks[a->device];
 	if (a->seq_alloc <= r->seq || a->seq_alloc < fp->pin_seq[a->device])
 		return 0;
-	*span = died - born;
+	*span = died - *born;
 	return 1;
+}
+
+/* An allocation of the era filled from the host (counted alive from its
+ * first copy, up_high) is freed. */
+static void upload_freed(struct vt_model *m, struct fold_proc *fp, uint32_t idx)
+{
+	const struct vt_alloc *a = &m->allocs[idx];
+	if (!(a->flags & VT_AF_COPIES) || a->device == VT_DEVICE_UNKNOWN ||
+	    m->fold->place[idx] == VT_NO_INDEX || !vt_model_copies(m, a)->h2d_copies)
+		return;
+	dev_of(fp, a->device)->up_live--;
+	fp->up_frees++;
+}
+
+/* Folded allocation idx (made in step born) counted where the rules read
+ * it, and its record (and an upload's copies) given back for reuse. */
+static void fold(struct vt_model *m, struct fold_proc *fp, uint32_t idx, int born, int span,
+                 const struct vt_alloc_copies *cp)
+{
+	struct vt_fold *f = m->fold;
+	const struct vt_alloc *a = &m->allocs[idx];
+	struct vt_fold_size *s = &add_to_group(f, a, f->place[idx], span, cp)->sizes->s;
+	s->folded++;
+	s->uploads += cp != NULL;
+	struct vt_fold_dev *d = dev_of(fp, a->device);
+	if (s->torn_mark != d->allocs)
+		s->torn = 0, s->torn_mark = d->allocs;
+	s->torn += a->t_free > d->last_made_t;
+	if (a->seq_alloc >= d->last_seq) {
+		d->last_seq = a->seq_alloc;
+		d->last_t_alloc = a->t_alloc;
+	}
+	if (a->t_free > d->last_t_free)
+		d->last_t_free = a->t_free;
+	if (cp && (!d->first_up_seq || a->seq_alloc < d->first_up_seq)) {
+		d->first_up_seq = a->seq_alloc;
+		d->first_up_t = a->t_alloc;
+	}
+	fold_in_step(d, born, cp != NULL, a->bytes);
+	if (cp)
+		vt_model_forget_copies(m, idx);
+	if (!fp->folded++ || a->seq_alloc < fp->seq_lo)
+		fp->seq_lo = a->seq_alloc;
+	if (a->seq_alloc > fp->seq_hi)
+		fp->seq_hi = a->seq_alloc;
+	f->free_records = vt_model_grow(f->free_records, &f->cap_free, f->nfree, sizeof(uint32_t));
+	f->free_records[f->nfree++] = idx;
 }
 
 static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
@@ -360,15 +532,14 @@ static void freed(struct vt_model *m, struct vt_proc *p, uint32_t idx)
 		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 1, 0, 0);
 	if (a->t_free > fp->last_t)
 		fp->last_t = a->t_free;
-	int span;
-	if (!foldable(m, fp, idx, f->keep_steps, &span)) {
+	upload_freed(m, fp, idx);
+	int born, span;
+	const struct vt_alloc_copies *cp;
+	if (!foldable(m, fp, idx, f->keep_steps, &born, &span, &cp)) {
 		full()->freed(m, p, idx);
 		return;
 	}
-	add_to_group(f, a, f->place[idx], span)->sizes->s.folded++;
-	fp->folded++;
-	f->free_records = vt_model_grow(f->free_records, &f->cap_free, f->nfree, sizeof(uint32_t));
-	f->free_records[f->nfree++] = idx;
+	fold(m, fp, idx, born, span, cp);
 }
 
 /* ---- the replay's consumer ------------------------------------------------ */
@@ -386,6 +557,12 @@ static uint32_t add_record(struct vt_model *m, uint32_t proc, const struct vt_ev
 	vt_model_new_record(a, proc, ev, t, flags);
 	struct fold_proc *fp = proc_of(f, proc);
 	count_record(m, fp, idx);
+	if (a->device != VT_DEVICE_UNKNOWN) { /* what a folded free's teardown is after */
+		struct vt_fold_dev *d = dev_of(fp, a->device);
+		d->allocs++;
+		d->last_made_t = t;
+		d->skew |= d->last_t_free > t;
+	}
 	if (vt_alloc_charges_device(a)) {
 		fp->charged[a->device] = 1;
 		vt_replay_peak_charge(&m->replay_peaks[a->device], a->bytes, 0, t, ev->seq);
@@ -399,9 +576,22 @@ static void failed(struct vt_model *m, uint32_t proc, uint8_t dev, uint64_t t, u
 	full()->failed(m, proc, dev, t, seq);
 }
 
+/* An allocation made from the era on and filled from the host counts as
+ * alive from its first copy; those freed since it was made are added, as
+ * they may have been alive with it then: the bound the prefetch rule reads
+ * (vt_fold_dev.up_high). */
 static void uploaded(struct vt_model *m, uint32_t idx, uint64_t off, const struct vt_event *ev,
                      uint64_t t, int first, int partial)
 {
+	struct vt_fold *f = m->fold;
+	const struct vt_alloc *a = &m->allocs[idx];
+	if (first && a->device != VT_DEVICE_UNKNOWN && f->place[idx] != VT_NO_INDEX) {
+		struct fold_proc *fp = proc_of(f, a->proc);
+		struct vt_fold_dev *d = dev_of(fp, a->device);
+		uint32_t bound = ++d->up_live + (fp->up_frees - f->up_mark[idx]);
+		if (bound > d->up_high)
+			d->up_high = bound;
+	}
 	full()->uploaded(m, idx, off, ev, t, first, partial);
 }
 
@@ -411,11 +601,11 @@ static void mark(struct vt_model *m, struct vt_proc *p, const struct vt_mark_rec
 {
 	if (vt_mark_is_step(r->kind, r->text, strnlen(r->text, r->text_len))) {
 		struct fold_proc *fp = proc_of(m->fold, (uint32_t)(p - m->procs));
-		if (t < fp->last_t || (fp->nsteps && t < fp->step_t[fp->nsteps - 1]))
+		if (t < fp->last_t || (fp->nsteps && t < step_time(fp, fp->nsteps - 1)))
 			fp->inexact = 1;
-		fp->step_t =
-		    vt_model_grow(fp->step_t, &fp->cap_steps, fp->nsteps, sizeof(uint64_t));
-		fp->step_t[fp->nsteps++] = t;
+		if (!fp->nsteps)
+			fp->first_t = t;
+		fp->recent[fp->nsteps++ % RECENT_STEPS] = t;
 	}
 	/* a marker per step, kept with its text, was most of what a long loop
 	 * of folded steps still grew by: only the steps read a step marker */
@@ -533,8 +723,10 @@ static void compact(struct vt_model *m)
 	/* the replay's side arrays are done with: gone before the sort's */
 	free(f->order);
 	free(f->place);
+	free(f->up_mark);
 	f->order = NULL;
 	f->place = NULL;
+	f->up_mark = NULL;
 	f->cap_side = 0;
 	sort_by_order(kept, n);
 	uint32_t *to = malloc((m->nallocs ? m->nallocs : 1) * sizeof *to);
@@ -590,30 +782,40 @@ static void check_shared_devices(struct vt_model *m)
 			vt_fold_set_inexact(m, "step markers out of time order");
 }
 
-static void finish(struct vt_model *m)
+/* The groups' allocations and first uploads, counted to their stacks as
+ * the full model counts its records' (vt_model_stack.*_uses). */
+static void count_group_stacks(struct vt_model *m)
 {
-	struct vt_fold *f = m->fold;
-	struct size_entry *e, *tmp;
-	HASH_ITER(hh, f->sizes, e, tmp) close_era_step(&e->s);
-	check_shared_devices(m);
-	/* the replay's copies of the step markers' times: the steps read the
-	 * process's own (vt_proc.step_marks) */
-	for (uint32_t i = 0; i < f->nprocs; i++)
-		if (f->procs[i]) {
-			free(f->procs[i]->step_t);
-			f->procs[i]->step_t = NULL;
-			f->procs[i]->nsteps = f->procs[i]->cap_steps = 0;
-		}
-	f->high = m->nallocs;
-	compact(m);
-	full()->finish(m); /* peaks, end bytes, stack uses of the kept records */
+	const struct vt_fold *f = m->fold;
 	for (uint32_t i = 0; i < f->ngroups; i++) {
 		const struct vt_fold_group *g = &f->groups[i];
 		struct vt_stack_entry *s;
 		HASH_FIND(hh, m->procs[g->proc].stacks, &g->stack_id, sizeof g->stack_id, s);
 		if (s)
 			s->s.alloc_uses += (uint32_t)g->count;
+		if (!g->h2d_copies)
+			continue;
+		HASH_FIND(hh, m->procs[g->proc].stacks, &g->h2d_stack_id, sizeof g->h2d_stack_id,
+		          s);
+		if (s)
+			s->s.copy_uses += (uint32_t)g->count;
 	}
+}
+
+static void finish(struct vt_model *m)
+{
+	struct vt_fold *f = m->fold;
+	struct size_entry *e, *tmp;
+	HASH_ITER(hh, f->sizes, e, tmp) close_era_step(&e->s);
+	for (uint32_t i = 0; i < f->nprocs; i++)
+		for (int d = 0; f->procs[i] && d < VT_MAX_DEVICES; d++)
+			if (f->procs[i]->devs[d])
+				close_dev(f->procs[i]->devs[d]);
+	check_shared_devices(m);
+	f->high = m->nallocs;
+	compact(m);
+	full()->finish(m); /* peaks, end bytes, stack uses of the kept records */
+	count_group_stacks(m);
 }
 
 static void destroy(struct vt_model *m)
@@ -622,8 +824,8 @@ static void destroy(struct vt_model *m)
 	if (!f)
 		return;
 	for (uint32_t i = 0; i < f->nprocs; i++) {
-		if (f->procs[i])
-			free(f->procs[i]->step_t);
+		for (int d = 0; f->procs[i] && d < VT_MAX_DEVICES; d++)
+			free(f->procs[i]->devs[d]);
 		free(f->procs[i]);
 	}
 	struct size_entry *e, *etmp;
@@ -643,6 +845,7 @@ static void destroy(struct vt_model *m)
 	free(f->free_records);
 	free(f->order);
 	free(f->place);
+	free(f->up_mark);
 	free(f);
 	m->fold = NULL;
 }
@@ -710,10 +913,44 @@ const struct vt_fold_size *vt_fold_size_of(const struct vt_model *m, uint32_t pr
 	return e && e->s.folded ? &e->s : NULL;
 }
 
+const struct vt_fold_dev *vt_fold_dev_of(const struct vt_model *m, uint32_t proc, uint8_t device)
+{
+	const struct vt_fold *f = m->fold;
+	return f && proc < f->nprocs && f->procs[proc] ? f->procs[proc]->devs[device] : NULL;
+}
+
+int vt_fold_dev_made_in(const struct vt_fold_dev *d, int s)
+{
+	if (d->lost)
+		return -1;
+	for (uint32_t i = 0; i < d->nruns; i++)
+		if (s >= d->runs[i].first && s <= d->runs[i].last)
+			return 1;
+	return 0;
+}
+
 uint64_t vt_fold_folded(const struct vt_model *m, uint32_t proc)
 {
 	const struct vt_fold *f = m->fold;
 	return f && proc < f->nprocs && f->procs[proc] ? f->procs[proc]->folded : 0;
+}
+
+int vt_fold_made_between(const struct vt_model *m, uint32_t proc, uint64_t seq_a, uint64_t seq_b)
+{
+	const struct vt_fold *f = m->fold;
+	const struct fold_proc *fp = f && proc < f->nprocs ? f->procs[proc] : NULL;
+	uint64_t lo = seq_a < seq_b ? seq_a : seq_b, hi = seq_a < seq_b ? seq_b : seq_a;
+	return fp && fp->folded && fp->seq_lo < hi && fp->seq_hi > lo;
+}
+
+uint64_t vt_fold_uploads(const struct vt_model *m, uint32_t proc)
+{
+	uint32_t ng;
+	const struct vt_fold_group *g = vt_fold_groups(m, &ng);
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < ng; i++)
+		n += g[i].proc == proc && g[i].h2d_copies ? g[i].count : 0;
+	return n;
 }
 
 int vt_fold_exact(const struct vt_model *m, const char **why)
@@ -723,7 +960,7 @@ int vt_fold_exact(const struct vt_model *m, const char **why)
 	return !m->fold || !m->fold->why;
 }
 
-void vt_fold_set_inexact(struct vt_model *m, const char *why)
+void vt_fold_set_inexact(const struct vt_model *m, const char *why)
 {
 	if (m->fold && !m->fold->why)
 		m->fold->why = why;

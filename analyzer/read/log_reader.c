@@ -499,8 +499,9 @@ static int index_chunks(struct vt_log *log, int fd)
 		    scan_chunk(log, c, off + sizeof(struct vt_chunk_header), records_end, file_end);
 		count_verdict(log, c);
 		/* the index is made before any record is delivered: without this
-		 * the whole file would be resident at once (RSS = the log size) */
-		release_span(log, off, c->data_end);
+		 * the whole file would be resident at once (RSS = the log size);
+		 * to the chunk's end, as its seal's page was read too */
+		release_span(log, off, file_end);
 	}
 	if (log->first_gap == UINT64_MAX)
 		log->first_gap = log->size > start ? start + (log->size - start) / cs * cs : start;
@@ -783,7 +784,9 @@ static void expand_free_short(const uint8_t *p, struct vt_event *ev)
 static void release_chunks(struct vt_log *log, uint32_t from, uint32_t to)
 {
 	for (uint32_t i = from; i < to; i++) {
-		release_span(log, log->chunks[i].off, log->chunks[i].data_end);
+		/* to the chunk's end: the page its data ends in, and its seal's */
+		uint64_t end = log->chunks[i].off + log->hdr.chunk_size;
+		release_span(log, log->chunks[i].off, end < log->size ? end : log->size);
 		log->chunks[i].read_through = 1;
 	}
 }

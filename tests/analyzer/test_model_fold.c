@@ -25,8 +25,9 @@
 /* Weights and two optimizer slots per layer, then `steps` steps that each
  * make an activation per layer (one of a weight's size: the place in the
  * step decides) and a gradient per weight, all freed within the step, and
- * an activation kept into the next step. */
-static void feed_job(struct vt_model *m, uint32_t steps)
+ * an activation kept into the next step; with `batches`, each step first
+ * uploads its batch into a buffer of its own, freed at the step's end. */
+static void feed_job(struct vt_model *m, uint32_t steps, int batches)
 {
 	struct builder b;
 	b_begin(&b, m, 4242, 0, 0);
@@ -45,7 +46,12 @@ static void feed_job(struct vt_model *m, uint32_t steps)
 		char text[32];
 		snprintf(text, sizeof text, "step %u", s);
 		b_mark(&b, t += 100, text);
-		uint64_t a = base, act[LAYERS], grad[LAYERS];
+		uint64_t a = base, act[LAYERS], grad[LAYERS], batch = base - 32 * MIB;
+		if (batches) {
+			b.stack = 6;
+			b_alloc(&b, t += 100, batch, 8 * MIB, 0);
+			b_htod(&b, t += 100, batch, 8 * MIB, 0);
+		}
 		b.stack = 3;
 		for (int l = 0; l < LAYERS; l++)
 			b_alloc(&b, t += 100, act[l] = a += 64 * MIB, 2 * MIB, 0);
@@ -56,6 +62,8 @@ static void feed_job(struct vt_model *m, uint32_t steps)
 		}
 		for (int l = 0; l < LAYERS; l++)
 			b_free(&b, t += 100, grad[l], 0);
+		if (batches)
+			b_free(&b, t += 100, batch, 0);
 		if (carried)
 			b_free(&b, t += 100, carried, 0);
 		b.stack = 5;
@@ -84,15 +92,16 @@ static char *report_of(struct vt_model *m)
 	return text;
 }
 
-static void same_report(uint32_t steps, uint32_t *records)
+static void same_report(uint32_t steps, int batches, uint32_t *records)
 {
 	struct vt_model *full = vt_model_new(), *fold = vt_model_new_folding();
-	feed_job(full, steps);
-	feed_job(fold, steps);
+	feed_job(full, steps, batches);
+	feed_job(fold, steps, batches);
 	char *a = report_of(full), *b = report_of(fold);
 	const char *why = NULL;
 	assert_true(vt_fold_exact(fold, &why));
 	assert_true(vt_fold_folded(fold, 0) > 0);
+	assert_true(!batches || vt_fold_uploads(fold, 0) > 0);
 	assert_string_equal(a, b);
 	*records = vt_fold_records_high(fold);
 	assert_true(*records < full->nallocs);
@@ -104,15 +113,31 @@ static void same_report(uint32_t steps, uint32_t *records)
 
 /* Twenty steps or two thousand: the same records held at most, and the
  * same report as the full model's. */
+static void bounded_and_same(int batches)
+{
+	uint32_t short_job, long_job;
+	same_report(20, batches, &short_job);
+	same_report(2000, batches, &long_job);
+	assert_int_equal(short_job, long_job);
+	/* the weights and slots, the steps kept whole and a step in flight */
+	assert_true(long_job <=
+	            3 * LAYERS + (VT_FOLD_KEEP_STEPS + 2) * (2 * LAYERS + 1 + (uint32_t)batches));
+}
+
 static void test_bounded_and_same(void **state)
 {
 	(void)state;
-	uint32_t short_job, long_job;
-	same_report(20, &short_job);
-	same_report(2000, &long_job);
-	assert_int_equal(short_job, long_job);
-	/* the weights and slots, the steps kept whole and a step in flight */
-	assert_true(long_job <= 3 * LAYERS + (VT_FOLD_KEEP_STEPS + 2) * (2 * LAYERS + 1));
+	bounded_and_same(0);
+}
+
+/* A fresh batch buffer uploaded every step (a record and its copy
+ * statistics a step, were it kept whole): folded with its copies, so the
+ * records held do not grow with the steps, and the report (its prefetch
+ * finding too) is the full model's. */
+static void test_uploads_bounded_and_same(void **state)
+{
+	(void)state;
+	bounded_and_same(1);
 }
 
 /* Too few steps to fold: nothing folded, the full model's records. */
@@ -120,8 +145,8 @@ static void test_short_job_keeps_all(void **state)
 {
 	(void)state;
 	struct vt_model *full = vt_model_new(), *fold = vt_model_new_folding();
-	feed_job(full, VT_FOLD_KEEP_STEPS - 1);
-	feed_job(fold, VT_FOLD_KEEP_STEPS - 1);
+	feed_job(full, VT_FOLD_KEEP_STEPS - 1, 1);
+	feed_job(fold, VT_FOLD_KEEP_STEPS - 1, 1);
 	assert_int_equal(vt_fold_folded(fold, 0), 0);
 	assert_int_equal(fold->nallocs, full->nallocs);
 	vt_model_free(full);
@@ -170,6 +195,7 @@ int main(void)
 	unsetenv("VRAMTRACE_FOLD_KEEP_STEPS");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bounded_and_same),
+	    cmocka_unit_test(test_uploads_bounded_and_same),
 	    cmocka_unit_test(test_short_job_keeps_all),
 	    cmocka_unit_test(test_folded_odd_sizes_beside_caching_segments),
 	};
