@@ -391,12 +391,15 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	}
 	c->streams_batches = streams_batches(c, dev);
 	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
+	c->loader_frees_n = UINT32_MAX;
 	c->weights_loaded_t = vt_cls_weights_loaded_t(c, dev);
 	c->trains = vt_cls_trains(sizes);
 	vt_cls_rest_of_long_lived(c, sizes, ll_buf, n);
 	vt_cls_converted_datasets(c, ll_buf, n);
 	vt_upload_sites_free(c->sites);
 	c->sites = NULL;
+	free(c->loader_frees);
+	c->loader_frees = NULL;
 	vt_cls_serving_buffers(c, dev);
 	vt_cls_unproven_weights(c, dev);
 	vt_cls_flattened_parameter_sizes(c, dev, sizes);

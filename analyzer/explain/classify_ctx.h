@@ -111,9 +111,14 @@ struct ctx {
 	 * device being classified), so the per-allocation passes look a size
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
-	uint64_t span_ns;                      /* first to last event of the process */
-	uint64_t readbacks;                    /* device-to-host copies out of its allocations */
-	struct vt_upload_sites *sites;         /* classify_device: tensors filled per upload site */
+	uint64_t span_ns;              /* first to last event of the process */
+	uint64_t readbacks;            /* device-to-host copies out of its allocations */
+	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
+	/* classify_device, made when first asked: when the device's host-filled
+	 * tensors of a loader site were freed (seq, sorted), for
+	 * dropped_with_model; loader_frees_n is UINT32_MAX until made */
+	uint64_t *loader_frees;
+	uint32_t loader_frees_n;
 	struct vt_frame_evidence *fe;          /* what the stacks' names say (frame_rules.def) */
 	struct vt_step_table proc_steps;       /* the process's steps */
 	struct vt_step_table *own;             /* [VT_MAX_DEVICES]: a device's own steps (t NULL:

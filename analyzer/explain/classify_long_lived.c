@@ -199,29 +199,73 @@ static int first_before_data(const struct ctx *c, uint32_t i)
  * many events of each other. */
 #define DROP_WINDOW 256
 
+static int cmp_seq(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* When the device's host-filled tensors from loader sites were freed
+ * (their seq, sorted): made once a device, so that each candidate costs a
+ * binary search, not a walk over every allocation. */
+static void make_loader_frees(struct ctx *c)
+{
+	uint32_t n = 0, cap = 0;
+	uint64_t *v = NULL;
+	for (uint32_t j = c->p->alloc_begin; j < c->p->alloc_end; j++) {
+		const struct vt_alloc *b = &c->m->allocs[j];
+		const struct facts *g = &c->f[j - c->p->alloc_begin];
+		if (b->device != c->dev || !g->host_filled || !g->freed ||
+		    !vt_upload_site_is_loader(c->sites, vt_model_copies(c->m, b)->h2d_stack_id,
+		                              b->bytes))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			v = realloc(v, cap * sizeof *v);
+			if (!v)
+				vt_nomem();
+		}
+		v[n++] = b->seq_free;
+	}
+	if (n)
+		qsort(v, n, sizeof *v, cmp_seq);
+	c->loader_frees = v;
+	c->loader_frees_n = n;
+}
+
+/* The first of the sorted v[0..n) not below x. */
+static uint32_t lower_bound(const uint64_t *v, uint32_t n, uint64_t x)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Whether host-filled allocation i was freed, before the job's teardown,
  * among VT_LOADER_TENSORS tensors or more from a site that loaded a model
  * tensor by tensor: a part of that model uploaded through a path of its
  * own (a text encoder's token embedding before its layers), dropped with
  * it once the job was done with it. A dataset outlives the model it
  * trains, or dies with the process. */
-static int dropped_with_model(const struct ctx *c, uint32_t i, const struct facts *f)
+static int dropped_with_model(struct ctx *c, uint32_t i, const struct facts *f)
 {
 	const struct vt_alloc *a = &c->m->allocs[i];
 	if (!f->freed || f->torn_down)
 		return 0;
-	uint32_t n = 0;
-	for (uint32_t j = c->p->alloc_begin; j < c->p->alloc_end && n < VT_LOADER_TENSORS; j++) {
-		const struct vt_alloc *b = &c->m->allocs[j];
-		const struct facts *g = &c->f[j - c->p->alloc_begin];
-		if (j == i || b->device != a->device || !g->host_filled || !g->freed ||
-		    b->seq_free + DROP_WINDOW < a->seq_free ||
-		    b->seq_free > a->seq_free + DROP_WINDOW)
-			continue;
-		uint32_t stack = vt_model_copies(c->m, b)->h2d_stack_id;
-		n += vt_upload_site_is_loader(c->sites, stack, b->bytes);
-	}
-	return n >= VT_LOADER_TENSORS;
+	if (c->loader_frees_n == UINT32_MAX)
+		make_loader_frees(c);
+	uint64_t lo = a->seq_free > DROP_WINDOW ? a->seq_free - DROP_WINDOW : 0;
+	uint32_t from = lower_bound(c->loader_frees, c->loader_frees_n, lo);
+	uint32_t to =
+	    lower_bound(c->loader_frees, c->loader_frees_n, a->seq_free + DROP_WINDOW + 1);
+	/* a itself is no loader site's (its site filled no other tensor) */
+	return to - from >= VT_LOADER_TENSORS;
 }
 
 /* A long-lived tensor filled from the host in one upload, no gradient twin,
