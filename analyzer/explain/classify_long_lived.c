@@ -7,6 +7,7 @@
 #include "frame_evidence.h"
 #include "model_fold.h"
 #include "model_query.h"
+#include "sorted_u64.h"
 #include "upload_sites.h"
 
 /* Undecided long-lived allocations of one device, in time order. */
@@ -199,12 +200,6 @@ static int first_before_data(const struct ctx *c, uint32_t i)
  * many events of each other. */
 #define DROP_WINDOW 256
 
-static int cmp_seq(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
-
 /* When the device's host-filled tensors from loader sites were freed
  * (their seq, sorted): made once a device, so that each candidate costs a
  * binary search, not a walk over every allocation. */
@@ -228,23 +223,9 @@ static void make_loader_frees(struct ctx *c)
 		v[n++] = b->seq_free;
 	}
 	if (n)
-		qsort(v, n, sizeof *v, cmp_seq);
+		qsort(v, n, sizeof *v, vt_cmp_u64);
 	c->loader_frees = v;
 	c->loader_frees_n = n;
-}
-
-/* The first of the sorted v[0..n) not below x. */
-static uint32_t lower_bound(const uint64_t *v, uint32_t n, uint64_t x)
-{
-	uint32_t lo = 0, hi = n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 /* Whether host-filled allocation i was freed, before the job's teardown,
@@ -261,9 +242,9 @@ static int dropped_with_model(struct ctx *c, uint32_t i, const struct facts *f)
 	if (c->loader_frees_n == UINT32_MAX)
 		make_loader_frees(c);
 	uint64_t lo = a->seq_free > DROP_WINDOW ? a->seq_free - DROP_WINDOW : 0;
-	uint32_t from = lower_bound(c->loader_frees, c->loader_frees_n, lo);
+	uint32_t from = vt_lower_bound_u64(c->loader_frees, c->loader_frees_n, lo);
 	uint32_t to =
-	    lower_bound(c->loader_frees, c->loader_frees_n, a->seq_free + DROP_WINDOW + 1);
+	    vt_lower_bound_u64(c->loader_frees, c->loader_frees_n, a->seq_free + DROP_WINDOW + 1);
 	/* a itself is no loader site's (its site filled no other tensor) */
 	return to - from >= VT_LOADER_TENSORS;
 }

@@ -143,16 +143,21 @@ void vt_frame_evidence_free(struct vt_frame_evidence *fe)
 	free(fe);
 }
 
-/* Python frames first: where a Python job's intent is written. */
+/* Python frames first: where a Python job's intent is written. All of
+ * them are read for *trains (vt_frame_trains), the rules until the first
+ * CONTEXT match. */
 static void walk_python(struct hint_walk *w, const struct vt_stack_store *store,
-                        const struct vt_stack *s)
+                        const struct vt_stack *s, int *trains)
 {
 	enum { MAX_PY = 128 };
 	struct vt_pyframe py[MAX_PY];
 	unsigned n = s->py_depth < MAX_PY ? s->py_depth : MAX_PY;
 	n = vt_pystack_decode(vt_stack_store_pystrs(store), s->py_words, n, py);
-	for (unsigned i = 0; i < n && !w->done; i++)
-		consider_py(w, py[i].func, py[i].file);
+	for (unsigned i = 0; i < n; i++) {
+		if (!w->done)
+			consider_py(w, py[i].func, py[i].file);
+		*trains |= training_func(py[i].func);
+	}
 }
 
 static void walk_native(struct hint_walk *w, struct vt_sites *sites, const struct vt_stack *s)
@@ -166,19 +171,6 @@ static void walk_native(struct hint_walk *w, struct vt_sites *sites, const struc
 	}
 }
 
-/* Whether any Python frame of the stack is a training loop's. */
-static int python_trains(const struct vt_stack_store *store, const struct vt_stack *s)
-{
-	enum { MAX_PY = 128 };
-	struct vt_pyframe py[MAX_PY];
-	unsigned n = s->py_depth < MAX_PY ? s->py_depth : MAX_PY;
-	n = vt_pystack_decode(vt_stack_store_pystrs(store), s->py_words, n, py);
-	for (unsigned i = 0; i < n; i++)
-		if (training_func(py[i].func))
-			return 1;
-	return 0;
-}
-
 static struct vt_frame_hint hint_of_stack(struct vt_sites *sites, uint32_t proc, uint32_t stack_id,
                                           int *trains)
 {
@@ -188,9 +180,8 @@ static struct vt_frame_hint hint_of_stack(struct vt_sites *sites, uint32_t proc,
 	*trains = 0;
 	if (!s)
 		return no_hint;
-	walk_python(&w, sites->store, s);
+	walk_python(&w, sites->store, s, trains);
 	walk_native(&w, sites, s);
-	*trains = python_trains(sites->store, s);
 	return w.best;
 }
 

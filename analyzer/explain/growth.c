@@ -8,6 +8,7 @@
 #include "model_query.h"
 #include "nomem.h"
 #include "site_names.h"
+#include "sorted_u64.h"
 #include "steps.h"
 #include "units.h"
 
@@ -29,12 +30,6 @@ struct horizon {
 	int out_of_memory;
 	uint32_t closed; /* steps 0..closed-1 ended by the moment */
 };
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* The process's first out-of-memory failure by at_ns, or the moment asked. */
 static struct horizon horizon_of(const struct vt_model *m, uint32_t pi, uint64_t at_ns)
@@ -243,7 +238,7 @@ static void judge_site(const struct vt_model *m, uint32_t pi, const struct horiz
 	                      .out_of_memory = h->out_of_memory,
 	                      .confidence = (int)(60 + 35 * (2 * kept - counted) / counted)};
 	sum_growth(v, b, e, &g);
-	qsort(bytes, counted, sizeof *bytes, cmp_u64);
+	qsort(bytes, counted, sizeof *bytes, vt_cmp_u64);
 	/* at most half are 0 (grows()), so the median is a step that kept */
 	g.bytes_per_step = bytes[counted / 2];
 	time_to_fill(m, &m->procs[pi], h, &g);

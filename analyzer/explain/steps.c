@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model_query.h"
+#include "sorted_u64.h"
 
 const char *vt_step_source_name(enum vt_step_source s)
 {
@@ -55,12 +56,6 @@ int vt_step_of(const struct vt_proc *p, uint64_t t_ns)
 	return vt_step_in(p->step_t, p->nsteps, t_ns);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Sort v[0..n): step markers come in time order, and the gaps of a loop
  * are often all one value, so the check in one pass spares most sorts (the
  * two of a long trace were 1 % of its report). */
@@ -68,7 +63,7 @@ static void sort_u64(uint64_t *v, uint32_t n)
 {
 	for (uint32_t i = 1; i < n; i++)
 		if (v[i] < v[i - 1]) {
-			qsort(v, n, sizeof *v, cmp_u64);
+			qsort(v, n, sizeof *v, vt_cmp_u64);
 			return;
 		}
 }

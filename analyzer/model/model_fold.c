@@ -22,10 +22,10 @@ struct fold_proc {
 	 * is kept whole, so the steps before need no time of their own */
 	uint32_t nsteps;
 	uint64_t first_t, recent[RECENT_STEPS];
-	uint64_t last_t; /* latest allocation or free time seen */
-	int last_born;   /* step of its latest allocation */
-	int inexact;     /* a step marker came late: no more folding */
-	uint64_t folded; /* allocations folded */
+	uint64_t last_t;         /* latest allocation or free time seen */
+	int last_born;           /* step of its latest allocation */
+	int inexact;             /* a step marker came late: no more folding */
+	uint64_t folded;         /* allocations folded */
 	uint64_t seq_lo, seq_hi; /* the first and last made of them (seq) */
 	/* per device, its latest failed allocation or cuMemGetInfo reading, +1:
 	 * the OOM post-mortem and the used-memory accounting read what was
@@ -78,8 +78,8 @@ struct vt_fold {
 	uint32_t ngroups, cap_groups;
 	uint32_t *free_records; /* folded records to reuse */
 	uint32_t nfree, cap_free;
-	uint64_t *order; /* per record: when it was made, to sort the kept ones back */
-	uint32_t *place; /* per record: its place in its step (VT_NO_INDEX: before the era) */
+	uint64_t *order;   /* per record: when it was made, to sort the kept ones back */
+	uint32_t *place;   /* per record: its place in its step (VT_NO_INDEX: before the era) */
 	uint32_t *up_mark; /* per record of the era: its process's up_frees when it was made */
 	uint32_t cap_side;
 	uint64_t made;
