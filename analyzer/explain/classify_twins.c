@@ -71,6 +71,18 @@ uint32_t vt_cls_per_step(const struct size_count *s)
 	return best ? best : 1;
 }
 
+/* Whether ll[lo..hi] were all made before the first step: a model's
+ * weights are, before its first gradient bucket; tensors a step made and
+ * kept (a caching allocator's activation segments) that add up to a
+ * bucket's size do so by chance. */
+static int made_before_training(const struct ctx *c, const uint32_t *ll, uint32_t lo, uint32_t hi)
+{
+	for (uint32_t i = lo; i <= hi; i++)
+		if (c->f[ll[i] - c->p->alloc_begin].born >= 0)
+			return 0;
+	return 1;
+}
+
 /* A run of consecutive long-lived allocations whose sizes add up to a
  * recurring flat gradient bucket: those are the weights. */
 int vt_cls_find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint32_t *ll, uint32_t n)
@@ -98,7 +110,7 @@ int vt_cls_find_flat_bucket(struct ctx *c, struct size_count *sizes, const uint3
 				    vt_cls_size_find(sizes, c->m->allocs[ll[i]].bytes);
 				own += m && m->recurring;
 			}
-			if (own == hi - lo + 1)
+			if (own == hi - lo + 1 || !made_before_training(c, ll, lo, hi))
 				continue;
 			for (uint32_t i = lo; i <= hi; i++) {
 				struct vt_alloc *a = &c->m->allocs[ll[i]];

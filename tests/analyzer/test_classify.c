@@ -2962,6 +2962,38 @@ static uint64_t load_weights(struct builder *b, uint64_t t, const uint64_t *byte
 	return t;
 }
 
+/* A caching allocator keeps what the first step made: two 6 MiB activation
+ * segments made in step 0 stay to the end, and together they are the size
+ * of the 12 MiB tensor every step makes. A flat gradient bucket's weights
+ * were there before training; kept activations that add up to a per-step
+ * size are no weights. */
+static void test_kept_activations_adding_up_to_a_bucket(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	for (int s = 0; s < 6; s++) {
+		mark_step(&b, t++, s);
+		t = three_layer_step(&b, t, w, s == 0);
+		b.stack = 30;
+		if (s == 0)
+			for (uint64_t k = 0; k < 2; k++)
+				b_alloc(&b, t++, 0xc00000000ull + k * 0x10000000ull, 6 * MIB, 0);
+		b_alloc(&b, t++, 0xd00000000ull, 12 * MIB, 0);
+		b_free(&b, t++, 0xd00000000ull, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t k = 0; k < 2; k++)
+		assert_int_not_equal(category_of(m, 0xc00000000ull + k * 0x10000000ull),
+		                     VT_CAT_WEIGHTS);
+	assert_int_not_equal(category_of(m, 0xd00000000ull), VT_CAT_GRADIENTS);
+	vt_model_free(m);
+}
+
 /* An inference server: weights uploaded per tensor, a KV cache made on the
  * device and kept, each request's tokens uploaded and its activations made
  * and freed; no training step. The cache is no weight: unknown, with
@@ -3804,6 +3836,7 @@ int main(void)
 	    cmocka_unit_test(test_cache_blocks_are_no_optimizer_state),
 	    cmocka_unit_test(test_gradient_buffer_made_with_the_model),
 	    cmocka_unit_test(test_one_trained_size_freezes_the_rest),
+	    cmocka_unit_test(test_kept_activations_adding_up_to_a_bucket),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
