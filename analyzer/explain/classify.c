@@ -173,6 +173,11 @@ static const struct reason_row {
                               "tensor: a part of that model uploaded on a path of its own (an "
                               "embedding before the layers), dropped with it; not sure",
                               {VT_CAT_DATASET, NO_ALT}},
+    [R_ROWS_EVERY_STEP] = {"filled from the host in one upload, long-lived, sent before the "
+                           "model's weights, and a tensor made in most steps holds all of "
+                           "its rows: data a full-batch job computes over every step (a "
+                           "graph's node features)",
+                           {VT_CAT_WEIGHTS, NO_ALT}},
     [R_FIRST_BEFORE_DATA] = {"filled from the host in one upload, long-lived, the job's first "
                              "tensor on the device, and a tensor four times larger came after "
                              "it from another site: a model is made before its data is loaded, "

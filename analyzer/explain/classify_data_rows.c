@@ -96,3 +96,46 @@ void vt_cls_data_rows(struct ctx *c, int dev, const uint32_t *ll, uint32_t n)
 			set_cat(&c->m->allocs[ll[i]], &c->f[ll[i] - c->p->alloc_begin],
 			        VT_CAT_DATASET, 60, R_DATA_ROWS);
 }
+
+/* When the first of the device's weights decided so far came from the
+ * host; VT_T_NEVER when none. */
+static uint64_t first_weight_upload(const struct ctx *c)
+{
+	uint64_t first = VT_T_NEVER;
+	for (uint32_t j = c->p->alloc_begin; j < c->p->alloc_end; j++) {
+		const struct vt_alloc *a = &c->m->allocs[j];
+		const struct facts *f = &c->f[j - c->p->alloc_begin];
+		if (f->device != c->dev || !f->decided || a->category != VT_CAT_WEIGHTS)
+			continue;
+		uint64_t t = vt_model_copies(c->m, a)->t_first_h2d;
+		if (t < first)
+			first = t;
+	}
+	return first;
+}
+
+/* Whether the device made a tensor holding `rows` (all of them) in most
+ * steps, other than of `bytes` (the upload's own size). */
+static int per_step_over_rows(const struct ctx *c, uint64_t rows, uint64_t bytes)
+{
+	for (uint32_t k = 0; k < c->nkeys; k++) {
+		const struct key_count *key = c->keys[k];
+		if ((int)key->key.device != c->dev || key->key.bytes == bytes ||
+		    key->steps_seen < 3 || key->steps_seen * 2 < c->p->nsteps)
+			continue;
+		if (vt_shared_odd_rows(key->key.bytes, rows) == rows)
+			return 1;
+	}
+	return 0;
+}
+
+int vt_cls_rows_every_step(struct ctx *c, uint32_t i)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	uint64_t rows = vt_shared_odd_rows(vt_alloc_data_bytes(c->m, a), 0);
+	if (!c->trains || c->p->nsteps < 3 || a->bytes < DATA_ROWS_ANCHOR_MIN ||
+	    rows < DATA_ROWS_ODD_MIN)
+		return 0;
+	return vt_model_copies(c->m, a)->t_first_h2d < first_weight_upload(c) &&
+	       per_step_over_rows(c, rows, a->bytes);
+}

@@ -18,6 +18,16 @@
  * become dataset. */
 void vt_cls_data_rows(struct ctx *c, int dev, const uint32_t *ll, uint32_t n);
 
+/* Whether long-lived upload i, on the device being classified, is data a
+ * full-batch job computes over every step: a tensor made in most steps
+ * holds all of its rows (the odd part of its bytes, DATA_ROWS_ODD_MIN at
+ * least), and the host sent it before any of the model's weights (a GCN
+ * over every node of its graph: x uploaded, then the model; each step's
+ * hidden states are the nodes' rows). A frozen table the model's loader
+ * sends (a LoRA base's token embedding beside logits of its vocabulary)
+ * comes with the model, not before it. */
+int vt_cls_rows_every_step(struct ctx *c, uint32_t i);
+
 /* The odd part of the greatest common divisor of a and b (of a when b is
  * 0; 0 when both are): the rows two arrays of N rows share, less the
  * powers of two that any two aligned sizes share. */

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "classify_data_rows.h"
 #include "classify_twins.h"
 #include "frame_evidence.h"
 #include "model_fold.h"
@@ -270,6 +271,8 @@ static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct fac
 	int slices = cp->d2d_out_copies && cp->d2d_out_bytes / cp->d2d_out_copies < a->bytes;
 	if (cp->d2d_out_copies >= 2 && slices && c->p->nsteps >= 2)
 		set_cat(a, f, VT_CAT_DATASET, 90, R_DATASET_SLICED);
+	else if (vt_cls_rows_every_step(c, i))
+		set_cat(a, f, VT_CAT_DATASET, 70, R_ROWS_EVERY_STEP);
 	else if (c->streams_batches && (!c->trains || cp->t_first_h2d < c->weights_loaded_t))
 		set_cat(a, f, VT_CAT_WEIGHTS, 60, R_FROZEN_WEIGHTS);
 	else if (!c->trains && vt_upload_sites_model_loaded(c->sites) && !converted_to(c, i))

@@ -2994,6 +2994,47 @@ static void test_kept_activations_adding_up_to_a_bucket(void **state)
 	vt_model_free(m);
 }
 
+/* Full-batch training over a graph: the node features (5,003 rows of 256
+ * floats) uploaded before the model, each step a hidden state of every
+ * node (5,003 x 64 floats) and a small index batch from the host. The
+ * features are the data every step computes over, not a frozen weight of
+ * a job that streams its batches. A table of 5,003 rows the model's loader
+ * sends among its weights stays the model's. */
+static void test_rows_every_step_before_the_model(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	const uint64_t nodes = 5003, x = 0xc00000000ull, table = 0xe00000000ull;
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = 1;
+	b.stack = 40;
+	b_alloc(&b, t++, x, nodes * 256 * 4, 0);
+	b_htod(&b, t++, x, nodes * 256 * 4, 0);
+	t = load_weights(&b, t, w, 2);
+	b_alloc(&b, t++, table, nodes * 128 * 4, 0); /* by the same loader */
+	b_htod(&b, t++, table, nodes * 128 * 4, 0);
+	b_alloc(&b, t++, W_ADDR(2), w[2], 0);
+	b_htod(&b, t++, W_ADDR(2), w[2], 0);
+	for (int s = 0; s < 6; s++) {
+		mark_step(&b, t++, s);
+		b.stack = 41;
+		b_alloc(&b, t++, 0xd00000000ull, 64 << 10, 0);
+		b_htod(&b, t++, 0xd00000000ull, 64 << 10, 0);
+		b.stack = 42;
+		b_alloc(&b, t++, 0xd10000000ull, nodes * 64 * 4, 0);
+		t = three_layer_step(&b, t, w, s == 0);
+		b_free(&b, t++, 0xd10000000ull, 0);
+		b_free(&b, t++, 0xd00000000ull, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, x), VT_CAT_DATASET);
+	assert_int_not_equal(category_of(m, table), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
 /* An inference server: weights uploaded per tensor, a KV cache made on the
  * device and kept, each request's tokens uploaded and its activations made
  * and freed; no training step. The cache is no weight: unknown, with
@@ -3837,6 +3878,7 @@ int main(void)
 	    cmocka_unit_test(test_gradient_buffer_made_with_the_model),
 	    cmocka_unit_test(test_one_trained_size_freezes_the_rest),
 	    cmocka_unit_test(test_kept_activations_adding_up_to_a_bucket),
+	    cmocka_unit_test(test_rows_every_step_before_the_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
