@@ -26,8 +26,8 @@ compared with it:
 Sets (jobs.txt's second column): no = tuning, yes = hold1, hold2 = hold2,
 hold3 = hold3, hold4 = hold4, hold5 = hold5, hold6 = hold6, hold7 = hold7,
 hold8 = hold8, hold9 = hold9, hold10 = hold10, hold11 = hold11, hold12 = hold12,
-hold13 = hold13; --set holdout takes hold1, hold2, hold3, hold4, hold5, hold6, hold7,
-hold8, hold9, hold10, hold11, hold12 and hold13.
+hold13 = hold13, hold14 = hold14; --set holdout takes hold1, hold2, hold3, hold4, hold5,
+hold6, hold7, hold8, hold9, hold10, hold11, hold12, hold13 and hold14.
 
 Report-only (default): exit 0 when every job ran and left a trace, 1 when a
 job failed or the scorer broke. --require: also exit 1 unless every job is
@@ -53,7 +53,7 @@ SIZE_TOLERANCE = 0.02
 SETS = {"no": "tuning", "yes": "hold1", "hold2": "hold2", "hold3": "hold3",
         "hold4": "hold4", "hold5": "hold5", "hold6": "hold6", "hold7": "hold7",
         "hold8": "hold8", "hold9": "hold9", "hold10": "hold10", "hold11": "hold11",
-        "hold12": "hold12", "hold13": "hold13"}
+        "hold12": "hold12", "hold13": "hold13", "hold14": "hold14"}
 
 
 def read_manifest(path):
@@ -383,11 +383,11 @@ def main():
     ap.add_argument("--set", default="all",
                     choices=("all", "tuning", "holdout", "hold1", "hold2", "hold3", "hold4",
                              "hold5", "hold6", "hold7", "hold8", "hold9", "hold10", "hold11",
-                             "hold12", "hold13"),
+                             "hold12", "hold13", "hold14"),
                     help="holdout: hold1, hold2, hold3, hold4, hold5, hold6, hold7, hold8, hold9, "
-                         "hold10, hold11, hold12 and hold13 (jobs.txt's set column yes, hold2, "
-                         "hold3, hold4, hold5, hold6, hold7, hold8, hold9, hold10, hold11, hold12, "
-                         "hold13)")
+                         "hold10, hold11, hold12, hold13 and hold14 (jobs.txt's set column yes, "
+                         "hold2, hold3, hold4, hold5, hold6, hold7, hold8, hold9, hold10, hold11, "
+                         "hold12, hold13, hold14)")
     ap.add_argument("--only", help="jobs whose name contains this")
     ap.add_argument("--require", action="store_true",
                     help="fail unless each job >= 90%%, mean >= 97%%, no false whole_dataset_upload")
@@ -421,7 +421,8 @@ def main():
         tag = {"tuning": "tune", "hold1": "hold", "hold2": "hld2", "hold3": "hld3",
                "hold4": "hld4", "hold5": "hld5", "hold6": "hld6",
                "hold7": "hld7", "hold8": "hld8", "hold9": "hld9", "hold10": "hl10",
-               "hold11": "hl11", "hold12": "hl12", "hold13": "hl13"}[r["set"]]
+               "hold11": "hl11", "hold12": "hl12", "hold13": "hl13",
+               "hold14": "hl14"}[r["set"]]
         if r["error"]:
             failed += 1
             print("%-26s %-4s %-10s %8s %8s  ERROR %s" % (r["name"], tag, "?", "-", "-", r["error"]))
