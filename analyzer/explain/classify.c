@@ -15,6 +15,7 @@
 #include "classify_pools.h"
 #include "classify_recurrence.h"
 #include "classify_steps.h"
+#include "classify_successors.h"
 #include "classify_twins.h"
 #include "classify_unfinished.h"
 #include "frame_evidence.h"
@@ -173,6 +174,11 @@ static const struct reason_row {
                               "tensor: a part of that model uploaded on a path of its own (an "
                               "embedding before the layers), dropped with it; not sure",
                               {VT_CAT_DATASET, NO_ALT}},
+    [R_REPLACES] = {"long-lived, made during training on the device, and the tensor it "
+                    "replaced (smaller, freed right after it was made) was the model's: "
+                    "a table grown by concatenation (new rows appended), a resized "
+                    "embedding, a buffer reallocated larger",
+                    {VT_CAT_UNKNOWN, NO_ALT}},
     [R_ROWS_EVERY_STEP] = {"filled from the host in one upload, long-lived, sent before the "
                            "model's weights, and a tensor made in most steps holds all of "
                            "its rows: data a full-batch job computes over every step (a "
@@ -411,6 +417,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	vt_cls_recurring_ones(c, dev, sizes);
 	vt_cls_recurring_groups(c, dev, sizes);
 	vt_cls_grown_state(c, dev);
+	vt_cls_successors(c, dev);
 	vt_cls_warmed_cache(c, dev);
 	vt_cls_temp_buffers(c, dev, sizes);
 	vt_cls_gradient_buckets(c, dev);

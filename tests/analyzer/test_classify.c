@@ -3035,6 +3035,45 @@ static void test_rows_every_step_before_the_model(void **state)
 	vt_model_free(m);
 }
 
+/* An embedding grown as new ids come: made on the device before training,
+ * then every other step `torch.cat` makes a table with rows appended and
+ * the old one goes. Each grown table is the model's, like the one it
+ * replaced. A tensor three times the size made as one is freed is no
+ * replacement (nothing appends that much). */
+static void test_grown_table_replaces_the_old(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	uint64_t rows = 100000, table = 0xc00000000ull;
+	b.stack = 50;
+	b_alloc(&b, t++, table, rows * 256, 0);
+	for (int s = 0; s < 6; s++) {
+		mark_step(&b, t++, s);
+		t = three_layer_step(&b, t, w, s == 0);
+		if (s % 2 == 1) {
+			uint64_t bigger = table + 0x1000000ull;
+			b.stack = 51;
+			b_alloc(&b, t++, bigger, (rows + 4000) * 256, 0);
+			b_free(&b, t++, table, 0);
+			table = bigger;
+			rows += 4000;
+		}
+	}
+	b.stack = 52;
+	b_alloc(&b, t++, 0xe00000000ull, 3 * rows * 256, 0);
+	b_free(&b, t++, table, 0);
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t k = 1; k <= 3; k++)
+		assert_int_equal(category_of(m, 0xc00000000ull + k * 0x1000000ull), VT_CAT_WEIGHTS);
+	assert_int_not_equal(category_of(m, 0xe00000000ull), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
 /* An inference server: weights uploaded per tensor, a KV cache made on the
  * device and kept, each request's tokens uploaded and its activations made
  * and freed; no training step. The cache is no weight: unknown, with
@@ -3879,6 +3918,7 @@ int main(void)
 	    cmocka_unit_test(test_one_trained_size_freezes_the_rest),
 	    cmocka_unit_test(test_kept_activations_adding_up_to_a_bucket),
 	    cmocka_unit_test(test_rows_every_step_before_the_model),
+	    cmocka_unit_test(test_grown_table_replaces_the_old),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
