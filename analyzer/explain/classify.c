@@ -340,6 +340,15 @@ static int folded_batches(const struct ctx *c, int dev)
 	return 0;
 }
 
+/* Whether the uploads of a's size come in a good part of the steps (a
+ * quarter at least): a batch stream, not an upload an epoch (a shuffled
+ * index, one a pass) that shares a recurring size with the step's tensors. */
+static int uploaded_often(const struct ctx *c, const struct facts *f)
+{
+	return c->p->nsteps < 8 || c->p->step_source != VT_STEPS_MARKERS ||
+	       (uint64_t)c->keys[f->key]->uploaded_in_training * 4 >= c->p->nsteps;
+}
+
 static int streams_batches(const struct ctx *c, int dev)
 {
 	/* A batch tensor is made once steps run: a host-filled tensor made
@@ -354,7 +363,8 @@ static int streams_batches(const struct ctx *c, int dev)
 		if (a->category == VT_CAT_POOL
 		        ? vt_region_takes_batches(c->m, i)
 		        : f->host_filled &&
-		              ((f->recurring && a->t_alloc >= first_step) || vt_cls_refilled(c, a)))
+		              ((f->recurring && a->t_alloc >= first_step && uploaded_often(c, f)) ||
+		               vt_cls_refilled(c, a)))
 			return 1;
 	}
 	return folded_batches(c, dev);

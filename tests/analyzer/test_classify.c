@@ -3074,6 +3074,42 @@ static void test_grown_table_replaces_the_old(void **state)
 	vt_model_free(m);
 }
 
+/* A dataset held on the device and an index shuffled on the host once an
+ * epoch, the size of a tensor every step makes: two uploads in twelve
+ * steps are no batch stream, so the data uploaded before the model is not
+ * taken for frozen weights beside streamed batches. */
+static void test_an_upload_an_epoch_is_no_batch_stream(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	const uint64_t data = 0xc00000000ull;
+	uint64_t t = 1;
+	b.stack = 40;
+	b_alloc(&b, t++, data, 40 * MIB, 0);
+	b_htod(&b, t++, data, 40 * MIB, 0);
+	t = load_weights(&b, t, w, 3);
+	for (int s = 0; s < 12; s++) {
+		mark_step(&b, t++, s);
+		if (s % 6 == 0) {
+			b.stack = 41;
+			b_alloc(&b, t++, 0xd00000000ull, 64 << 10, 0);
+			b_htod(&b, t++, 0xd00000000ull, 64 << 10, 0);
+			b_free(&b, t++, 0xd00000000ull, 0);
+		}
+		b.stack = 42;
+		b_alloc(&b, t++, 0xd10000000ull, 64 << 10, 0);
+		t = three_layer_step(&b, t, w, s == 0);
+		b_free(&b, t++, 0xd10000000ull, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, data), VT_CAT_DATASET);
+	vt_model_free(m);
+}
+
 /* An inference server: weights uploaded per tensor, a KV cache made on the
  * device and kept, each request's tokens uploaded and its activations made
  * and freed; no training step. The cache is no weight: unknown, with
@@ -3919,6 +3955,7 @@ int main(void)
 	    cmocka_unit_test(test_kept_activations_adding_up_to_a_bucket),
 	    cmocka_unit_test(test_rows_every_step_before_the_model),
 	    cmocka_unit_test(test_grown_table_replaces_the_old),
+	    cmocka_unit_test(test_an_upload_an_epoch_is_no_batch_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
