@@ -174,6 +174,11 @@ static const struct reason_row {
                               "tensor: a part of that model uploaded on a path of its own (an "
                               "embedding before the layers), dropped with it; not sure",
                               {VT_CAT_DATASET, NO_ALT}},
+    [R_SLOT_AFTER_GRADIENT] = {"long-lived, made during training while a gradient of its size "
+                               "made earlier in the step was alive: the optimizer's state "
+                               "(a momentum buffer) of a weight whose own tensor is not seen "
+                               "(packed into a flat buffer)",
+                               {VT_CAT_WEIGHTS, NO_ALT}},
     [R_REPLACES] = {"long-lived, made during training on the device, and the tensor it "
                     "replaced (smaller, freed right after it was made) was the model's: "
                     "a table grown by concatenation (new rows appended), a resized "

@@ -460,6 +460,35 @@ static int named_data(const struct ctx *c, const struct vt_alloc *a, const struc
 	                           VT_CAT_DATASET);
 }
 
+/* Whether long-lived allocation i, made during training, came while a
+ * recurring tensor of its size made earlier in its step was alive: the
+ * optimizer's update, which follows the backward pass's gradient, made it
+ * (a momentum buffer for a parameter packed into a flat buffer, whose own
+ * tensor is gone; `torch.clone(grad)` copies it from the gradient); a
+ * weight made lazily at the first step (a lazy module) comes in the
+ * forward pass, before its gradient. */
+static int made_after_its_gradient(const struct ctx *c, uint32_t i)
+{
+	const struct vt_alloc *a = &c->m->allocs[i];
+	const struct facts *f = &c->f[i - c->p->alloc_begin];
+	if (f->born < 0 || (uint32_t)f->born >= c->p->nsteps)
+		return 0;
+	/* copied from a tensor that lives on (an EMA's deepcopy of the
+	 * weights) or that the host filled (a weight converted to channels
+	 * last): a copy of the model, not its update's state */
+	uint32_t from = vt_cls_d2d_source(c, a);
+	if (from != VT_NO_INDEX && (!c->f[from - c->p->alloc_begin].recurring ||
+	                            c->f[from - c->p->alloc_begin].host_filled))
+		return 0;
+	uint64_t start = c->p->step_t[f->born];
+	for (uint32_t j = i; j-- > c->p->alloc_begin && c->m->allocs[j].t_alloc >= start;) {
+		const struct facts *g = &c->f[j - c->p->alloc_begin];
+		if (g->key == f->key && g->recurring && c->m->allocs[j].t_free > a->t_alloc)
+			return 1;
+	}
+	return 0;
+}
+
 /* A per-step twin is a gradient only if its weight trains. Where a size
  * got optimizer state during training (an optimizer making its state
  * lazily, at its first step, makes it for every weight that trains), a
@@ -491,6 +520,8 @@ void vt_cls_weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 			s->weights++;
 			s->grads_per_step = s->trained;
 			set_cat(a, f, VT_CAT_WEIGHTS, 80, R_TWIN);
+		} else if (made_after_its_gradient(c, ll[i])) {
+			set_cat(a, f, VT_CAT_OPTIMIZER, 60, R_SLOT_AFTER_GRADIENT);
 		} else if (!s->trained && s->weights < weights_of_size(s)) {
 			s->weights++;
 			s->grads_per_step = s->weights;

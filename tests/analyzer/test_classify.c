@@ -3110,6 +3110,57 @@ static void test_an_upload_an_epoch_is_no_batch_stream(void **state)
 	vt_model_free(m);
 }
 
+/* A recurrent layer's parameters packed into one flat buffer (uploaded
+ * one by one, copied in, the uploads freed), so only their gradients (3
+ * and 5 MiB) show each step beside the other layers'; SGD makes a
+ * momentum buffer per parameter at its first update, after the backward
+ * pass: optimizer state, not weights (no weight of those sizes is alive).
+ * A weight a lazy module makes in the first forward pass (6 MiB), before
+ * its gradient, stays a weight. */
+static void test_slot_made_after_its_gradient(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB}, packed[2] = {3 * MIB, 5 * MIB};
+	const uint64_t flat = 0xb00000000ull, lazy = 0xb80000000ull, up = 0x700000000ull;
+	uint64_t t = load_weights(&b, 1, w, 3);
+	for (uint64_t k = 0; k < 2; k++) {
+		b_alloc(&b, t++, up + k * 0x10000000ull, packed[k], 0);
+		b_htod(&b, t++, up + k * 0x10000000ull, packed[k], 0);
+	}
+	b.stack = 2;
+	b_alloc(&b, t++, flat, 8 * MIB, 0);
+	for (uint64_t k = 0; k < 2; k++) {
+		b_dtod(&b, t++, flat + k * 3 * MIB, up + k * 0x10000000ull, packed[k], 0);
+		b_free(&b, t++, up + k * 0x10000000ull, 0);
+	}
+	for (int s = 0; s < 6; s++) {
+		mark_step(&b, t++, s);
+		b.stack = 7;
+		if (s == 0)
+			b_alloc(&b, t++, lazy, 6 * MIB, 0);
+		t = three_layer_step(&b, t, w, s == 0);
+		b.stack = 8;
+		for (uint64_t k = 0; k < 3; k++)
+			b_alloc(&b, t++, 0xd00000000ull + k * 0x10000000ull,
+			        k < 2 ? packed[k] : 6 * MIB, 0);
+		b.stack = 9;
+		for (uint64_t k = 0; s == 0 && k < 2; k++)
+			b_alloc(&b, t++, 0xe00000000ull + k * 0x10000000ull, packed[k], 0);
+		for (uint64_t k = 0; k < 3; k++)
+			b_free(&b, t++, 0xd00000000ull + k * 0x10000000ull, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	for (uint64_t k = 0; k < 2; k++)
+		assert_int_equal(category_of(m, 0xe00000000ull + k * 0x10000000ull),
+		                 VT_CAT_OPTIMIZER);
+	assert_int_equal(category_of(m, lazy), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
 /* An inference server: weights uploaded per tensor, a KV cache made on the
  * device and kept, each request's tokens uploaded and its activations made
  * and freed; no training step. The cache is no weight: unknown, with
@@ -3956,6 +4007,7 @@ int main(void)
 	    cmocka_unit_test(test_rows_every_step_before_the_model),
 	    cmocka_unit_test(test_grown_table_replaces_the_old),
 	    cmocka_unit_test(test_an_upload_an_epoch_is_no_batch_stream),
+	    cmocka_unit_test(test_slot_made_after_its_gradient),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
