@@ -520,7 +520,9 @@ void vt_cls_weights_by_twin(struct ctx *c, struct size_count *sizes, const uint3
 			s->weights++;
 			s->grads_per_step = s->trained;
 			set_cat(a, f, VT_CAT_WEIGHTS, 80, R_TWIN);
-		} else if (made_after_its_gradient(c, ll[i])) {
+		} else if (!s->trained && s->weights < weights_of_size(s) &&
+		           made_after_its_gradient(c, ll[i])) {
+			/* the size's first long-lived tensor, and still no weight */
 			set_cat(a, f, VT_CAT_OPTIMIZER, 60, R_SLOT_AFTER_GRADIENT);
 		} else if (!s->trained && s->weights < weights_of_size(s)) {
 			s->weights++;
