@@ -333,17 +333,32 @@ static uint64_t first_transient(const struct vt_model *m, const struct vt_proc *
  * between them ([3, 2, 5], [3, 2, 5], ...): the step is the pattern's
  * period q, the smallest whose gaps repeat at least 80 % of the time.
  * 0 when no q does. */
-#define MAX_VALLEYS_PER_STEP 64
+#define MAX_VALLEYS_PER_STEP 512
+#define MAX_VALLEY_READS (1ull << 28)
 static uint32_t valleys_per_step(const uint64_t *allocs, uint32_t k)
 {
-	for (uint32_t q = 1; q <= MAX_VALLEYS_PER_STEP && 3 * q + 1 <= k; q++) {
+	uint32_t by_count = 0;
+	/* each q reads all k returns: a long run without markers looks for
+	 * steps of hundreds of returns only where it can afford to */
+	uint64_t max_q = MAX_VALLEY_READS / (k ? k : 1);
+	for (uint32_t q = 1; q <= MAX_VALLEYS_PER_STEP && q <= max_q && 3 * q + 1 <= k; q++) {
 		uint32_t same = 0, pairs = k - 1 - q;
-		for (uint32_t i = 0; i < pairs; i++)
-			same += allocs[i + 1] - allocs[i] == allocs[i + q + 1] - allocs[i + q];
-		if (same * 5 >= pairs * 4)
+		uint64_t same_allocs = 0, all_allocs = 0;
+		for (uint32_t i = 0; i < pairs; i++) {
+			uint64_t gap = allocs[i + 1] - allocs[i];
+			int repeats = gap == allocs[i + q + 1] - allocs[i + q];
+			same += repeats;
+			same_allocs += repeats ? gap : 0;
+			all_allocs += gap;
+		}
+		if (same * 5 < pairs * 4)
+			continue;
+		if (same_allocs * 5 >= all_allocs * 4)
 			return q;
+		if (!by_count)
+			by_count = q;
 	}
-	return 0;
+	return by_count;
 }
 
 /* Training steps with an evaluation pass every few of them: a step keeps
@@ -761,6 +776,34 @@ static uint64_t step_before(const struct vt_model *m, const struct vt_proc *p, i
 	return same ? first : VT_T_NEVER;
 }
 
+/* An upload kept past the last step end found, of this many bytes at
+ * least, is a part of the model (or data) loaded before training: a step
+ * sends its batches and frees them within a few steps, and a jitted step's
+ * scalar (a step counter) is smaller. */
+#define MODEL_UPLOAD_MIN (64u << 10)
+
+/* When the last upload on dev before `mid` (a step end halfway through the
+ * run) that outlives `last_end` (the last step end) was made; VT_T_NEVER
+ * when none. The steps start after it: a job that encodes its data with
+ * one model, then loads the model it trains (DreamBooth caching latents,
+ * then the UNet), has valleys at the steps' level in its caching pass too,
+ * which would make the load a step. */
+static uint64_t last_model_upload(const struct vt_model *m, const struct vt_proc *p, int dev,
+                                  uint64_t mid, uint64_t last_end)
+{
+	uint64_t last = VT_T_NEVER;
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end && m->allocs[i].t_alloc < mid; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->device != dev || !(a->flags & VT_AF_CHARGED) ||
+		    a->bytes < MODEL_UPLOAD_MIN || a->t_free <= last_end)
+			continue;
+		uint64_t h2d = vt_model_copies(m, a)->h2d_bytes;
+		if (h2d * 2 >= a->bytes)
+			last = a->t_alloc;
+	}
+	return last;
+}
+
 /* Steps from k step ends (q valleys a step before every_qth). Step i
  * starts where step i-1 ended; the first starts one period earlier, but not
  * before its first transient tensor: a first step shorter than the period
@@ -773,7 +816,7 @@ static uint64_t step_before(const struct vt_model *m, const struct vt_proc *p, i
  * first backward in two, and gradients read as made before training). */
 static int set_steps(const struct vt_model *m, const struct vt_proc *p, int dev,
                      const uint64_t *ends, const uint64_t *allocs, uint32_t k, uint32_t q,
-                     uint64_t total, struct vt_step_table *out)
+                     uint64_t total, uint64_t setup, struct vt_step_table *out)
 {
 	uint64_t period = median_gap(ends, k);
 	uint32_t nsteps = k + (uint32_t)one_more_step(allocs, k, total);
@@ -793,7 +836,12 @@ static int set_steps(const struct vt_model *m, const struct vt_proc *p, int dev,
 	    k >= 2 ? first_step_counterpart(m, p, dev, ends[0], ends[1]) : VT_T_NEVER;
 	if (counterpart < t[0])
 		t[0] = counterpart;
+	/* the model the steps train was loaded before the first of them */
+	if (setup != VT_T_NEVER && setup >= t[0])
+		t[0] = setup + 1;
 	uint64_t before = nsteps >= 2 ? step_before(m, p, dev, t[0], t[1]) : VT_T_NEVER;
+	if (before != VT_T_NEVER && setup != VT_T_NEVER && before <= setup)
+		before = VT_T_NEVER; /* passes before the model was loaded: set-up */
 	if (before != VT_T_NEVER) {
 		uint64_t *more = realloc(t, (nsteps + 1) * sizeof *t);
 		if (more) {
@@ -818,6 +866,18 @@ static uint64_t last_alloc_on(const struct vt_model *m, const struct vt_proc *p,
 	return 0;
 }
 
+/* Drop the step ends at or before `setup` (the model's last upload): they
+ * end passes of the set-up, not steps. The ends left. */
+static uint32_t drop_ends_before(uint64_t *ends, uint64_t *allocs, uint32_t k, uint64_t setup)
+{
+	uint32_t from = 0;
+	while (from < k && ends[from] <= setup)
+		from++;
+	memmove(ends, ends + from, (k - from) * sizeof *ends);
+	memmove(allocs, allocs + from, (k - from) * sizeof *allocs);
+	return k - from;
+}
+
 /* Steps from the valleys of the allocations freed after kept_from left out. */
 static int steps_from_valleys(const struct vt_model *m, const struct vt_proc *p, int dev,
                               uint64_t kept_from, struct vt_step_table *out)
@@ -840,7 +900,11 @@ static int steps_from_valleys(const struct vt_model *m, const struct vt_proc *p,
 		} else {
 			k = drifting_steps(v, n, ends, allocs, &q);
 		}
-		ok = q && k >= 3 && set_steps(m, p, dev, ends, allocs, k, q, total, out);
+		uint64_t setup =
+		    k >= 3 ? last_model_upload(m, p, dev, ends[k / 2], ends[k - 1]) : VT_T_NEVER;
+		if (q && setup != VT_T_NEVER)
+			k = drop_ends_before(ends, allocs, k, setup);
+		ok = q && k >= 3 && set_steps(m, p, dev, ends, allocs, k, q, total, setup, out);
 	}
 	free(v);
 	free(ends);

@@ -3161,6 +3161,63 @@ static void test_slot_made_after_its_gradient(void **state)
 	vt_model_free(m);
 }
 
+/* No markers. A set-up pass encodes six batches with a 21 MiB encoder and
+ * keeps each batch's 512 KiB latents (the live bytes end that pass at 24
+ * MiB, the level the steps return to later); the encoder goes, and the
+ * model it trains (7 MiB) is loaded. Each of the 12 steps climbs through
+ * its activations (66 tensors), then its optimizer returns to the level once a
+ * parameter (40 temporaries): a pattern of 41 valleys a step, which holds
+ * for the valleys and for the allocations, where "every valley a step"
+ * holds for the valleys alone. The steps are 12, after the model's load. */
+static void test_steps_with_per_parameter_returns_after_a_set_up_pass(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	const uint64_t enc = 0xe00000000ull, cache = 0xf00000000ull;
+	uint64_t t = 1;
+	b.stack = 60;
+	b_alloc(&b, t++, enc, 21 * MIB, 0);
+	b_htod(&b, t++, enc, 21 * MIB, 0);
+	for (uint64_t k = 0; k < 6; k++) {
+		b.stack = 61;
+		b_alloc(&b, t++, 0xd00000000ull, MIB, 0);
+		b_htod(&b, t++, 0xd00000000ull, MIB, 0);
+		b_alloc(&b, t++, 0xd10000000ull, 2 * MIB, 0);
+		b_alloc(&b, t++, cache + k * 0x1000000ull, 512 << 10, 0);
+		b_free(&b, t++, 0xd10000000ull, 0);
+		b_free(&b, t++, 0xd00000000ull, 0);
+	}
+	b_alloc(&b, t++, 0xd20000000ull, 4 << 10, 0); /* the pass's last valley: 24 MiB */
+	b_free(&b, t++, enc, 0);
+	b_free(&b, t++, 0xd20000000ull, 0);
+	t = load_weights(&b, t, w, 3);
+	const uint64_t last_weight = t - 2; /* its allocation; its upload came after */
+	for (int s = 0; s < 12; s++) {
+		b.stack = 63;
+		for (uint64_t k = 0; k < 60; k++)
+			b_alloc(&b, t++, 0xb00000000ull + k * 0x1000000ull, 256 << 10, 0);
+		t = three_layer_step(&b, t, w, s == 0);
+		for (uint64_t k = 0; k < 60; k++)
+			b_free(&b, t++, 0xb00000000ull + k * 0x1000000ull, 0);
+		b.stack = 62;
+		for (int k = 0; k < 40; k++) {
+			b_alloc(&b, t++, 0xc00000000ull, 64 << 10, 0);
+			b_free(&b, t++, 0xc00000000ull, 0);
+		}
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 12);
+	assert_true(m->procs[0].step_t[0] > last_weight);
+	for (int l = 0; l < 3; l++)
+		assert_int_equal(category_of(m, W_ADDR(l)), VT_CAT_WEIGHTS);
+	vt_model_free(m);
+}
+
 /* An inference server: weights uploaded per tensor, a KV cache made on the
  * device and kept, each request's tokens uploaded and its activations made
  * and freed; no training step. The cache is no weight: unknown, with
@@ -4008,6 +4065,7 @@ int main(void)
 	    cmocka_unit_test(test_grown_table_replaces_the_old),
 	    cmocka_unit_test(test_an_upload_an_epoch_is_no_batch_stream),
 	    cmocka_unit_test(test_slot_made_after_its_gradient),
+	    cmocka_unit_test(test_steps_with_per_parameter_returns_after_a_set_up_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
