@@ -418,6 +418,7 @@ static void classify_device(struct ctx *c, int dev, uint32_t *ll_buf)
 	c->streams_batches = streams_batches(c, dev);
 	c->sites = vt_upload_sites_count(c->m, c->proc, loaded_tensor, pool_region, c);
 	c->loader_frees_n = UINT32_MAX;
+	c->first_weight_known = 0;
 	c->weights_loaded_t = vt_cls_weights_loaded_t(c, dev);
 	c->trains = vt_cls_trains(sizes);
 	vt_cls_rest_of_long_lived(c, sizes, ll_buf, n);

@@ -119,6 +119,10 @@ struct ctx {
 	 * dropped_with_model; loader_frees_n is UINT32_MAX until made */
 	uint64_t *loader_frees;
 	uint32_t loader_frees_n;
+	/* classify_device, found when first asked (first_weight_known): when
+	 * the first of the device's weights decided by then came from the host */
+	uint64_t first_weight_h2d;
+	int first_weight_known;
 	struct vt_frame_evidence *fe;          /* what the stacks' names say (frame_rules.def) */
 	struct vt_step_table proc_steps;       /* the process's steps */
 	struct vt_step_table *own;             /* [VT_MAX_DEVICES]: a device's own steps (t NULL:

@@ -97,10 +97,13 @@ void vt_cls_data_rows(struct ctx *c, int dev, const uint32_t *ll, uint32_t n)
 			        VT_CAT_DATASET, 60, R_DATA_ROWS);
 }
 
-/* When the first of the device's weights decided so far came from the
- * host; VT_T_NEVER when none. */
-static uint64_t first_weight_upload(const struct ctx *c)
+/* When the first of the device's weights decided by the first call came
+ * from the host (the twin rules decided the trained ones before any upload
+ * is weighed as data); VT_T_NEVER when none. One walk a device. */
+static uint64_t first_weight_upload(struct ctx *c)
 {
+	if (c->first_weight_known)
+		return c->first_weight_h2d;
 	uint64_t first = VT_T_NEVER;
 	for (uint32_t j = c->p->alloc_begin; j < c->p->alloc_end; j++) {
 		const struct vt_alloc *a = &c->m->allocs[j];
@@ -111,6 +114,8 @@ static uint64_t first_weight_upload(const struct ctx *c)
 		if (t < first)
 			first = t;
 	}
+	c->first_weight_known = 1;
+	c->first_weight_h2d = first;
 	return first;
 }
 

@@ -331,8 +331,12 @@ static uint64_t first_transient(const struct vt_model *m, const struct vt_proc *
  * to the step-end level several times a step, seen on an H200: 1157
  * "steps" for 128. Its valleys then repeat in a pattern of allocations
  * between them ([3, 2, 5], [3, 2, 5], ...): the step is the pattern's
- * period q, the smallest whose gaps repeat at least 80 % of the time.
- * 0 when no q does. */
+ * period q, the smallest whose gaps repeat at least 80 % of the time, and
+ * for 80 % of the allocations: a step that returns once a parameter (an
+ * optimizer's per-parameter temporaries, one or two allocations apart)
+ * repeats "every return a step" for nearly all returns but not for the
+ * passes between them, where most allocations are. Where no q holds for
+ * the allocations, the smallest that holds for the returns; 0 when none. */
 #define MAX_VALLEYS_PER_STEP 512
 #define MAX_VALLEY_READS (1ull << 28)
 static uint32_t valleys_per_step(const uint64_t *allocs, uint32_t k)
