@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "nomem.h"
+
 /* The older tensor is freed within this many events of the new one's
  * allocation: `torch.cat` makes the new table, then the old one's last
  * reference goes (with the fresh rows' temporary before it). */
@@ -35,13 +37,9 @@ static struct freed_at *freed_long_lived(const struct ctx *c, int dev, uint32_t 
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 64;
-			struct freed_at *g = realloc(v, cap * sizeof *v);
-			if (!g) {
-				free(v);
-				*n = 0;
-				return NULL;
-			}
-			v = g;
+			v = realloc(v, cap * sizeof *v);
+			if (!v)
+				vt_nomem();
 		}
 		v[(*n)++] = (struct freed_at){a->seq_free, i};
 	}
@@ -82,7 +80,7 @@ void vt_cls_successors(struct ctx *c, int dev)
 {
 	uint32_t n;
 	struct freed_at *v = freed_long_lived(c, dev, &n);
-	for (uint32_t i = c->p->alloc_begin; v && i < c->p->alloc_end; i++) {
+	for (uint32_t i = c->p->alloc_begin; n && i < c->p->alloc_end; i++) {
 		struct vt_alloc *b = &c->m->allocs[i];
 		struct facts *f = &c->f[i - c->p->alloc_begin];
 		if (f->device != dev || b->reason != R_LONG_UNKNOWN)
