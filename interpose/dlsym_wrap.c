@@ -154,7 +154,7 @@ VT_EXPORT void *dlsym(void *handle, const char *name)
 		/* Failed: dlerror() must say why, and recording the lookup may
 		 * have used the dynamic linker since. Fail the same way again. */
 		if (found)
-			vt_next_symbol(name); /* only the shim had it */
+			real(RTLD_NEXT, name); /* only the shim had it: next after it */
 		else if (handle != RTLD_NEXT)
 			real(handle, name);
 		else

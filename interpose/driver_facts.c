@@ -45,12 +45,18 @@ static const char *const aux_names[AUX_COUNT] = {
 };
 static _Atomic(void *) aux_fn[AUX_COUNT];
 
+/* An entry point the loaded driver lacks is remembered as absent: a failed
+ * lookup is not repeated at every event. */
 static void *aux(int which)
 {
 	void *p = atomic_load_explicit(&aux_fn[which], memory_order_acquire);
-	if (!p && (p = vt_driver_symbol(aux_names[which])))
-		atomic_store_explicit(&aux_fn[which], p, memory_order_release);
-	return p;
+	if (!p) {
+		if (!vt_driver())
+			return NULL; /* not loaded yet: ask again later */
+		p = vt_driver_symbol(aux_names[which]);
+		atomic_store_explicit(&aux_fn[which], p ? p : VT_ABSENT, memory_order_release);
+	}
+	return p == VT_ABSENT ? NULL : p;
 }
 
 /* ---- devices ------------------------------------------------------------ */

@@ -9,9 +9,9 @@
  *     RTLD_NOLOAD (the job may have it loaded already), then RTLD_LAZY |
  *     RTLD_LOCAL, through the dynamic linker's own dlopen (real_dl.h) so the
  *     shim's dlopen wrapper does not take it for the job's. A failure is
- *     kept: an absent library costs one try in the whole run, and dlerror()
- *     is cleared after it so the job never reads the shim's message. A
- *     loaded library stays loaded (NVML is not made to be unloaded).
+ *     kept: an absent library costs one try in the whole run, and leaves
+ *     nothing in dlerror() (vt_own_dlopen). A loaded library stays loaded
+ *     (NVML is not made to be unloaded).
  *   - each reading is nvmlInit_v2 ... nvmlShutdown: initialised, NVML holds
  *     the driver's device files open; shut down, it closes them, so the
  *     job's descriptor numbers are as they were after the reading (a job
@@ -71,7 +71,7 @@ static struct {
 
 static void *nvml_symbol(void *lib, const char *name)
 {
-	return vt_real_dlsym()(lib, name);
+	return vt_own_dlsym(lib, name);
 }
 
 static int resolve(void *lib)
@@ -99,17 +99,14 @@ static int nvml_ready(void)
 	if (!__atomic_compare_exchange_n(&nvml_state, &state, NVML_LOADING, 0, __ATOMIC_ACQ_REL,
 	                                 __ATOMIC_ACQUIRE))
 		return 0;
-	const struct vt_real_dl *dl = vt_real_dl();
 	void *lib = NULL;
 	/* VRAMTRACE_NVML=0: a site that forbids loading libraries into jobs, or
 	 * an NVML that misbehaves, keeps the driver's view only */
-	if (dl->dlopen && !vt_env_off("VRAMTRACE_NVML")) {
-		lib = dl->dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!vt_env_off("VRAMTRACE_NVML")) {
+		lib = vt_own_dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
 		if (!lib)
-			lib = dl->dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+			lib = vt_own_dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
 	}
-	/* a failed try's message is the shim's, not the job's */
-	dlerror();
 	int ok = lib && resolve(lib);
 	__atomic_store_n(&nvml_state, ok ? NVML_READY : NVML_ABSENT, __ATOMIC_RELEASE);
 	return ok;

@@ -81,8 +81,7 @@ static int find_libpython(struct dl_phdr_info *info, size_t size, void *out)
 	const char *base = slash ? slash + 1 : info->dlpi_name;
 	if (strncmp(base, "libpython3", 10))
 		return 0;
-	const struct vt_real_dl *dl = vt_real_dl();
-	*(void **)out = dl->dlopen ? dl->dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+	*(void **)out = vt_own_dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
 	return *(void **)out != NULL;
 }
 
@@ -92,12 +91,9 @@ static int find_libpython(struct dl_phdr_info *info, size_t size, void *out)
  * exported wrapper. */
 static void *py_symbol(void *local_handle, const char *name)
 {
-	vt_dlsym_fn real = vt_real_dlsym();
-	if (!real)
-		return NULL;
-	void *sym = real(RTLD_DEFAULT, name);
+	void *sym = vt_own_dlsym(RTLD_DEFAULT, name);
 	if (!sym && local_handle)
-		sym = real(local_handle, name);
+		sym = vt_own_dlsym(local_handle, name);
 	return sym;
 }
 

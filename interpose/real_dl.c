@@ -11,6 +11,7 @@
 #include "real_dl.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 
 static _Atomic(vt_dlsym_fn) real_dlsym;
@@ -55,6 +56,65 @@ const struct vt_real_dl *vt_real_dl(void)
 {
 	pthread_once(&real_once, real_init);
 	return &real;
+}
+
+/* The shim's own dl calls run on the job's threads, and two things about
+ * them must not reach the job:
+ * - A failure leaves its message in the thread's dlerror() state, which
+ *   glibc allocates on the job's heap and frees at that thread's next dl
+ *   call: the job would read a message it did not cause, and its next
+ *   lookup would free memory, which a lookup without the shim never does.
+ *   So a failure is dropped at once: the first dlerror() returns the
+ *   message and marks it read, the next frees it and returns NULL.
+ * - A job's signal handler may call dlsym (not async-signal-safe, but
+ *   harmless without the shim: the job's own threads were not inside the
+ *   dynamic linker then). Landing inside the shim's failed call or its
+ *   dlerror(), that dlsym frees the message the interrupted call is still
+ *   using: a double free. So the job's signals wait while the shim's call
+ *   runs, and are delivered right after. Faults stay unblocked: a fault
+ *   whose signal is blocked kills the process at once. */
+static void block_job_signals(sigset_t *old)
+{
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
+	sigset_t set;
+	sigfillset(&set);
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(&set, faults[i]);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void forget_error(void)
+{
+	while (dlerror())
+		;
+}
+
+void *vt_own_dlsym(void *handle, const char *name)
+{
+	vt_dlsym_fn real = vt_real_dlsym();
+	if (!real)
+		return NULL;
+	sigset_t old;
+	block_job_signals(&old);
+	void *p = real(handle, name);
+	if (!p)
+		forget_error();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return p;
+}
+
+void *vt_own_dlopen(const char *file, int flags)
+{
+	const struct vt_real_dl *dl = vt_real_dl();
+	if (!dl->dlopen)
+		return NULL;
+	sigset_t old;
+	block_job_signals(&old);
+	void *h = dl->dlopen(file, flags);
+	if (!h)
+		forget_error();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return h;
 }
 
 int vt_same_object(const void *p, const void *anchor)

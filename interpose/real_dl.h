@@ -25,6 +25,13 @@ struct vt_real_dl {
 };
 const struct vt_real_dl *vt_real_dl(void);
 
+/* The shim's own lookups and loads, through the real dlsym and dlopen. They
+ * may fail where the job never tried (no NVML, no libpython, an entry point
+ * an older driver lacks); a failure leaves nothing in the calling thread's
+ * dlerror() (real_dl.c says why). RTLD_NEXT means after the shim. */
+void *vt_own_dlsym(void *handle, const char *name);
+void *vt_own_dlopen(const char *file, int flags);
+
 /* Does p lie in the same loaded object as anchor (dladdr, not cached)? */
 int vt_same_object(const void *p, const void *anchor);
 /* Is p inside the object these sources are linked into (libvramtrace.so)? */

@@ -31,15 +31,13 @@ void *vt_driver(void)
 	 * NODELETE pins it, so the addresses in real_fn stay valid even if the
 	 * job dlcloses it. The real dlopen: the shim's own dlopen wrapper is
 	 * for the job's loads. */
-	const struct vt_real_dl *dl = vt_real_dl();
-	if (!dl->dlopen)
-		return NULL;
-	h = dl->dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	h = vt_own_dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	if (!h)
-		h = dl->dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+		h = vt_own_dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	if (!h)
 		return NULL;
 	void *expected = NULL;
+	const struct vt_real_dl *dl = vt_real_dl();
 	if (!atomic_compare_exchange_strong(&driver_handle, &expected, h) && dl->dlclose)
 		dl->dlclose(h); /* another thread won: drop our extra reference */
 	return atomic_load_explicit(&driver_handle, memory_order_acquire);
@@ -48,24 +46,20 @@ void *vt_driver(void)
 void *vt_driver_symbol(const char *name)
 {
 	void *h = vt_driver();
-	vt_dlsym_fn real = vt_real_dlsym();
-	if (!h || !real)
+	if (!h)
 		return NULL;
 	int saved = vt_guard;
 	vt_guard = VT_GUARD_SHIM; /* our own lookup: the dlsym hook passes it through */
-	void *p = real(h, name);
+	void *p = vt_own_dlsym(h, name);
 	vt_guard = saved;
 	return p;
 }
 
 void *vt_next_symbol(const char *name)
 {
-	vt_dlsym_fn real = vt_real_dlsym();
-	if (!real)
-		return NULL;
 	int saved = vt_guard;
 	vt_guard = VT_GUARD_SHIM;
-	void *p = real(RTLD_NEXT, name); /* next after this object: the shim */
+	void *p = vt_own_dlsym(RTLD_NEXT, name); /* next after the shim */
 	vt_guard = saved;
 	return p;
 }

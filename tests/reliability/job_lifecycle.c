@@ -16,6 +16,11 @@
  *   dlsym-signal MS 3 threads allocate; a timer signal's handler (any
  *                   thread) calls dlsym(driver, "cuMemAlloc_v2"): it must
  *                   always return the same pointer as outside a handler
+ *   dl-state N      the main thread, then a new thread after N allocations
+ *                   of 16 MiB * (1 + i): a dlsym of the driver touches no heap
+ *                   and dlerror() is empty (the shim's own failed lookups
+ *                   leave nothing behind); needs libvt_rel_heap_calls.so
+ *                   preloaded
  * stdout: the counts the job knows (the tests compare them to the trace). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -255,7 +260,8 @@ static int s_signal_alloc(int ms)
 	signal(SIGUSR1, SIG_IGN);
 	stop_allocators(t, 2);
 	printf("signal-alloc: %lu handler allocations, %lu failed, %lu marks\n",
-	       atomic_load(&g_handler_allocs), atomic_load(&g_handler_fail), (unsigned long)(uintptr_t)marks);
+	       atomic_load(&g_handler_allocs), atomic_load(&g_handler_fail),
+	       (unsigned long)(uintptr_t)marks);
 	return atomic_load(&g_handler_fail) || !atomic_load(&g_handler_allocs);
 }
 
@@ -328,6 +334,51 @@ static int s_dlsym_signal(int ms)
 	return atomic_load(&g_mismatch) != 0;
 }
 
+/* dl-state: what the shim's own lookups leave in a thread's dl state. A
+ * dlsym that succeeds frees what an earlier failure left (glibc's dlerror
+ * state is allocated per thread), which a job's lookup from a signal
+ * handler that interrupted malloc cannot survive. */
+static unsigned long (*g_heap_calls)(void);
+static int g_dl_allocs;
+
+/* 1 if this thread's dl state is clean: a lookup touches no heap and
+ * dlerror() has nothing to say. */
+static int dl_state_clean(const char *who)
+{
+	unsigned long before = g_heap_calls();
+	void *p = dlsym(g_driver, "cuMemAlloc_v2");
+	unsigned long heap = g_heap_calls() - before;
+	const char *err = dlerror();
+	printf("dl-state %s: lookup %s, %lu heap calls, dlerror %s\n", who, p ? "found" : "failed",
+	       heap, err ? err : "empty");
+	return p && !heap && !err;
+}
+
+static void *dl_state_thread(void *ok)
+{
+	if (rel_use_device(&g_api))
+		die("context");
+	for (int i = 1; i <= g_dl_allocs; i++)
+		alloc_free((size_t)i
+		           << 24); /* past 64 MiB: the shim reads used memory, then NVML */
+	*(int *)ok = dl_state_clean("new thread");
+	return NULL;
+}
+
+static int s_dl_state(int allocs)
+{
+	*(void **)&g_heap_calls = dlsym(RTLD_DEFAULT, "rel_heap_calls");
+	g_driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!g_heap_calls || !g_driver)
+		die("dl-state: needs libvt_rel_heap_calls.so preloaded and the driver");
+	int main_ok = dl_state_clean("main thread"), thread_ok = 0;
+	g_dl_allocs = allocs;
+	pthread_t t;
+	if (pthread_create(&t, NULL, dl_state_thread, &thread_ok) || pthread_join(t, NULL))
+		die("thread");
+	return !(main_ok && thread_ok);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -352,6 +403,8 @@ int main(int argc, char **argv)
 		return s_signal_at_open();
 	if (!strcmp(what, "dlsym-signal"))
 		return s_dlsym_signal(n);
+	if (!strcmp(what, "dl-state"))
+		return s_dl_state(n);
 	die("unknown scenario");
 	return 2;
 }

@@ -2,9 +2,10 @@
 # Process lifecycle under `vramtrace run`. Each scenario of
 # vt-rel-lifecycle runs once; the trace (read with `vramtrace dump`, which
 # must not warn) must hold exactly what the job says it did, per process.
-#   lifecycle.sh VRAMTRACE LIFECYCLE_JOB DLCYCLE_LIB SLOW_READLINK_LIB WORKDIR
+#   lifecycle.sh VRAMTRACE LIFECYCLE_JOB DLCYCLE_LIB SLOW_READLINK_LIB
+#                HEAP_CALLS_LIB WORKDIR
 set -u
-vt=$1 job=$2 dllib=$3 slowlib=$4 work=$5
+vt=$1 job=$2 dllib=$3 slowlib=$4 heaplib=$5 work=$6
 rm -rf "$work"
 mkdir -p "$work"
 fails=0
@@ -109,6 +110,14 @@ if run dlsym_signal dlsym-signal 300; then
 	pid=$(logs | awk 'NR == 1 { print $1 }')
 	rounds=$(sed -n 's/.*rounds \([0-9]*\).*/\1/p' "$work/$name.out")
 	[[ $(count alloc "$pid" 768) == "$rounds" ]] || fail "$(count alloc "$pid" 768) allocs, job did $rounds"
+fi
+
+# the shim's own failed lookups (no NVML here, absent entry points) leave
+# nothing in the job's dl state: a later dlsym of the job touches no heap
+# (one that does cannot run in a signal handler) and dlerror() is empty
+if LD_PRELOAD=$heaplib run dl_state dl-state 4; then
+	[[ $(grep -c ': lookup found, 0 heap calls, dlerror empty$' "$work/$name.out") == 2 ]] ||
+		fail "the shim left dl state behind: $(grep -v ', 0 heap calls, dlerror empty$' "$work/$name.out" | head -2)"
 fi
 
 echo "lifecycle: $fails failures"
