@@ -171,6 +171,7 @@ static struct batch_shape batch_shape(const struct vt_model *m, const struct vt_
 
 #define MAX_PREFETCH_DEPTH 8
 #define MIN_BATCH_BYTES 1024
+#define MAX_BATCH_ARRAYS 8 /* x, y, masks, weights of a batch */
 
 /* The prefetch buffers' births in (t, seq) order: read from the scan when
  * it holds them in that order (nearly always: records are kept in the
@@ -278,6 +279,30 @@ static void kept_edges(const struct vt_model *m, const struct vt_findings_scan *
 	sort_if_needed(deaths, k->nd);
 }
 
+/* What a prefetch_depth finding says: batches alive at once, one batch's
+ * bytes, the uploads, when the depth was reached, the stack that filled
+ * the largest array. */
+struct depth_seen {
+	uint32_t depth;
+	uint64_t batch, copies, t_ns;
+	uint32_t stack;
+	uint8_t confidence;
+};
+
+static void raise_depth(const struct vt_model *m, uint32_t proc, uint8_t dev,
+                        const struct depth_seen *seen, struct vt_findings *out)
+{
+	struct vt_finding *f = vt_findings_new(out, VT_FINDING_PREFETCH_DEPTH, proc);
+	vt_finding_add_device(f, dev, seen->batch * seen->depth);
+	f->depth = seen->depth;
+	f->batch_bytes = seen->batch;
+	f->copies = seen->copies;
+	f->stack_id = seen->stack;
+	f->t_ns = seen->t_ns;
+	f->confidence = seen->confidence;
+	f->framework = vt_framework_of(&m->procs[proc]);
+}
+
 /* The prefetch buffers of one process on one device, from the scan, and a
  * folding model's groups of them. */
 static void prefetch_on(const struct vt_model *m, const struct vt_findings_scan *ds, uint32_t proc,
@@ -326,15 +351,133 @@ static void prefetch_on(const struct vt_model *m, const struct vt_findings_scan 
 	 * what the step's input is. */
 	if (best > 1 && batch < MIN_BATCH_BYTES)
 		return;
-	struct vt_finding *f = vt_findings_new(out, VT_FINDING_PREFETCH_DEPTH, proc);
-	vt_finding_add_device(f, dev, batch * (uint64_t)best);
-	f->depth = (uint32_t)best;
-	f->batch_bytes = batch;
-	f->copies = k.copies + fo.copies;
-	f->stack_id = k.stack;
-	f->t_ns = when;
-	f->confidence = 80;
-	f->framework = vt_framework_of(&m->procs[proc]);
+	struct depth_seen seen = {(uint32_t)best, batch, k.copies + fo.copies, when, k.stack, 80};
+	raise_depth(m, proc, dev, &seen, out);
+}
+
+/* ---- batches uploaded into a pool -------------------------------------
+ * A caching allocator or an arena gives each batch a block of a segment the
+ * driver saw allocated once, so no allocation is a prefetch buffer; the
+ * uploads are still seen, with the offset each lands at (vt_copy_range).
+ * A batch array uploaded once a step lands in a few places the allocator
+ * reuses: one place when each batch is freed before the next one is made,
+ * D places taken in turn when D batches are alive at once (a ring, or a
+ * caching allocator's blocks alternating under a prefetcher). So the
+ * places that receive uploads of one size, D of them sharing about one
+ * upload a step, each used all through the run, are one array of a batch
+ * held D deep. */
+
+/* One place a size of upload lands at, repeatedly. */
+struct landing {
+	uint64_t bytes, t_first, t_last;
+	uint32_t copies, stack;
+};
+
+static int by_bytes(const void *x, const void *y)
+{
+	uint64_t a = ((const struct landing *)x)->bytes, b = ((const struct landing *)y)->bytes;
+	return a < b ? -1 : a > b;
+}
+
+/* Categories whose uploads are the model's, not batches: a flat weight
+ * buffer refreshed every step at one offset is no prefetcher. */
+static int holds_model(uint8_t cat)
+{
+	return cat == VT_CAT_WEIGHTS || cat == VT_CAT_OPTIMIZER || cat == VT_CAT_GRADIENTS ||
+	       cat == VT_CAT_DATASET;
+}
+
+/* The places uploads of proc on dev land at again and again (2 copies or
+ * more, within the steps), in allocations the model's state is not in. */
+static struct landing *landings(const struct vt_model *m, const struct vt_proc *p, uint32_t proc,
+                                uint8_t dev, uint32_t *n)
+{
+	struct landing *v = NULL;
+	uint32_t cap = 0;
+	*n = 0;
+	for (uint32_t i = 0; i < m->nranges; i++) {
+		const struct vt_copy_range *r = &m->ranges[i];
+		const struct vt_alloc *a = &m->allocs[r->alloc];
+		if (a->proc != proc || a->device != dev || holds_model(a->category) ||
+		    r->copies < 2 || vt_step_of(p, r->t_first) < 0)
+			continue;
+		if (*n == cap && !(v = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v)))
+			vt_nomem();
+		v[(*n)++] =
+		    (struct landing){r->bytes, r->t_first, r->t_last, r->copies, r->stack_id};
+	}
+	if (*n)
+		qsort(v, *n, sizeof *v, by_bytes);
+	return v;
+}
+
+/* One size's places l[0..d) as batch arrays: about `arrays` uploads a step
+ * over the steps they span (at least half the run's), each array's d /
+ * arrays places taken in turn, each place its share. 0 when they are not. */
+struct array_use {
+	uint32_t arrays, depth;
+};
+
+static struct array_use size_use(const struct vt_proc *p, const struct landing *l, uint32_t d)
+{
+	struct array_use none = {0, 0};
+	uint64_t t0 = l[0].t_first, t1 = l[0].t_last, copies = 0;
+	for (uint32_t i = 0; i < d; i++) {
+		t0 = l[i].t_first < t0 ? l[i].t_first : t0;
+		t1 = l[i].t_last > t1 ? l[i].t_last : t1;
+		copies += l[i].copies;
+	}
+	uint64_t span = (uint64_t)(vt_step_of(p, t1) - vt_step_of(p, t0) + 1);
+	if (span < 3 || span * 2 < p->nsteps)
+		return none;
+	uint64_t arrays = (copies + span / 2) / span; /* uploads a step, rounded */
+	if (!arrays || d % arrays || copies * 4 < arrays * span * 3 ||
+	    copies * 4 > arrays * span * 5)
+		return none;
+	uint32_t depth = d / (uint32_t)arrays;
+	if (depth > MAX_PREFETCH_DEPTH)
+		return none;
+	for (uint32_t i = 0; i < d; i++) /* each place in turn: its share of the steps */
+		if (l[i].copies * depth * 2 < span)
+			return none;
+	return (struct array_use){(uint32_t)arrays, depth};
+}
+
+/* A batch uploaded into a pool on dev (one array or a few, each held as
+ * deep): a finding at lower confidence than one from buffers of its own,
+ * since the depth is read from where the uploads land. */
+static void pool_batches_on(const struct vt_model *m, uint32_t proc, uint8_t dev,
+                            struct vt_findings *out)
+{
+	const struct vt_proc *p = &m->procs[proc];
+	uint32_t n, arrays = 0, depth = 0;
+	struct landing *l = landings(m, p, proc, dev, &n);
+	uint64_t batch = 0, largest = 0, copies = 0, first = VT_T_NEVER;
+	uint32_t stack = 0;
+	for (uint32_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && l[j].bytes == l[i].bytes; j++)
+			;
+		struct array_use u = size_use(p, &l[i], j - i);
+		if (!u.arrays)
+			continue;
+		arrays += u.arrays;
+		batch += l[i].bytes * u.arrays;
+		for (uint32_t k = i; k < j; k++) {
+			copies += l[k].copies;
+			first = l[k].t_first < first ? l[k].t_first : first;
+		}
+		if (l[i].bytes > largest) { /* the batch's depth: its largest array's */
+			largest = l[i].bytes;
+			depth = u.depth;
+			stack = l[i].stack;
+		}
+	}
+	free(l);
+	/* more arrays a step than a batch has are the model's own uploads */
+	if (!arrays || arrays > MAX_BATCH_ARRAYS || (depth > 1 && batch < MIN_BATCH_BYTES))
+		return;
+	struct depth_seen seen = {depth, batch, copies, first, stack, 60};
+	raise_depth(m, proc, dev, &seen, out);
 }
 
 /* The devices of process pi with prefetch buffers: kept, or folded. */
@@ -360,8 +503,11 @@ void vt_findings_prefetch(const struct vt_model *m, const struct vt_findings_sca
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		uint8_t has[VT_MAX_DEVICES] = {0};
 		devices_with_buffers(m, ds, pi, has);
-		for (int d = 0; d < VT_MAX_DEVICES; d++)
+		for (int d = 0; d < VT_MAX_DEVICES; d++) {
 			if (has[d])
 				prefetch_on(m, ds, pi, (uint8_t)d, out);
+			else if (m->procs[pi].nsteps >= 3 && vt_model_device_used(m, d))
+				pool_batches_on(m, pi, (uint8_t)d, out);
+		}
 	}
 }

@@ -1363,6 +1363,46 @@ static void test_prefetch_counts_batches_not_arrays(void **state)
 	vt_model_free(m);
 }
 
+/* A caching allocator's segment, made before training, receives each
+ * step's batch (x of 3 MiB, y of 256 KiB) at `places` offsets taken in
+ * turn: one place when each batch is freed before the next is made, two
+ * when two are alive at once. No allocation is a batch buffer; the places
+ * the uploads land at give the depth. */
+static struct vt_finding batches_into_a_segment(int places)
+{
+	const uint64_t w[3] = {1 * MIB, 2 * MIB, 3 * MIB};
+	const uint64_t seg = 0x1e00000000ull;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	uint64_t t = load_weights(&b, 1, w, 3);
+	b.stack = 25;
+	b_alloc(&b, t++, seg, 64 * MIB, 0);
+	for (int s = 0; s < 12; s++) {
+		mark_step(&b, t++, s);
+		uint64_t at = seg + (uint64_t)(s % places) * 16 * MIB;
+		b_htod(&b, t++, at, 3 * MIB, 0);
+		b_htod(&b, t++, at + 8 * MIB, 256 * KIB, 0);
+		t = three_layer_step(&b, t, w, s == 0) + 1000;
+	}
+	b_free(&b, t++, seg, 0);
+	m = classified_job(&b);
+	struct vt_finding f = prefetch_flag(m);
+	vt_model_free(m);
+	return f;
+}
+
+static void test_batches_into_a_segment_give_their_depth(void **state)
+{
+	(void)state;
+	struct vt_finding one = batches_into_a_segment(1);
+	assert_int_equal(one.kind, VT_FINDING_PREFETCH_DEPTH);
+	assert_int_equal(one.depth, 1);
+	assert_int_equal(one.batch_bytes, 3 * MIB + 256 * KIB);
+	assert_int_equal(batches_into_a_segment(2).depth, 2);
+	/* twelve places, each written once: no ring a prefetcher keeps */
+	assert_int_equal(batches_into_a_segment(12).depth, 0);
+}
+
 /* Twelve buffers refilled from the host live at once: no device prefetcher
  * holds that many batches, so no prefetch_depth finding; a ring of three
  * is one. */
@@ -4019,6 +4059,7 @@ int main(void)
 	    cmocka_unit_test(test_upload_after_the_model_is_a_dataset),
 	    cmocka_unit_test(test_sliced_upload_is_a_confident_dataset),
 	    cmocka_unit_test(test_prefetch_counts_batches_not_arrays),
+	    cmocka_unit_test(test_batches_into_a_segment_give_their_depth),
 	    cmocka_unit_test(test_prefetch_of_a_few_bytes_is_no_finding),
 	    cmocka_unit_test(test_model_loaded_while_training_is_no_dataset),
 	    cmocka_unit_test(test_checkpoint_staged_before_training_is_no_batch),
