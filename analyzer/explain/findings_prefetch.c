@@ -81,21 +81,6 @@ struct batch_shape {
 	uint64_t bytes;
 };
 
-/* How many steps made n buffers (n = 8: 8 or more), and the most bytes
- * one of those steps made. */
-struct per_step {
-	uint32_t steps[9];
-	uint64_t bytes[9];
-};
-
-static void count_step(struct per_step *ps, uint32_t n, uint64_t bytes)
-{
-	uint32_t k = n < 8 ? n : 8;
-	ps->steps[k]++;
-	if (bytes > ps->bytes[k])
-		ps->bytes[k] = bytes;
-}
-
 struct step_bytes {
 	int32_t step;
 	uint64_t bytes;
@@ -111,7 +96,7 @@ static int by_step(const void *x, const void *y)
  * (nearly always already), then runs of one step. Memory follows the
  * buffers, not the steps. */
 static void kept_per_step(const struct vt_model *m, const struct vt_findings_scan *ds,
-                          uint32_t proc, uint8_t dev, struct per_step *ps)
+                          uint32_t proc, uint8_t dev, struct vt_uploads_per_step *ps)
 {
 	const struct vt_proc *p = &m->procs[proc];
 	struct step_bytes *v = NULL;
@@ -133,7 +118,7 @@ static void kept_per_step(const struct vt_model *m, const struct vt_findings_sca
 		uint64_t bytes = 0;
 		for (; j < n && v[j].step == v[i].step; j++)
 			bytes += v[j].bytes;
-		count_step(ps, j - i, bytes);
+		vt_uploads_count(ps, j - i, bytes);
 		i = j;
 	}
 	free(v);
@@ -145,20 +130,18 @@ static struct batch_shape batch_shape(const struct vt_model *m, const struct vt_
 	struct batch_shape one = {1, 0};
 	if (m->procs[proc].nsteps < 3)
 		return one;
-	struct per_step ps = {0};
+	struct vt_uploads_per_step ps = {0};
 	kept_per_step(m, ds, proc, dev, &ps);
 	if (fo->n && (fo->other_uploads || fo->fd->lost))
 		vt_fold_set_inexact(m, "folded uploads of a step are not all batch buffers");
-	for (int k = 1; fo->n && k <= 8; k++) { /* the folded steps came after the kept ones */
-		ps.steps[k] += fo->fd->up_steps[k];
-		if (fo->fd->up_bytes[k] > ps.bytes[k])
-			ps.bytes[k] = fo->fd->up_bytes[k];
-	}
-	/* the count most steps that made any share: the batch's arrays */
+	if (fo->n) /* the folded steps came after the kept ones */
+		vt_uploads_merge(&ps, &fo->fd->up);
+	/* the count most steps that made any share: the batch's arrays (not
+	 * the open-ended last count) */
 	uint32_t steps = 0, mode = 1;
-	for (uint32_t c = 1; c <= 8; c++)
+	for (uint32_t c = 1; c <= VT_UPLOADS_CAP; c++)
 		steps += ps.steps[c];
-	for (uint32_t c = 1; c < 8; c++)
+	for (uint32_t c = 1; c < VT_UPLOADS_CAP; c++)
 		if (ps.steps[c] > ps.steps[mode])
 			mode = c;
 	struct batch_shape shape = one;

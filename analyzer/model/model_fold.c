@@ -189,12 +189,8 @@ static void close_dev_step(struct vt_fold_dev *d, int s)
 		d->nruns++;
 	} else
 		d->lost = 1;
-	uint32_t n = d->open[k].uploads < 8 ? d->open[k].uploads : 8;
-	if (n) {
-		d->up_steps[n]++;
-		if (d->open[k].bytes > d->up_bytes[n])
-			d->up_bytes[n] = d->open[k].bytes;
-	}
+	if (d->open[k].uploads)
+		vt_uploads_count(&d->up, d->open[k].uploads, d->open[k].bytes);
 }
 
 /* A folded allocation made in step s (an upload of `bytes` or not).
@@ -969,4 +965,21 @@ void vt_fold_set_inexact(const struct vt_model *m, const char *why)
 uint32_t vt_fold_records_high(const struct vt_model *m)
 {
 	return m->fold ? m->fold->high : 0;
+}
+
+void vt_uploads_count(struct vt_uploads_per_step *u, uint32_t n, uint64_t bytes)
+{
+	uint32_t k = n < VT_UPLOADS_CAP ? n : VT_UPLOADS_CAP;
+	u->steps[k]++;
+	if (bytes > u->bytes[k])
+		u->bytes[k] = bytes;
+}
+
+void vt_uploads_merge(struct vt_uploads_per_step *into, const struct vt_uploads_per_step *from)
+{
+	for (int k = 1; k <= VT_UPLOADS_CAP; k++) {
+		into->steps[k] += from->steps[k];
+		if (from->bytes[k] > into->bytes[k])
+			into->bytes[k] = from->bytes[k];
+	}
 }

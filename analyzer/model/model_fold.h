@@ -90,6 +90,19 @@ struct vt_fold_size {
 	uint32_t nhist;
 };
 
+/* How many steps made n uploads (or batch buffers), n up to
+ * VT_UPLOADS_CAP (the last: that many or more), and the most bytes one
+ * such step made: what a batch is, whether its steps are kept or folded. */
+#define VT_UPLOADS_CAP 8
+struct vt_uploads_per_step {
+	uint32_t steps[VT_UPLOADS_CAP + 1];
+	uint64_t bytes[VT_UPLOADS_CAP + 1];
+};
+/* One step that made n (n > 0) of `bytes` in all. */
+void vt_uploads_count(struct vt_uploads_per_step *u, uint32_t n, uint64_t bytes);
+/* Add the steps of `from` to `into`. */
+void vt_uploads_merge(struct vt_uploads_per_step *into, const struct vt_uploads_per_step *from);
+
 /* What the rules read per step of one device of a process, of the
  * allocations folded there. */
 #define VT_FOLD_RUNS 32
@@ -108,10 +121,7 @@ struct vt_fold_dev {
 		int first, last;
 	} runs[VT_FOLD_RUNS];
 	uint32_t nruns;
-	/* folded uploads: how many steps made n of them (index 8: 8 or more)
-	 * and the most bytes such a step made */
-	uint32_t up_steps[9];
-	uint64_t up_bytes[9];
+	struct vt_uploads_per_step up; /* folded uploads */
 	int lost; /* a step came after later ones, or more runs: runs and up_* unknown */
 	/* at most this many allocations made from step VT_FOLD_KEEP_STEPS on
 	 * and filled from the host were alive at once (a bound: each counts
