@@ -294,6 +294,69 @@ static int step_level(const struct valley *v, uint32_t n, uint64_t *level)
 	return found;
 }
 
+/* A prefetcher that does not reach across epochs (Keras 3's, a DataLoader's)
+ * holds the next batch at every step end but the last of an epoch: its
+ * step ends sit one batch above the lowest level that recurs, the epochs'
+ * ends. The batch: the sizes of the buffers filled from the host and freed
+ * that recur (4 times or more) on dev, all together (x and y), or the
+ * largest alone. */
+static uint64_t batch_bytes_on(const struct vt_model *m, const struct vt_proc *p, int dev,
+                               uint64_t *largest)
+{
+	uint64_t *sizes = NULL, batch = 0;
+	uint32_t n = 0, cap = 0;
+	*largest = 0;
+	uint32_t proc = (uint32_t)(p - m->procs);
+	for (uint32_t i = 0; i < m->nallocs; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (a->proc != proc || a->device != dev || a->t_free == VT_T_NEVER ||
+		    !vt_model_copies(m, a)->h2d_copies)
+			continue;
+		if (n == cap &&
+		    !(sizes = realloc(sizes, (cap = cap ? 2 * cap : 64) * sizeof *sizes)))
+			return 0;
+		sizes[n++] = a->bytes;
+	}
+	if (n)
+		qsort(sizes, n, sizeof *sizes, vt_cmp_u64);
+	for (uint32_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && sizes[j] == sizes[i]; j++)
+			;
+		if (j - i >= 4) {
+			batch += sizes[i];
+			*largest = sizes[i];
+		}
+	}
+	free(sizes);
+	return batch;
+}
+
+static uint32_t valleys_near(const struct valley *v, uint32_t n, uint64_t level)
+{
+	uint32_t c = 0;
+	for (uint32_t i = 0; i < n; i++)
+		c += v[i].bytes + level_slack(level) >= level &&
+		     v[i].bytes <= level + level_slack(level);
+	return c;
+}
+
+/* The step-end level when `level` is the epochs' end: valleys one batch
+ * above it, at least twice as many. */
+static uint64_t level_above_drained_epochs(const struct vt_model *m, const struct vt_proc *p,
+                                           int dev, const struct valley *v, uint32_t n,
+                                           uint64_t level)
+{
+	uint64_t largest, batch = batch_bytes_on(m, p, dev, &largest);
+	uint32_t at_level = valleys_near(v, n, level);
+	const uint64_t above[2] = {batch, largest};
+	for (int k = 0; k < 2; k++) {
+		uint32_t c = above[k] ? valleys_near(v, n, level + above[k]) : 0;
+		if (c >= 3 && c >= 2 * at_level)
+			return level + above[k];
+	}
+	return level;
+}
+
 /* Does the activity after the last step end look like one more step (at
  * least half the allocations of a median step), or like teardown? */
 static int one_more_step(const uint64_t *allocs_at_end, uint32_t k, uint64_t total)
@@ -897,6 +960,7 @@ static int steps_from_valleys(const struct vt_model *m, const struct vt_proc *p,
 	if (allocs) {
 		uint32_t k, q;
 		if (step_level(v, n, &level)) {
+			level = level_above_drained_epochs(m, p, dev, v, n, level);
 			k = level_valleys(v, n, level, ends, allocs);
 			k = level_steps(ends, allocs, k, &q);
 			if (q)

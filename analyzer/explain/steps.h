@@ -7,7 +7,8 @@
  * them again, so live bytes come back to the same level (the long-lived
  * state plus the batches in flight) once per step. The step-end level is the
  * lowest valley level (within 0.5 %, so a slow drift is one level) that
- * recurs at least 3 times across at least half of the run; valleys at or
+ * recurs at least 3 times across at least half of the run (or one batch
+ * above it, where a prefetcher drains at each epoch's end); valleys at or
  * below it end steps; one more step is counted after the last valley when
  * the job allocates about a step's worth after it. That works whether or not
  * the job uploads anything per step (a dataset sliced on the device uploads

@@ -3209,6 +3209,59 @@ static void test_slot_made_after_its_gradient(void **state)
  * parameter (40 temporaries): a pattern of 41 valleys a step, which holds
  * for the valleys and for the allocations, where "every valley a step"
  * holds for the valleys alone. The steps are 12, after the model's load. */
+/* Keras 3's prefetcher (and a DataLoader's) holds the next batch at every
+ * step end but an epoch's last, and an evaluation pass after each epoch
+ * ends the same way: the lowest level that recurs is the end of each epoch
+ * and of its evaluation, and the steps end one batch (x and y) above it. */
+static void upload_batch(struct builder *b, uint64_t *t, uint64_t at)
+{
+	b->stack = 64;
+	b_alloc(b, (*t)++, at, MIB, 0);
+	b_htod(b, (*t)++, at, MIB, 0);
+	b_alloc(b, (*t)++, at + 0x100000, 4 << 10, 0);
+	b_htod(b, (*t)++, at + 0x100000, 4 << 10, 0);
+}
+
+/* A pass over `batches` batches with a prefetcher two deep that stops at
+ * the pass's end: each batch's temp buffer, then the batch freed and the
+ * one after the next uploaded. */
+static void prefetched_pass(struct builder *b, uint64_t *t, uint64_t *next, int batches,
+                            uint64_t temp_bytes)
+{
+	const uint64_t temp = 0x900000000ull, first = *next;
+	for (int k = 0; k < 2; k++, *next += 0x1000000)
+		upload_batch(b, t, *next);
+	for (int s = 0; s < batches; s++) {
+		uint64_t batch = first + (uint64_t)s * 0x1000000;
+		b->stack = 65;
+		b_alloc(b, (*t)++, temp, temp_bytes, 0);
+		b_free(b, (*t)++, temp, 0);
+		b_free(b, (*t)++, batch, 0);
+		b_free(b, (*t)++, batch + 0x100000, 0);
+		if (s + 2 < batches)
+			upload_batch(b, t, *next), *next += 0x1000000;
+	}
+}
+
+static void test_steps_end_one_batch_above_the_epochs_end(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3), next = 0xa00000000ull;
+	for (int epoch = 0; epoch < 3; epoch++) {
+		prefetched_pass(&b, &t, &next, 6, 20 * MIB); /* training */
+		prefetched_pass(&b, &t, &next, 2, 4 * MIB);  /* evaluation: no gradients */
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 18);
+	vt_model_free(m);
+}
+
 static void test_steps_with_per_parameter_returns_after_a_set_up_pass(void **state)
 {
 	(void)state;
@@ -4107,6 +4160,7 @@ int main(void)
 	    cmocka_unit_test(test_an_upload_an_epoch_is_no_batch_stream),
 	    cmocka_unit_test(test_slot_made_after_its_gradient),
 	    cmocka_unit_test(test_steps_with_per_parameter_returns_after_a_set_up_pass),
+	    cmocka_unit_test(test_steps_end_one_batch_above_the_epochs_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
