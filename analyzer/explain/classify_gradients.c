@@ -287,7 +287,20 @@ void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
  * among them (JAX, with or without donation). That buffer is the step's
  * largest recurring allocation, made once a step: an allocator's region
  * (pool), activations the alternative. A per-tensor job's gradients show
- * themselves; an inference job keeps no optimizer state. */
+ * themselves; an inference job keeps no optimizer state. A gradient shows
+ * when its size is made in half the steps at least and it holds 1 KiB or
+ * more: a logged scalar the size of a counter, or an evaluation pass's
+ * temp the size of a kernel, read as a gradient by its size, is no sign of
+ * where a step's gradients are. */
+#define SHOWN_GRADIENT_BYTES 1024
+
+static int gradient_shows(const struct ctx *c, struct size_count *sizes, uint64_t bytes)
+{
+	const struct size_count *s =
+	    bytes >= SHOWN_GRADIENT_BYTES ? vt_cls_size_find(sizes, bytes) : NULL;
+	return s && (uint64_t)s->steps_seen * 2 >= c->p->nsteps;
+}
+
 static int largest_per_step(const struct ctx *c, int dev, struct size_count *sizes, uint64_t *bytes)
 {
 	uint32_t ng;
@@ -298,7 +311,7 @@ static int largest_per_step(const struct ctx *c, int dev, struct size_count *siz
 		const struct vt_alloc *a = &c->m->allocs[i];
 		if (a->device != dev || !(a->flags & VT_AF_CHARGED))
 			continue;
-		if (a->category == VT_CAT_GRADIENTS)
+		if (a->category == VT_CAT_GRADIENTS && gradient_shows(c, sizes, a->bytes))
 			return 0;
 		optimizer |= a->category == VT_CAT_OPTIMIZER;
 		if (a->reason == R_ACTIVATIONS && a->bytes > *bytes)
@@ -307,7 +320,7 @@ static int largest_per_step(const struct ctx *c, int dev, struct size_count *siz
 	for (uint32_t i = 0; i < ng; i++) {
 		if (g[i].proc != c->proc || g[i].device != dev)
 			continue;
-		if (g[i].category == VT_CAT_GRADIENTS)
+		if (g[i].category == VT_CAT_GRADIENTS && gradient_shows(c, sizes, g[i].bytes))
 			return 0;
 		if (g[i].reason == R_ACTIVATIONS && g[i].bytes > *bytes)
 			*bytes = g[i].bytes;

@@ -2543,6 +2543,22 @@ static void test_rollout_store_written_from_batches(void **state)
 	rollout_store(1);
 }
 
+/* Parameters and two optimizer slots each, made on the device before the
+ * steps (JAX's init under jit): the next event's time. */
+static uint64_t donated_model(struct builder *b, const uint64_t *wb)
+{
+	begin_job(b);
+	b_device(b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000;
+	b->stack = 3;
+	for (uint64_t l = 0; l < 3; l++)
+		b_alloc(b, t++, W_ADDR(l), wb[l], 0);
+	for (uint64_t k = 0; k < 2; k++)
+		for (uint64_t l = 0; l < 3; l++)
+			b_alloc(b, t++, SLOT_ADDR(l, k), wb[l], 0);
+	return t;
+}
+
 /* A jitted step with donated parameters (JAX): the parameters and the
  * optimizer's two slots per parameter made on the device before the steps
  * and updated in place, each step running in one temp buffer that holds
@@ -2553,15 +2569,7 @@ static void test_donated_model_and_state_made_on_the_device(void **state)
 	(void)state;
 	static const uint64_t wb[3] = {4 * MIB, 3 * MIB, 1 * MIB};
 	struct builder b;
-	begin_job(&b);
-	b_device(&b, 0, 16ull << 30, "test GPU");
-	uint64_t t = 1000;
-	b.stack = 3;
-	for (uint64_t l = 0; l < 3; l++)
-		b_alloc(&b, t++, W_ADDR(l), wb[l], 0);
-	for (uint64_t k = 0; k < 2; k++)
-		for (uint64_t l = 0; l < 3; l++)
-			b_alloc(&b, t++, SLOT_ADDR(l, k), wb[l], 0);
+	uint64_t t = donated_model(&b, wb);
 	for (int s = 0; s < 8; s++) {
 		mark_step(&b, t += 1000, s);
 		b.stack = 5;
@@ -2574,6 +2582,39 @@ static void test_donated_model_and_state_made_on_the_device(void **state)
 		for (uint64_t k = 0; k < 2; k++)
 			assert_int_equal(category_of(m, SLOT_ADDR(l, k)), VT_CAT_OPTIMIZER);
 	}
+	vt_model_free(m);
+}
+
+/* The same step with an evaluation pass every fourth step, whose temp
+ * buffer is the first parameter's size: read as a gradient by its size,
+ * but made in a quarter of the steps, it is no sign of where the steps'
+ * gradients are, and the step's own temp buffer is still the pool that
+ * holds them. */
+static void test_evaluation_temp_the_size_of_a_weight_hides_no_gradient(void **state)
+{
+	(void)state;
+	static const uint64_t wb[3] = {4 * MIB, 3 * MIB, 1 * MIB};
+	const uint64_t temp = 0x300000000ull, eval = 0x310000000ull;
+	struct builder b;
+	uint64_t t = donated_model(&b, wb);
+	for (int s = 0; s < 12; s++) {
+		mark_step(&b, t += 1000, s);
+		b.stack = 5;
+		b_alloc(&b, t++, temp, 40 * MIB, 0);
+		b_free(&b, t++, temp, 0);
+		if (s % 4 == 3) {
+			b.stack = 6;
+			b_alloc(&b, t++, eval, wb[0], 0);
+			b_free(&b, t++, eval, 0);
+		}
+	}
+	struct vt_model *m = classified_job(&b);
+	const struct vt_alloc *a = NULL;
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].addr == temp)
+			a = &m->allocs[i];
+	assert_non_null(a);
+	assert_int_equal(a->category, VT_CAT_POOL);
 	vt_model_free(m);
 }
 
@@ -4142,6 +4183,7 @@ int main(void)
 	    cmocka_unit_test(test_ema_copy_beside_per_step_gradients),
 	    cmocka_unit_test(test_ema_deepcopy_before_training),
 	    cmocka_unit_test(test_donated_model_and_state_made_on_the_device),
+	    cmocka_unit_test(test_evaluation_temp_the_size_of_a_weight_hides_no_gradient),
 	    cmocka_unit_test(test_rollout_store_written_from_batches),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
