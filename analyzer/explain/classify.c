@@ -565,6 +565,8 @@ static void classify_proc(struct vt_model *m, uint32_t pi)
 		vt_nomem();
 	uint64_t first = m->allocs[p->alloc_begin].t_alloc;
 	c.span_ns = p->last_t_ns > first ? p->last_t_ns - first : 1;
+	uint64_t first_seq = m->allocs[p->alloc_begin].seq_alloc;
+	c.span_events = p->last_seq > first_seq ? p->last_seq - first_seq : 1;
 	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++)
 		c.readbacks += vt_model_copies(m, &m->allocs[i])->d2h_copies;
 	last_allocations(&c);

@@ -112,6 +112,7 @@ struct ctx {
 	 * up once per key instead of once per allocation */
 	struct size_count **size_by_key;
 	uint64_t span_ns;              /* first to last event of the process */
+	uint64_t span_events;          /* the same in events (seq) */
 	uint64_t readbacks;            /* device-to-host copies out of its allocations */
 	struct vt_upload_sites *sites; /* classify_device: tensors filled per upload site */
 	/* classify_device, made when first asked: when the device's host-filled
@@ -240,6 +241,17 @@ static inline uint64_t lifetime(const struct vt_model *m, const struct vt_alloc 
 {
 	uint64_t end = a->t_free == VT_T_NEVER ? m->end_t_ns : a->t_free;
 	return end > a->t_alloc ? end - a->t_alloc : 0;
+}
+
+/* How many of its process's events allocation a lived through: to its
+ * free, or to the process's last event. A share of the run counted in
+ * events does not move with the machine's load, as one in nanoseconds
+ * does (a slow first upload into fresh pages can take most of a short
+ * run's time). */
+static inline uint64_t lifetime_events(const struct vt_proc *p, const struct vt_alloc *a)
+{
+	uint64_t end = a->seq_free == VT_T_NEVER ? p->last_seq : a->seq_free;
+	return end > a->seq_alloc ? end - a->seq_alloc : 0;
 }
 
 /* The size of a fact's (size, device) key. */

@@ -20,6 +20,12 @@ static int one_contiguous_upload(const struct vt_copy_range *r, uint32_t n, uint
 	return next * 10 >= bytes * 9;
 }
 
+/* Uploads at several offsets make a region of an allocation only where
+ * they fill a share of it: a caching segment or an arena holds the tensors
+ * loaded into it, while a few block tables written into a 7 GiB KV cache
+ * (0.01 % of it) say nothing of what the rest holds. */
+#define UPLOADED_SHARE_DIV 64
+
 static int looks_like_pool(const struct ctx *c, uint32_t idx)
 {
 	const struct vt_alloc *a = &c->m->allocs[idx];
@@ -29,9 +35,12 @@ static int looks_like_pool(const struct ctx *c, uint32_t idx)
 	/* an allocator keeps its regions; a buffer freed soon after a few
 	 * copies into it is scratch (XLA's autotuner writes the two red zones
 	 * of each RedzoneAllocator buffer: 3 such "pools" on an H200 made a
-	 * --per-tensor JAX run read as pooled) */
-	int kept = a->t_free == VT_T_NEVER || lifetime(c->m, a) * 10 >= c->span_ns;
-	if (n >= 2 && kept && !one_contiguous_upload(r, n, a->bytes))
+	 * --per-tensor JAX run read as pooled); counted in events: a caching
+	 * allocator's segments made after a slow first upload were "freed
+	 * soon" by the clock on a loaded machine */
+	int kept = a->t_free == VT_T_NEVER || lifetime_events(c->p, a) * 10 >= c->span_events;
+	if (n >= 2 && kept && !one_contiguous_upload(r, n, a->bytes) &&
+	    vt_alloc_data_bytes(c->m, a) * UPLOADED_SHARE_DIV >= a->bytes)
 		return 1;
 	/* a block of it refilled again and again, the rest used otherwise: an
 	 * allocator's segment handing the same block to each batch (PyTorch's

@@ -4060,6 +4060,31 @@ static void test_chunked_upload_is_not_a_pool(void **state)
 /* XLA's autotuner: a RedzoneAllocator buffer gets its two red zones
  * written (copies at both ends) and is freed soon after; seen on an H200.
  * Scratch, not an allocator region: no pool, and the job is not pooled. */
+/* A caching allocator's segment made after a slow first upload (fresh
+ * pages on a loaded machine: most of a short run's time), copies landing
+ * at two offsets, kept through the rest of the run: a region. Kept is
+ * counted in events, not in the time the first upload took. */
+static void test_segment_after_a_slow_first_upload_is_a_pool(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	b_alloc(&b, 1, 0x10000000, 16 * MIB, 0);
+	b_htod(&b, 900000000, 0x10000000, 16 * MIB, 0); /* 0.9 s of page faults */
+	b_alloc(&b, 900000001, 0x20000000, 20 * MIB, 0);
+	b_htod(&b, 900000002, 0x20000000, 4 * MIB, 0);
+	b_htod(&b, 900000003, 0x20000000 + 4 * MIB, 4 * MIB, 0);
+	for (uint64_t k = 0; k < 40; k++) { /* the rest of the run: 80 us */
+		b_alloc(&b, 900000010 + 2 * k * 1000, 0x30000000, 1 * MIB, 0);
+		b_free(&b, 900000010 + (2 * k + 1) * 1000, 0x30000000, 0);
+	}
+	b_free(&b, 900100000, 0x20000000, 0);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(m->allocs[1].category, VT_CAT_POOL);
+	vt_model_free(m);
+}
+
 static void test_short_lived_scratch_is_not_a_pool(void **state)
 {
 	(void)state;
@@ -4069,7 +4094,11 @@ static void test_short_lived_scratch_is_not_a_pool(void **state)
 	b_htod(&b, 2, 0x10000000, 64 * 1024, 0);
 	b_htod(&b, 3, 0x10000000 + 18 * MIB - 64 * 1024, 64 * 1024, 0);
 	b_free(&b, 5, 0x10000000, 0);
-	b_alloc(&b, 1000, 0x20000000, 1 * MIB, 0); /* the job goes on long after */
+	for (uint64_t k = 0; k < 40; k++) { /* the job goes on long after */
+		b_alloc(&b, 1000 + 2 * k, 0x20000000, 1 * MIB, 0);
+		b_free(&b, 1001 + 2 * k, 0x20000000, 0);
+	}
+	b_alloc(&b, 2000, 0x20000000, 1 * MIB, 0);
 	vt_model_finish(m);
 	vt_classify(m);
 	assert_int_not_equal(m->allocs[0].category, VT_CAT_POOL);
@@ -4187,6 +4216,7 @@ int main(void)
 	    cmocka_unit_test(test_rollout_store_written_from_batches),
 	    cmocka_unit_test(test_chunked_upload_is_not_a_pool),
 	    cmocka_unit_test(test_short_lived_scratch_is_not_a_pool),
+	    cmocka_unit_test(test_segment_after_a_slow_first_upload_is_a_pool),
 	    cmocka_unit_test(test_framework_from_modules),
 	    cmocka_unit_test(test_replicated_weights_and_their_state),
 	    cmocka_unit_test(test_dataset_converted_on_the_device),
