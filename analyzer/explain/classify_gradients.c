@@ -294,14 +294,14 @@ void vt_cls_recurring_ones(struct ctx *c, int dev, struct size_count *sizes)
  * where a step's gradients are. */
 #define SHOWN_GRADIENT_BYTES 1024
 
-static int gradient_shows(const struct ctx *c, struct size_count *sizes, uint64_t bytes)
+/* Its (size, device) key's steps count the folded ones too (a folding
+ * model keeps few of a recurring size's allocations). */
+static int gradient_shows(const struct ctx *c, const struct key_count *k)
 {
-	const struct size_count *s =
-	    bytes >= SHOWN_GRADIENT_BYTES ? vt_cls_size_find(sizes, bytes) : NULL;
-	return s && (uint64_t)s->steps_seen * 2 >= c->p->nsteps;
+	return k->key.bytes >= SHOWN_GRADIENT_BYTES && (uint64_t)k->steps_seen * 2 >= c->p->nsteps;
 }
 
-static int largest_per_step(const struct ctx *c, int dev, struct size_count *sizes, uint64_t *bytes)
+static int largest_per_step(struct ctx *c, int dev, struct size_count *sizes, uint64_t *bytes)
 {
 	uint32_t ng;
 	const struct vt_fold_group *g = vt_fold_groups(c->m, &ng);
@@ -311,7 +311,8 @@ static int largest_per_step(const struct ctx *c, int dev, struct size_count *siz
 		const struct vt_alloc *a = &c->m->allocs[i];
 		if (a->device != dev || !(a->flags & VT_AF_CHARGED))
 			continue;
-		if (a->category == VT_CAT_GRADIENTS && gradient_shows(c, sizes, a->bytes))
+		if (a->category == VT_CAT_GRADIENTS &&
+		    gradient_shows(c, c->keys[c->f[i - c->p->alloc_begin].key]))
 			return 0;
 		optimizer |= a->category == VT_CAT_OPTIMIZER;
 		if (a->reason == R_ACTIVATIONS && a->bytes > *bytes)
@@ -320,7 +321,8 @@ static int largest_per_step(const struct ctx *c, int dev, struct size_count *siz
 	for (uint32_t i = 0; i < ng; i++) {
 		if (g[i].proc != c->proc || g[i].device != dev)
 			continue;
-		if (g[i].category == VT_CAT_GRADIENTS && gradient_shows(c, sizes, g[i].bytes))
+		if (g[i].category == VT_CAT_GRADIENTS &&
+		    gradient_shows(c, c->keys[vt_cls_key_index(c, g[i].bytes, g[i].device)]))
 			return 0;
 		if (g[i].reason == R_ACTIVATIONS && g[i].bytes > *bytes)
 			*bytes = g[i].bytes;
