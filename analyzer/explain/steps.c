@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model_query.h"
+#include "nomem.h"
 #include "sorted_u64.h"
 
 const char *vt_step_source_name(enum vt_step_source s)
@@ -314,7 +315,7 @@ static uint64_t batch_bytes_on(const struct vt_model *m, const struct vt_proc *p
 			continue;
 		if (n == cap &&
 		    !(sizes = realloc(sizes, (cap = cap ? 2 * cap : 64) * sizeof *sizes)))
-			return 0;
+			vt_nomem();
 		sizes[n++] = a->bytes;
 	}
 	if (n)
