@@ -45,18 +45,14 @@ static const char *const aux_names[AUX_COUNT] = {
 };
 static _Atomic(void *) aux_fn[AUX_COUNT];
 
-/* An entry point the loaded driver lacks is remembered as absent: a failed
- * lookup is not repeated at every event. */
+/* The fast path is one atomic load; an entry point the loaded driver
+ * lacks is remembered as absent (vt_driver_symbol_cached). */
 static void *aux(int which)
 {
 	void *p = atomic_load_explicit(&aux_fn[which], memory_order_acquire);
-	if (!p) {
-		if (!vt_driver())
-			return NULL; /* not loaded yet: ask again later */
-		p = vt_driver_symbol(aux_names[which]);
-		atomic_store_explicit(&aux_fn[which], p ? p : VT_ABSENT, memory_order_release);
-	}
-	return p == VT_ABSENT ? NULL : p;
+	if (__builtin_expect(p != NULL && p != VT_ABSENT, 1))
+		return p;
+	return vt_driver_symbol_cached(&aux_fn[which], aux_names[which]);
 }
 
 /* ---- devices ------------------------------------------------------------ */

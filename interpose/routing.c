@@ -64,16 +64,21 @@ void *vt_next_symbol(const char *name)
 	return p;
 }
 
-void *vt_hook_real_slow(int index)
+void *vt_driver_symbol_cached(_Atomic(void *) *slot, const char *name)
 {
-	void *p = atomic_load_explicit(&vt_real_fn[index], memory_order_acquire);
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
 	if (p)
 		return p == VT_ABSENT ? NULL : p;
 	if (!vt_driver())
 		return NULL; /* no driver yet: try again next time */
-	p = vt_driver_symbol(vt_routes[index].name);
-	atomic_store_explicit(&vt_real_fn[index], p ? p : VT_ABSENT, memory_order_release);
+	p = vt_driver_symbol(name);
+	atomic_store_explicit(slot, p ? p : VT_ABSENT, memory_order_release);
 	return p;
+}
+
+void *vt_hook_real_slow(int index)
+{
+	return vt_driver_symbol_cached(&vt_real_fn[index], vt_routes[index].name);
 }
 
 int vt_is_driver_address(const void *p)

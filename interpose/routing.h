@@ -24,6 +24,10 @@ static inline void *vt_hook_real(int index)
 }
 /* A driver function the shim calls for itself (not hooked): by name. */
 void *vt_driver_symbol(const char *name);
+/* The same, remembered in *slot: the pointer, or VT_ABSENT once the loaded
+ * driver is known to lack it (a failed lookup is not repeated at every
+ * event); NULL while no driver is loaded (asked again next time). */
+void *vt_driver_symbol_cached(_Atomic(void *) *slot, const char *name);
 /* A function of the next object after the shim (libc, libcudart...). */
 void *vt_next_symbol(const char *name);
 
