@@ -354,12 +354,15 @@ static void prefetch_on(const struct vt_model *m, const struct vt_findings_scan 
 struct landing {
 	uint64_t bytes, t_first, t_last;
 	uint32_t copies, stack;
+	uint8_t device;
 };
 
-static int by_bytes(const void *x, const void *y)
+static int by_device_bytes(const void *x, const void *y)
 {
-	uint64_t a = ((const struct landing *)x)->bytes, b = ((const struct landing *)y)->bytes;
-	return a < b ? -1 : a > b;
+	const struct landing *a = x, *b = y;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return a->bytes < b->bytes ? -1 : a->bytes > b->bytes;
 }
 
 /* Categories whose uploads are the model's, not batches: a flat weight
@@ -370,27 +373,32 @@ static int holds_model(uint8_t cat)
 	       cat == VT_CAT_DATASET;
 }
 
-/* The places uploads of proc on dev land at again and again (2 copies or
- * more, within the steps), in allocations the model's state is not in. */
-static struct landing *landings(const struct vt_model *m, const struct vt_proc *p, uint32_t proc,
-                                uint8_t dev, uint32_t *n)
+/* The places uploads of process p land at again and again (2 copies or
+ * more, within the steps), in allocations the model's state is not in,
+ * sorted by device and size: one pass over the process's own allocations
+ * and their ranges serves all its devices. */
+static struct landing *landings(const struct vt_model *m, const struct vt_proc *p, uint32_t *n)
 {
 	struct landing *v = NULL;
 	uint32_t cap = 0;
 	*n = 0;
-	for (uint32_t i = 0; i < m->nranges; i++) {
-		const struct vt_copy_range *r = &m->ranges[i];
-		const struct vt_alloc *a = &m->allocs[r->alloc];
-		if (a->proc != proc || a->device != dev || holds_model(a->category) ||
-		    r->copies < 2 || vt_step_of(p, r->t_first) < 0)
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
+		const struct vt_alloc *a = &m->allocs[i];
+		if (!(a->flags & VT_AF_PARTIAL_COPIES) || holds_model(a->category))
 			continue;
-		if (*n == cap && !(v = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v)))
-			vt_nomem();
-		v[(*n)++] =
-		    (struct landing){r->bytes, r->t_first, r->t_last, r->copies, r->stack_id};
+		uint32_t nr;
+		const struct vt_copy_range *r = vt_model_ranges(m, i, &nr);
+		for (uint32_t k = 0; k < nr; k++) {
+			if (r[k].copies < 2 || vt_step_of(p, r[k].t_first) < 0)
+				continue;
+			if (*n == cap && !(v = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v)))
+				vt_nomem();
+			v[(*n)++] = (struct landing){r[k].bytes,  r[k].t_first,  r[k].t_last,
+			                             r[k].copies, r[k].stack_id, a->device};
+		}
 	}
 	if (*n)
-		qsort(v, *n, sizeof *v, by_bytes);
+		qsort(v, *n, sizeof *v, by_device_bytes);
 	return v;
 }
 
@@ -430,11 +438,10 @@ static struct array_use size_use(const struct vt_proc *p, const struct landing *
  * deep): a finding at lower confidence than one from buffers of its own,
  * since the depth is read from where the uploads land. */
 static void pool_batches_on(const struct vt_model *m, uint32_t proc, uint8_t dev,
-                            struct vt_findings *out)
+                            const struct landing *l, uint32_t n, struct vt_findings *out)
 {
 	const struct vt_proc *p = &m->procs[proc];
-	uint32_t n, arrays = 0, depth = 0;
-	struct landing *l = landings(m, p, proc, dev, &n);
+	uint32_t arrays = 0, depth = 0;
 	uint64_t batch = 0, largest = 0, copies = 0, first = VT_T_NEVER;
 	uint32_t stack = 0;
 	for (uint32_t i = 0, j; i < n; i = j) {
@@ -455,7 +462,6 @@ static void pool_batches_on(const struct vt_model *m, uint32_t proc, uint8_t dev
 			stack = l[i].stack;
 		}
 	}
-	free(l);
 	/* more arrays a step than a batch has are the model's own uploads */
 	if (!arrays || arrays > MAX_BATCH_ARRAYS || (depth > 1 && batch < MIN_BATCH_BYTES))
 		return;
@@ -486,11 +492,19 @@ void vt_findings_prefetch(const struct vt_model *m, const struct vt_findings_sca
 	for (uint32_t pi = 0; pi < m->nprocs; pi++) {
 		uint8_t has[VT_MAX_DEVICES] = {0};
 		devices_with_buffers(m, ds, pi, has);
+		uint32_t n = 0, at = 0;
+		struct landing *l =
+		    m->procs[pi].nsteps >= 3 ? landings(m, &m->procs[pi], &n) : NULL;
 		for (int d = 0; d < VT_MAX_DEVICES; d++) {
+			uint32_t end = at;
+			while (end < n && l[end].device == d)
+				end++;
 			if (has[d])
 				prefetch_on(m, ds, pi, (uint8_t)d, out);
-			else if (m->procs[pi].nsteps >= 3 && vt_model_device_used(m, d))
-				pool_batches_on(m, pi, (uint8_t)d, out);
+			else if (end > at)
+				pool_batches_on(m, pi, (uint8_t)d, l + at, end - at, out);
+			at = end;
 		}
+		free(l);
 	}
 }

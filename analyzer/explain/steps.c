@@ -307,10 +307,9 @@ static uint64_t batch_bytes_on(const struct vt_model *m, const struct vt_proc *p
 	uint64_t *sizes = NULL, batch = 0;
 	uint32_t n = 0, cap = 0;
 	*largest = 0;
-	uint32_t proc = (uint32_t)(p - m->procs);
-	for (uint32_t i = 0; i < m->nallocs; i++) {
+	for (uint32_t i = p->alloc_begin; i < p->alloc_end; i++) {
 		const struct vt_alloc *a = &m->allocs[i];
-		if (a->proc != proc || a->device != dev || a->t_free == VT_T_NEVER ||
+		if (a->device != dev || a->t_free == VT_T_NEVER ||
 		    !vt_model_copies(m, a)->h2d_copies)
 			continue;
 		if (n == cap &&
