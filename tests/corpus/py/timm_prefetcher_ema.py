@@ -122,7 +122,10 @@ class Model:
         h = empty(rows * 64 * 80 * 80 * 4, "activations")     # stem conv
         h2 = empty(rows * 64 * 80 * 80 * 4, "activations")    # bn + relu
         h3 = empty(rows * 64 * 40 * 40 * 4, "activations")    # maxpool
-        saved += [h, h2]
+        if train:
+            saved += [h, h2]
+        else:  # no_grad: nothing saved for a backward
+            free(h, h2)
         h = h3
         res = 40
         for c, stride in ((64, 1), (128, 2), (256, 2), (FEAT, 2)):
