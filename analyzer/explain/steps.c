@@ -500,14 +500,22 @@ static uint32_t every_qth(uint64_t *ends, uint64_t *allocs, uint32_t k, uint32_t
 	return n;
 }
 
-/* Where valley v sits against the level cur, which follows a slow drift:
- * above it (not a step end), at it, or below it; a valley a little higher
- * moves the level up. */
+/* Where valley v sits against the level cur, which follows a slow drift
+ * up from `level`: above it (not a step end), at it, or below it; a valley
+ * a little higher moves the level up. A valley back at `level` itself is
+ * at it and brings the level back down: a pass that climbs a staircase of
+ * valleys each within the slack of the last (an evaluation keeping a
+ * little per batch) does not leave the steps after it below the level. */
 enum valley_place { VALLEY_ABOVE, VALLEY_AT, VALLEY_BELOW };
-static enum valley_place against_level(const struct valley *v, uint64_t *cur)
+static enum valley_place against_level(const struct valley *v, uint64_t level, uint64_t *cur)
 {
 	if (v->bytes > *cur + level_slack(*cur))
 		return VALLEY_ABOVE;
+	if (v->bytes + level_slack(level) >= level && v->bytes <= level + level_slack(level) &&
+	    v->bytes < *cur) {
+		*cur = v->bytes;
+		return VALLEY_AT;
+	}
 	enum valley_place where = v->bytes + level_slack(*cur) >= *cur ? VALLEY_AT : VALLEY_BELOW;
 	if (v->bytes > *cur)
 		*cur = v->bytes;
@@ -528,11 +536,11 @@ static uint32_t level_valleys(const struct valley *v, uint32_t n, uint64_t level
 		first++;
 	uint64_t cur = first < n ? v[first].bytes : 0;
 	for (uint32_t i = first; i < n; i++)
-		if (against_level(&v[i], &cur) == VALLEY_AT)
+		if (against_level(&v[i], level, &cur) == VALLEY_AT)
 			last_at = i;
 	cur = first < n ? v[first].bytes : 0;
 	for (uint32_t i = first; i < n; i++) {
-		enum valley_place where = against_level(&v[i], &cur);
+		enum valley_place where = against_level(&v[i], level, &cur);
 		if (where == VALLEY_ABOVE || (where == VALLEY_BELOW && i < last_at))
 			continue;
 		ends[k] = v[i].t_ns;

@@ -3303,6 +3303,43 @@ static void test_steps_end_one_batch_above_the_epochs_end(void **state)
 	vt_model_free(m);
 }
 
+/* Epochs of three steps with an evaluation pass between them that keeps a
+ * little of every batch (its outputs, for the metrics) until the pass
+ * ends: the pass's valleys climb a staircase, each within the slack of the
+ * last. The steps after it return to the level the steps had before; they
+ * are still step ends, not passes below the level. */
+static void test_steps_after_an_evaluation_staircase(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	const uint64_t outs = 0xe00000000ull, act = 0xe80000000ull;
+	uint64_t starts[15];
+	for (int epoch = 0; epoch < 5; epoch++) {
+		b.stack = 70;
+		for (uint64_t k = 0; epoch > 0 && k < 3; k++) {
+			b_alloc(&b, t++, outs + k * 0x100000ull, 64 << 10, 0);
+			b_alloc(&b, t++, act, MIB, 0);
+			b_free(&b, t++, act, 0);
+		}
+		for (uint64_t k = 0; epoch > 0 && k < 3; k++)
+			b_free(&b, t++, outs + k * 0x100000ull, 0);
+		for (int s = 0; s < 3; s++) {
+			starts[3 * epoch + s] = t;
+			t = three_layer_step(&b, t, w, epoch == 0 && s == 0);
+		}
+	}
+	classified_job(&b);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 15);
+	for (int s = 1; s < 15; s++) /* each step begins after the last one's start, by its own */
+		assert_true(m->procs[0].step_t[s] > starts[s - 1] &&
+		            m->procs[0].step_t[s] <= starts[s]);
+	vt_model_free(m);
+}
+
 static void test_steps_with_per_parameter_returns_after_a_set_up_pass(void **state)
 {
 	(void)state;
@@ -4233,6 +4270,7 @@ int main(void)
 	    cmocka_unit_test(test_slot_made_after_its_gradient),
 	    cmocka_unit_test(test_steps_with_per_parameter_returns_after_a_set_up_pass),
 	    cmocka_unit_test(test_steps_end_one_batch_above_the_epochs_end),
+	    cmocka_unit_test(test_steps_after_an_evaluation_staircase),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
