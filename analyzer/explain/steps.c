@@ -475,10 +475,35 @@ static uint32_t training_valleys(uint64_t *ends, uint64_t *allocs, uint32_t k, u
 	return n;
 }
 
+/* Valleys at the level this many times closer together than the
+ * average two are one return. */
+#define CLOSE_RETURNS_DIV 16
+
+/* Runs of valleys at the level only a few allocations apart, each kept as
+ * its last: a batch handed over (the last input freed, the next one made)
+ * returns to the level twice in a row, once as each buffer goes, and
+ * every step doing so halves the share of gaps that repeat. The count
+ * left. */
+static uint32_t merge_close_returns(uint64_t *ends, uint64_t *allocs, uint32_t k)
+{
+	if (k < 3)
+		return k;
+	uint64_t close = (allocs[k - 1] - allocs[0]) / (k - 1) / CLOSE_RETURNS_DIV;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		if (n && allocs[i] - allocs[n - 1] <= close)
+			n--; /* the run's last so far replaces it */
+		ends[n] = ends[i];
+		allocs[n++] = allocs[i];
+	}
+	return n;
+}
+
 /* The valleys at the level that end steps, and the valleys a step has
  * (q), in place of the k valleys at the level. */
 static uint32_t level_steps(uint64_t *ends, uint64_t *allocs, uint32_t k, uint32_t *q)
 {
+	k = merge_close_returns(ends, allocs, k);
 	*q = valleys_per_step(allocs, k);
 	uint64_t gap = training_gap(allocs, k, *q);
 	if (gap) {

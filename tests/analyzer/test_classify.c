@@ -3340,6 +3340,58 @@ static void test_steps_after_an_evaluation_staircase(void **state)
 	vt_model_free(m);
 }
 
+/* A training step of many temporaries (a forward's and backward's), 200
+ * made and freed, after the batch's handover: the next batch uploaded and
+ * the last one freed, its float copy made and the last copy freed. Each
+ * buffer's free is a return to the level, one allocation apart. */
+static uint64_t handover_step(struct builder *b, uint64_t t, int s)
+{
+	const uint64_t batch = 0xc00000000ull, copy = 0xc80000000ull, temp = 0xd00000000ull;
+	b->stack = 71;
+	b_alloc(b, t++, batch + (uint64_t)s * 0x1000000ull, MIB, 0);
+	b_htod(b, t++, batch + (uint64_t)s * 0x1000000ull, MIB, 0);
+	if (s > 0)
+		b_free(b, t++, batch + (uint64_t)(s - 1) * 0x1000000ull, 0);
+	b->stack = 72;
+	b_alloc(b, t++, copy + (uint64_t)s * 0x1000000ull, 4 * MIB, 0);
+	if (s > 0)
+		b_free(b, t++, copy + (uint64_t)(s - 1) * 0x1000000ull, 0);
+	b->stack = 73;
+	for (uint64_t k = 0; k < 200; k++)
+		b_alloc(b, t++, temp + k * 0x100000ull, 64 << 10, 0);
+	for (uint64_t k = 0; k < 200; k++)
+		b_free(b, t++, temp + k * 0x100000ull, 0);
+	return t;
+}
+
+/* Epochs of five such steps with a short evaluation pass between them at
+ * the same level: the returns a step (the handover's two, the step's end)
+ * make no pattern that repeats through the passes, and every return was a
+ * step (three a step). Returns a few allocations apart are one. */
+static void test_batch_handover_returns_are_one_step_end(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = load_weights(&b, 1, w, 3);
+	const uint64_t eval = 0xe00000000ull;
+	int s = 0;
+	for (int epoch = 0; epoch < 4; epoch++) {
+		for (int k = 0; k < 5; k++, s++)
+			t = handover_step(&b, t, s);
+		b.stack = 74;
+		for (uint64_t k = 0; k < 2 + (uint64_t)epoch % 2; k++) {
+			b_alloc(&b, t++, eval, 2 * MIB, 0);
+			b_free(&b, t++, eval, 0);
+		}
+	}
+	classified_job(&b);
+	assert_int_equal(m->procs[0].step_source, VT_STEPS_PERIOD);
+	assert_int_equal(m->procs[0].nsteps, 20);
+	vt_model_free(m);
+}
+
 static void test_steps_with_per_parameter_returns_after_a_set_up_pass(void **state)
 {
 	(void)state;
@@ -4271,6 +4323,7 @@ int main(void)
 	    cmocka_unit_test(test_steps_with_per_parameter_returns_after_a_set_up_pass),
 	    cmocka_unit_test(test_steps_end_one_batch_above_the_epochs_end),
 	    cmocka_unit_test(test_steps_after_an_evaluation_staircase),
+	    cmocka_unit_test(test_batch_handover_returns_are_one_step_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
