@@ -136,8 +136,15 @@ static int recurs(const struct ctx *c, const struct key_count *k, uint32_t idx,
 		uint32_t lived = (uint32_t)(f->died - f->born);
 		return lived * 4 < steps * 3 && (lived <= 8 || lived * 4 <= steps);
 	}
-	/* no steps: made again and again, each one short-lived */
-	return k->count >= 3 && lifetime(c->m, &c->m->allocs[idx]) * 4 < c->span_ns;
+	/* no steps: made again and again, each one short-lived. A tensor the
+	 * host fills is counted in events: uploads into fresh pages can take
+	 * most of a short run's time, and a model loaded tensor by tensor
+	 * then served would look short-lived by the clock (batches uploaded
+	 * per request are short-lived either way) */
+	const struct vt_alloc *a = &c->m->allocs[idx];
+	if (f->host_filled)
+		return k->count >= 3 && lifetime_events(c->p, a) * 4 < c->span_events;
+	return k->count >= 3 && lifetime(c->m, a) * 4 < c->span_ns;
 }
 
 /* Made and freed within one step, like at least two others of its size,

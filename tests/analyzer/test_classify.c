@@ -3392,6 +3392,44 @@ static void test_batch_handover_returns_are_one_step_end(void **state)
 	vt_model_free(m);
 }
 
+/* A server that loads its model tensor by tensor, slowly (uploads into
+ * fresh pages take most of the run's time; its last tensors, of one size,
+ * come quickly), then serves many requests, each
+ * uploading its input into one buffer, with no steps: the weights, of one
+ * size, live through all the requests' events though not through most of
+ * the clock. They are not batches made again and again. */
+static void test_slow_loaded_weights_of_one_size_are_no_batches(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	const uint64_t slow = 100000000, in = 0xc00000000ull, out = 0xd00000000ull;
+	uint64_t t = 1;
+	b.stack = 1;
+	for (int l = 0; l < 8; l++, t += slow) { /* the model's other tensors */
+		b_alloc(&b, t, W_ADDR(l), (uint64_t)(l + 1) * MIB + 4096, 0);
+		b_htod(&b, t + slow - 1, W_ADDR(l), (uint64_t)(l + 1) * MIB + 4096, 0);
+	}
+	for (int l = 8; l < 12; l++) { /* the last ones, of one size */
+		b_alloc(&b, t++, W_ADDR(l), 8 * MIB, 0);
+		b_htod(&b, t++, W_ADDR(l), 8 * MIB, 0);
+	}
+	b.stack = 2;
+	b_alloc(&b, t++, in, 64 << 10, 0);
+	b_alloc(&b, t++, out, MIB, 0);
+	for (int r = 0; r < 200; r++)
+		b_htod(&b, t++, in, 64 << 10, 0);
+	b_free(&b, t++, in, 0);
+	b_free(&b, t++, out, 0);
+	for (int l = 0; l < 12; l++)
+		b_free(&b, t++, W_ADDR(l), 0);
+	classified_job(&b);
+	assert_int_equal(m->procs[0].nsteps, 0);
+	for (int l = 8; l < 12; l++)
+		assert_int_not_equal(alloc_at(m, W_ADDR(l))->category, VT_CAT_PREFETCH);
+	vt_model_free(m);
+}
+
 static void test_steps_with_per_parameter_returns_after_a_set_up_pass(void **state)
 {
 	(void)state;
@@ -4324,6 +4362,7 @@ int main(void)
 	    cmocka_unit_test(test_steps_end_one_batch_above_the_epochs_end),
 	    cmocka_unit_test(test_steps_after_an_evaluation_staircase),
 	    cmocka_unit_test(test_batch_handover_returns_are_one_step_end),
+	    cmocka_unit_test(test_slow_loaded_weights_of_one_size_are_no_batches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
