@@ -317,8 +317,7 @@ static uint64_t batch_bytes_on(const struct vt_model *m, const struct vt_proc *p
 			vt_nomem();
 		sizes[n++] = a->bytes;
 	}
-	if (n)
-		qsort(sizes, n, sizeof *sizes, vt_cmp_u64);
+	sort_u64(sizes, n);
 	for (uint32_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && sizes[j] == sizes[i]; j++)
 			;
@@ -331,12 +330,17 @@ static uint64_t batch_bytes_on(const struct vt_model *m, const struct vt_proc *p
 	return batch;
 }
 
+/* Whether live bytes `bytes` are at `level`, within its slack either way. */
+static int near_level(uint64_t bytes, uint64_t level)
+{
+	return bytes + level_slack(level) >= level && bytes <= level + level_slack(level);
+}
+
 static uint32_t valleys_near(const struct valley *v, uint32_t n, uint64_t level)
 {
 	uint32_t c = 0;
 	for (uint32_t i = 0; i < n; i++)
-		c += v[i].bytes + level_slack(level) >= level &&
-		     v[i].bytes <= level + level_slack(level);
+		c += near_level(v[i].bytes, level);
 	return c;
 }
 
@@ -536,8 +540,7 @@ static enum valley_place against_level(const struct valley *v, uint64_t level, u
 {
 	if (v->bytes > *cur + level_slack(*cur))
 		return VALLEY_ABOVE;
-	if (v->bytes + level_slack(level) >= level && v->bytes <= level + level_slack(level) &&
-	    v->bytes < *cur) {
+	if (near_level(v->bytes, level) && v->bytes < *cur) {
 		*cur = v->bytes;
 		return VALLEY_AT;
 	}
