@@ -23,6 +23,7 @@ static int same_walk(const struct ctx *c, const struct facts *fi, uint32_t j)
 struct lifetime {
 	uint64_t t_free;
 	uint32_t place;
+	int brief; /* freed before two more allocations were made */
 };
 
 static int by_later_free(const void *x, const void *y)
@@ -30,9 +31,22 @@ static int by_later_free(const void *x, const void *y)
 	const struct lifetime *a = x, *b = y;
 	if ((a->place == 0) != (b->place == 0))
 		return a->place == 0 ? 1 : -1;
+	if (a->brief != b->brief)
+		return a->brief ? 1 : -1;
 	if (a->t_free != b->t_free)
 		return a->t_free < b->t_free ? 1 : -1;
 	return a->place < b->place ? 1 : a->place > b->place ? -1 : 0;
+}
+
+/* Freed within two events of its making (`d = s_param - param`, the
+ * next temporary made, `d` freed): a temporary of an update (an EMA's),
+ * which can be freed after the gradients it follows. A gradient outlives
+ * the rest of the backward pass, or at least the frees of the other
+ * gradients before it. */
+static int brief(const struct ctx *c, uint32_t j)
+{
+	const struct vt_alloc *a = &c->m->allocs[j];
+	return a->seq_free != VT_T_NEVER && lifetime_events(c->p, a) <= 2;
 }
 
 /* The gradients among the allocations of s in allocation i's step: the
@@ -64,6 +78,7 @@ static void mark_step_gradients(struct ctx *c, struct size_count *s, uint32_t i)
 		}
 		l[n].t_free = c->m->allocs[j].t_free;
 		l[n].place = n;
+		l[n].brief = brief(c, j);
 		n++;
 	}
 	if (n > s->is_grad_cap) {

@@ -63,6 +63,8 @@ struct job {
 	                       the first step after the layers' */
 	int final_eval;     /* after the last step, one evaluation: a 96 MiB tensor made and
 	                       freed, then a 1 MiB one (under markers: inside the last step) */
+	int ema_update;     /* after the gradients are freed, an EMA's update: two temporaries
+	                       of each weight's size, made and freed at once */
 	uint64_t wbytes[8];
 };
 
@@ -75,6 +77,7 @@ struct job {
 #define CHANNEL_ADDR 0xe00000000ull
 #define TABLE_ADDR 0xe80000000ull
 #define EMA_ADDR(l) (0x1000000000ull + (uint64_t)(l)*0x10000000ull)
+#define EMA_TEMP(l, k) (0x1600000000ull + (uint64_t)(2 * (l) + (k)) * 0x10000000ull)
 #define SPARSE_ADDR 0x1400000000ull
 #define FINAL_EVAL 0x1500000000ull
 #define SPARSE_SLOT(k) (0x1480000000ull + (uint64_t)(k)*0x4000000ull)
@@ -295,6 +298,13 @@ static struct vt_model *run_job(const struct job *j)
 			b_free(&b, t++, 0x400000000ull, 0);
 		for (int l = 0; !j->flat && l < j->layers; l++)
 			b_free(&b, t++, 0x500000000ull + (uint64_t)l * 0x10000000ull, 0);
+		b.stack = 16;
+		for (uint64_t l = 0; j->ema_update && l < (uint64_t)j->layers; l++) {
+			b_alloc(&b, t++, EMA_TEMP(l, 0), j->wbytes[l], 0);
+			b_alloc(&b, t++, EMA_TEMP(l, 1), j->wbytes[l], 0);
+			b_free(&b, t++, EMA_TEMP(l, 0), 0);
+			b_free(&b, t++, EMA_TEMP(l, 1), 0);
+		}
 		b_free(&b, t++, batch[s], 0);
 		if (j->labels)
 			b_free(&b, t++, LABEL_ADDR(batch[s]), 0);
@@ -1093,6 +1103,30 @@ static void test_first_tensor_of_a_step_is_no_gradient(void **state)
 	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), j.layers * j.steps);
 	assert_int_equal(count_cat(m, VT_CAT_ACTIVATIONS), (j.layers + 1) * j.steps);
 	assert_int_equal(category_of(m, OUTLIVER_ADDR), VT_CAT_ACTIVATIONS);
+	vt_model_free(m);
+}
+
+/* An EMA's update after the optimizer's (diffusers' EMAModel.step): two
+ * temporaries of each weight's size, freed after the gradients were. Freed
+ * last, they are still no gradients: each dies as soon as it is made. */
+static void test_update_temporaries_freed_after_the_gradients(void **state)
+{
+	(void)state;
+	struct job j = {.layers = 4,
+	                .steps = 6,
+	                .markers = 1,
+	                .act = 2 * MIB,
+	                .ema_update = 1,
+	                .wbytes = {2 * MIB, 2 * MIB, 2 * MIB, 2 * MIB}};
+	struct vt_model *m = run_job(&j);
+	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), j.layers * j.steps);
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].addr >= EMA_TEMP(0, 0) &&
+		    m->allocs[i].addr < EMA_TEMP(j.layers, 0))
+			assert_int_equal(m->allocs[i].category, VT_CAT_ACTIVATIONS);
+	for (int l = 0; l < j.layers; l++)
+		assert_int_equal(category_of(m, 0x500000000ull + (uint64_t)l * 0x10000000ull),
+		                 VT_CAT_GRADIENTS);
 	vt_model_free(m);
 }
 
@@ -4271,6 +4305,7 @@ int main(void)
 	    cmocka_unit_test(test_state_handed_from_step_to_step),
 	    cmocka_unit_test(test_frozen_model_beside_a_trained_one),
 	    cmocka_unit_test(test_first_tensor_of_a_step_is_no_gradient),
+	    cmocka_unit_test(test_update_temporaries_freed_after_the_gradients),
 	    cmocka_unit_test(test_stopped_mid_step),
 	    cmocka_unit_test(test_killed_before_upload),
 	    cmocka_unit_test(test_host_weights_per_tensor),
