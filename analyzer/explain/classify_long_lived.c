@@ -285,33 +285,6 @@ static void data_or_frozen_weights(struct ctx *c, struct vt_alloc *a, struct fac
 		set_cat(a, f, VT_CAT_DATASET, 75, R_DATASET);
 }
 
-/* Whether long-lived allocation i (not from the host) was filled by
- * device-to-device copies, most of its bytes, from tensors the host filled
- * that were gone before training: a model's parameters packed into one
- * flat buffer, each parameter then a view into it (FSDP's FlatParameter,
- * apex's and Megatron's flattened buffers). Who wrote the bytes says
- * weights where no size or twin can: the flat buffer's size is no
- * parameter's. The first copy's source speaks for the rest. */
-static int flattened_weights(const struct ctx *c, uint32_t i, const struct facts *f)
-{
-	const struct vt_alloc *a = &c->m->allocs[i];
-	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
-	uint32_t from = vt_cls_d2d_filled_from(c, a);
-	if (f->host_filled || vt_model_copies(c->m, a)->d2d_in_copies < 2 || from == VT_NO_INDEX)
-		return 0;
-	const struct vt_alloc *src = &c->m->allocs[from];
-	const struct facts *sf = &c->f[from - c->p->alloc_begin];
-	if (!sf->host_filled || src->t_free == VT_T_NEVER)
-		return 0;
-	/* gone before training; or, where the steps cannot say (a server
-	 * whose loading reads as steps), a staging copy: it lived a tenth of
-	 * what the tensor it filled lives (a tensor-parallel loader's q, k
-	 * and v pieces, dropped once `torch.cat` made the fused weight) */
-	uint64_t end = a->t_free != VT_T_NEVER ? a->t_free : c->p->last_t_ns;
-	return src->t_free < first_step ||
-	       (src->t_free >= a->t_alloc && (src->t_free - src->t_alloc) * 10 < end - a->t_alloc);
-}
-
 /* For an allocation filled from the host and then written on the device
  * by copies in most steps: the allocation the first of those copies came
  * from; VT_NO_INDEX otherwise. A frozen weight is never written again; a
@@ -418,7 +391,7 @@ void vt_cls_rest_of_long_lived(struct ctx *c, struct size_count *sizes, const ui
 			count_weight(c, s, a);
 			continue;
 		}
-		if (flattened_weights(c, ll[i], f)) {
+		if (vt_cls_flattened_weights(c, ll[i], f)) {
 			set_cat(a, f, VT_CAT_WEIGHTS, 80, R_FLATTENED);
 			vt_cls_size_find(sizes, a->bytes)->weights++; /* count_sizes made it */
 			continue;

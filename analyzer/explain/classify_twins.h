@@ -50,4 +50,9 @@ uint32_t vt_cls_d2d_source(const struct ctx *c, const struct vt_alloc *a);
  * at least: who wrote its bytes. */
 uint32_t vt_cls_d2d_filled_from(const struct ctx *c, const struct vt_alloc *a);
 
+/* Whether long-lived allocation i (facts f) is a model's parameters packed
+ * into one flat buffer: filled, most of its bytes, by device-to-device
+ * copies from host-filled tensors gone before training. */
+int vt_cls_flattened_weights(const struct ctx *c, uint32_t i, const struct facts *f);
+
 #endif

@@ -2129,36 +2129,47 @@ static void test_kept_gradients_with_momentum(void **state)
 	vt_model_free(m);
 }
 
+#define FLAT_ADDR 0x700000000ull
+
+/* A process whose n weights are uploaded one by one, the first `packed`
+ * then copied into one flat buffer at FLAT_ADDR and freed (their storage
+ * gone, the parameters views of it). Returns the clock after it. */
+static uint64_t packed_model(struct builder *b, struct vt_model *m, const uint64_t *wbytes, int n,
+                             int packed)
+{
+	b_begin(b, m, 7, 0, 0);
+	b_device(b, 0, 16ull << 30, "test GPU");
+	uint64_t t = 1000, off = 0, flat = 0;
+	b->stack = 1;
+	for (int l = 0; l < n; l++) {
+		b_alloc(b, t++, W_ADDR(l), wbytes[l], 0);
+		b_htod(b, t++, W_ADDR(l), wbytes[l], 0);
+	}
+	for (int l = 0; l < packed; l++)
+		flat += wbytes[l];
+	b->stack = 2;
+	b_alloc(b, t++, FLAT_ADDR, flat, 0);
+	for (int l = 0; l < packed; off += wbytes[l++])
+		b_dtod(b, t++, FLAT_ADDR + off, W_ADDR(l), wbytes[l], 0);
+	for (int l = 0; l < packed; l++)
+		b_free(b, t++, W_ADDR(l), 0);
+	return t;
+}
+
 /* Parameters uploaded one by one, packed into one flat buffer by
  * device-to-device copies and freed (FSDP's FlatParameter, apex): the flat
  * buffer is the weights, Adam's two flat slots made by the first step are
  * optimizer state, though no tensor of their size has a gradient, and the
  * tensors of the packed parameters' sizes made every step their gradients. */
-#define FLAT_ADDR 0x700000000ull
 static void test_flattened_parameters_are_weights(void **state)
 {
 	(void)state;
 	const uint64_t wbytes[3] = {1 * MIB, 3 * MIB, 2 * MIB}, flat = 6 * MIB;
 	struct vt_model *m = vt_model_new();
 	struct builder b;
-	b_begin(&b, m, 7, 0, 0);
-	b_device(&b, 0, 16ull << 30, "test GPU");
-	uint64_t t = 1000, off = 0;
-	b.stack = 1;
-	for (int l = 0; l < 3; l++) {
-		b_alloc(&b, t++, W_ADDR(l), wbytes[l], 0);
-		b_htod(&b, t++, W_ADDR(l), wbytes[l], 0);
-	}
-	b.stack = 2;
-	b_alloc(&b, t++, FLAT_ADDR, flat, 0);
-	for (int l = 0; l < 3; off += wbytes[l++])
-		b_dtod(&b, t++, FLAT_ADDR + off, W_ADDR(l), wbytes[l], 0);
-	for (int l = 0; l < 3; l++)
-		b_free(&b, t++, W_ADDR(l), 0);
+	uint64_t t = packed_model(&b, m, wbytes, 3, 3);
 	for (int s = 0; s < 6; s++) {
-		char text[24]; /* "step " and any int */
-		snprintf(text, sizeof text, "step %d", s);
-		b_mark(&b, t += 1000, text);
+		mark_step(&b, t += 1000, s);
 		b.stack = 6;
 		for (int l = 2; l >= 0; l--)
 			b_alloc(&b, t++, GRAD_ADDR(l), wbytes[l], 0);
@@ -2176,6 +2187,43 @@ static void test_flattened_parameters_are_weights(void **state)
 	assert_int_equal(category_of(m, SLOT_ADDR(0, 1)), VT_CAT_OPTIMIZER);
 	/* the packed parameters' sizes are gradient sizes: their .grads */
 	assert_int_equal(count_cat(m, VT_CAT_GRADIENTS), 3 * 6);
+	vt_model_free(m);
+}
+
+/* cuDNN's flattened RNN weights (`flatten_parameters`): the parameters
+ * packed into one flat buffer, the backward's one flat `dw` every step,
+ * and the momentum made per parameter (views of `dw` as the .grads). No
+ * optimizer state of the flat buffer's own size, while a head beside it
+ * has its own: the flat buffer still trains, `dw` is its gradient. */
+static void test_flat_weights_with_per_parameter_state_train(void **state)
+{
+	(void)state;
+	const uint64_t wbytes[4] = {1 * MIB, 3 * MIB, 2 * MIB, 4 * MIB}, flat = 6 * MIB;
+	const uint64_t dw = 0x780000000ull;
+	struct vt_model *m = vt_model_new();
+	struct builder b;
+	uint64_t t = packed_model(&b, m, wbytes, 4, 3);
+	for (int s = 0; s < 6; s++) {
+		mark_step(&b, t += 1000, s);
+		b.stack = 6;
+		b_alloc(&b, t++, GRAD_ADDR(3), wbytes[3], 0);
+		b_alloc(&b, t++, dw, flat, 0);
+		b.stack = 3;
+		for (int l = 0; l < 4 && s == 0; l++)
+			b_alloc(&b, t++, SLOT_ADDR(l, 0), wbytes[l], 0);
+		b_free(&b, t++, dw, 0);
+		b_free(&b, t++, GRAD_ADDR(3), 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, FLAT_ADDR), VT_CAT_WEIGHTS);
+	assert_int_equal(category_of(m, W_ADDR(3)), VT_CAT_WEIGHTS);
+	for (int l = 0; l < 4; l++)
+		assert_int_equal(category_of(m, SLOT_ADDR(l, 0)), VT_CAT_OPTIMIZER);
+	for (uint32_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].addr == dw)
+			assert_int_equal(m->allocs[i].category, VT_CAT_GRADIENTS);
 	vt_model_free(m);
 }
 
@@ -4360,6 +4408,7 @@ int main(void)
 	    cmocka_unit_test(test_bucket_written_from_kept_gradients),
 	    cmocka_unit_test(test_channel_fed_from_the_bucket_is_no_weight),
 	    cmocka_unit_test(test_flattened_parameters_are_weights),
+	    cmocka_unit_test(test_flat_weights_with_per_parameter_state_train),
 	    cmocka_unit_test(test_fused_from_staging_copies_is_weights),
 	    cmocka_unit_test(test_matrix_assembled_from_data_is_data),
 	    cmocka_unit_test(test_caching_allocator_segments_are_pools),
