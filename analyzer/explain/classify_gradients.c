@@ -23,7 +23,8 @@ static int same_walk(const struct ctx *c, const struct facts *fi, uint32_t j)
 struct lifetime {
 	uint64_t t_free;
 	uint32_t place;
-	int brief; /* freed before two more allocations were made */
+	uint32_t alloc;
+	int late; /* an update's temporary, made after the step's gradients died */
 };
 
 static int by_later_free(const void *x, const void *y)
@@ -31,22 +32,34 @@ static int by_later_free(const void *x, const void *y)
 	const struct lifetime *a = x, *b = y;
 	if ((a->place == 0) != (b->place == 0))
 		return a->place == 0 ? 1 : -1;
-	if (a->brief != b->brief)
-		return a->brief ? 1 : -1;
+	if (a->late != b->late)
+		return a->late ? 1 : -1;
 	if (a->t_free != b->t_free)
 		return a->t_free < b->t_free ? 1 : -1;
 	return a->place < b->place ? 1 : a->place > b->place ? -1 : 0;
 }
 
 /* Freed within two events of its making (`d = s_param - param`, the
- * next temporary made, `d` freed): a temporary of an update (an EMA's),
- * which can be freed after the gradients it follows. A gradient outlives
- * the rest of the backward pass, or at least the frees of the other
- * gradients before it. */
-static int brief(const struct ctx *c, uint32_t j)
+ * next temporary made, `d` freed). */
+static int brief(const struct vt_alloc *a)
 {
-	const struct vt_alloc *a = &c->m->allocs[j];
-	return a->seq_free != VT_T_NEVER && lifetime_events(c->p, a) <= 2;
+	return a->seq_free != VT_T_NEVER && a->seq_free - a->seq_alloc <= 2;
+}
+
+/* Marks l[k].late for the n allocations of one walk (in the order made): brief, and made when every
+ * one made before it was freed, but those late themselves. A temporary of an update after the
+ * optimizer's (an EMA's, after zero_grad): freed after the gradients, yet
+ * none of them. The gradient backward makes last is as brief (the first
+ * layer's, freed first by zero_grad), but the others are alive then. */
+static void mark_late(const struct ctx *c, struct lifetime *l, uint32_t n)
+{
+	uint64_t alive_until = 0; /* the last free of those not late, by seq */
+	for (uint32_t k = 0; k < n; k++) {
+		const struct vt_alloc *a = &c->m->allocs[l[k].alloc];
+		l[k].late = brief(a) && alive_until < a->seq_alloc;
+		if (!l[k].late && a->seq_free > alive_until)
+			alive_until = a->seq_free;
+	}
 }
 
 /* The gradients among the allocations of s in allocation i's step: the
@@ -78,9 +91,10 @@ static void mark_step_gradients(struct ctx *c, struct size_count *s, uint32_t i)
 		}
 		l[n].t_free = c->m->allocs[j].t_free;
 		l[n].place = n;
-		l[n].brief = brief(c, j);
+		l[n].alloc = j;
 		n++;
 	}
+	mark_late(c, l, n);
 	if (n > s->is_grad_cap) {
 		s->is_grad = realloc(s->is_grad, n);
 		if (!s->is_grad)
