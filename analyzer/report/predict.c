@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gcd.h"
 #include "model_query.h"
 #include "nomem.h"
 
@@ -12,16 +13,6 @@
 #define DOUBT_FLOOR (1ull << 20)
 /* A pool whose allocations share a chunk at least this big grows in steps. */
 #define MIN_POOL_CHUNK (1ull << 20)
-
-static uint64_t gcd_u64(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
 
 static uint64_t round_up(uint64_t v, uint64_t unit)
 {
@@ -74,7 +65,7 @@ static void count_at_peak(struct vt_predict_run *run, const struct vt_report *r,
 		struct vt_predict_dev *d = &run->dev[a->device];
 		d->count[cat]++;
 		d->slack[cat] += round_up(a->bytes, gran) - a->bytes;
-		d->chunk[cat] = gcd_u64(d->chunk[cat], a->bytes);
+		d->chunk[cat] = vt_gcd_u64(d->chunk[cat], a->bytes);
 	}
 }
 
@@ -167,7 +158,7 @@ static uint64_t pool_chunk(const struct vt_predict *p, int dev, int cat)
 		return 0;
 	uint64_t g = 0;
 	for (int i = 0; i < p->nruns; i++)
-		g = gcd_u64(g, p->runs[i].dev[dev].chunk[cat]);
+		g = vt_gcd_u64(g, p->runs[i].dev[dev].chunk[cat]);
 	return g >= MIN_POOL_CHUNK ? g : 0;
 }
 

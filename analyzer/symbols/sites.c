@@ -447,3 +447,52 @@ void vt_sites_print_stack(struct vt_sites *s, uint32_t canonical, FILE *out, con
 	for (unsigned i = 0; i < stack->depth; i++)
 		print_native_frame(s, &stack->frames[i], i, (int)i == site ? '*' : ' ', out, indent);
 }
+
+/* The function a native frame's code belongs to (inlined code: the
+ * function it was inlined into), or NULL when it cannot be named. */
+static const char *frame_function(struct vt_sites *s, const struct vt_frame *f)
+{
+	struct vt_frame_names fn;
+	if (vt_symbolize_frame(s->sym, s->store, f, &fn) != VT_SYM_OK)
+		return NULL;
+	return fn.sym[fn.n - 1].function;
+}
+
+static int same_native_function(struct vt_sites *s, const struct vt_frame *x,
+                                const struct vt_frame *y)
+{
+	if (x->module != y->module)
+		return 0;
+	if (x->offset == y->offset)
+		return 1;
+	const char *fx = frame_function(s, x), *fy = frame_function(s, y);
+	return fx && fy && strcmp(fx, fy) == 0;
+}
+
+static int same_python_functions(const struct vt_stack_store *st, const struct vt_stack *x,
+                                 const struct vt_stack *y)
+{
+	enum { MAX_PY = 128 };
+	struct vt_pyframe px[MAX_PY], py[MAX_PY];
+	unsigned n = x->py_depth < MAX_PY ? x->py_depth : MAX_PY;
+	vt_pystack_decode(vt_stack_store_pystrs(st), x->py_words, n, px);
+	vt_pystack_decode(vt_stack_store_pystrs(st), y->py_words, n, py);
+	for (unsigned i = 0; i < n; i++)
+		if (px[i].file_gid != py[i].file_gid || px[i].func_gid != py[i].func_gid)
+			return 0;
+	return 1;
+}
+
+int vt_sites_same_functions(struct vt_sites *s, uint32_t a, uint32_t b)
+{
+	if (a == b)
+		return 1;
+	const struct vt_stack *x = vt_stack_store_stack(s->store, a);
+	const struct vt_stack *y = vt_stack_store_stack(s->store, b);
+	if (!x || !y || x->depth != y->depth || x->py_depth != y->py_depth)
+		return 0;
+	for (uint32_t i = 0; i < x->depth; i++)
+		if (!same_native_function(s, &x->frames[i], &y->frames[i]))
+			return 0;
+	return same_python_functions(s->store, x, y);
+}

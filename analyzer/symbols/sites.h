@@ -107,6 +107,12 @@ const char *vt_sites_of_event(struct vt_sites *s, uint32_t log_index, uint32_t s
 /* Same for a canonical stack id. */
 const char *vt_sites_of_stack(struct vt_sites *s, uint32_t canonical);
 
+/* Whether canonical stacks a and b are one call path: the same functions
+ * calling one another, frame for frame, whatever lines they call from (x
+ * and y converted by one function, a line apart). A frame that cannot be
+ * named matches only itself. */
+int vt_sites_same_functions(struct vt_sites *s, uint32_t a, uint32_t b);
+
 /* Every frame of a canonical stack, innermost first, one line each; a
  * frame's inlined functions come first, marked, then the function they are
  * inlined into; the site's frame is marked with '*':

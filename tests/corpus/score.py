@@ -388,7 +388,11 @@ def main():
                          "hold10, hold11, hold12, hold13 and hold14 (jobs.txt's set column yes, "
                          "hold2, hold3, hold4, hold5, hold6, hold7, hold8, hold9, hold10, hold11, "
                          "hold12, hold13, hold14)")
-    ap.add_argument("--only", help="jobs whose name contains this")
+    ap.add_argument("--only", help="jobs whose name contains this (or one of these, "
+                    "comma-separated)")
+    ap.add_argument("--whole-found", action="store_true",
+                    help="fail unless every job's whole_dataset_upload findings are exactly "
+                         "the true ones (none missed, none false)")
     ap.add_argument("--require", action="store_true",
                     help="fail unless each job >= 90%%, mean >= 97%%, no false whole_dataset_upload")
     ap.add_argument("--floor", metavar="MIN,MEAN,FALSE",
@@ -410,7 +414,8 @@ def main():
     elif args.set != "all":
         jobs = [j for j in jobs if j["set"] == args.set]
     if args.only:
-        jobs = [j for j in jobs if args.only in j["name"]]
+        parts = args.only.split(",")
+        jobs = [j for j in jobs if any(p in j["name"] for p in parts)]
     with tempfile.TemporaryDirectory(prefix="vt-corpus-") as work:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as ex:
             results = list(ex.map(lambda j: guarded(j, args, work), jobs))
@@ -472,6 +477,11 @@ def main():
     print("growth_per_step: wrong on %s" % (", ".join(bad_growth) or "no job"))
     if args.growth and bad_growth:
         print("--growth: not met")
+        return 1
+    off = [r["name"] for r in results
+           if not r["error"] and (r["whole"][1] or r["whole"][2])]
+    if args.whole_found and off:
+        print("--whole-found: not met on %s" % ", ".join(off))
         return 1
     if args.require and (ge90 < n or mean < REQ_MEAN or false_whole):
         print("--require: not met (each >= 90%, mean >= 97%, no false whole_dataset_upload)")

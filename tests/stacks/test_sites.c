@@ -34,7 +34,11 @@ static const char sidecar_text[] =
 	"M\t3\t0303030303030303\t/home/me/train\n"
 	"A\t3\t400\t1\n"
 	"F\tload_dataset\t/home/me/train.c\t42\t0\n"
-	"E\t4\n";
+	"A\t3\t410\t1\n"
+	"F\tload_dataset\t/home/me/train.c\t43\t0\n"
+	"A\t3\t500\t1\n"
+	"F\tload_model\t/home/me/train.c\t60\t0\n"
+	"E\t6\n";
 
 static char dir[] = "/tmp/vt_sites_XXXXXX";
 static uint64_t rec_buf[512];
@@ -191,6 +195,29 @@ static void rules_from_environment_and_file(void **state)
 	unsetenv("VRAMTRACE_SITE_SKIP_FILE");
 }
 
+/* One call path: the same functions frame for frame, whatever line each
+ * calls from; an unnamed frame matches only its own address. */
+static void same_functions_from_other_lines(void **state)
+{
+	(void)state;
+	struct vt_sites sites = {.store = st, .sym = sym};
+	uint64_t x[2] = {CUDA + 0x100, JOB + 0x400}, y[2] = {CUDA + 0x100, JOB + 0x410};
+	uint64_t model[2] = {CUDA + 0x100, JOB + 0x500}, deeper[3] = {CUDA + 0x100, TF + 0x200,
+	                                                              JOB + 0x410};
+	uint64_t unnamed[2] = {CUDA + 0x100, JOB + 0x998}, unnamed2[2] = {CUDA + 0x100,
+	                                                                  JOB + 0x999};
+	uint32_t ids[6];
+	const uint64_t *frames[6] = {x, y, model, deeper, unnamed, unnamed2};
+	const unsigned depth[6] = {2, 2, 2, 3, 2, 2};
+	for (uint32_t i = 0; i < 6; i++)
+		ids[i] = add_stack(st, 20 + i, frames[i], depth[i])->id;
+	assert_true(vt_sites_same_functions(&sites, ids[0], ids[0]));
+	assert_true(vt_sites_same_functions(&sites, ids[0], ids[1]));
+	assert_false(vt_sites_same_functions(&sites, ids[0], ids[2]));
+	assert_false(vt_sites_same_functions(&sites, ids[1], ids[3]));
+	assert_false(vt_sites_same_functions(&sites, ids[4], ids[5]));
+}
+
 static void default_rules_are_well_formed(void **state)
 {
 	(void)state;
@@ -249,6 +276,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(skips_driver_and_allocator),
 	    cmocka_unit_test(rules_from_environment_and_file),
+	    cmocka_unit_test(same_functions_from_other_lines),
 	    cmocka_unit_test(default_rules_are_well_formed),
 	    cmocka_unit_test(pytorch_factories_and_dispatch_are_skipped),
 	};
