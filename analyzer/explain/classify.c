@@ -236,6 +236,10 @@ static const struct reason_row {
                        "device: a copy of the model the job keeps (an EMA, lookahead's slow "
                        "weights)",
                        {VT_CAT_OPTIMIZER, NO_ALT}},
+    [R_UPLOADED_WITH_DATA] = {"filled from the host right after a dataset array, through the "
+                              "same call path, with a value or a few for each of its rows: an "
+                              "array of the data (its labels)",
+                              {VT_CAT_WEIGHTS, NO_ALT}},
     [R_CONVERTED_DATA] = {"long-lived, made on the device while a dataset array lived, half, "
                           "1, 2 or 4 times its bytes, and outliving it: the dataset converted on "
                           "the device (a cast, a normalisation)",

@@ -1,6 +1,7 @@
 /* Data derived on the device, by its rows (see classify_data_rows.h). */
 #include "classify_data_rows.h"
 
+#include "call_path.h"
 #include "model_query.h"
 
 /* The least odd part of an anchor's bytes: 1,875 is 10,000 images of
@@ -85,8 +86,75 @@ static int derived(const struct ctx *c, uint32_t j, const uint32_t *anchors, uin
 	return 0;
 }
 
+/* Verdicts of weights that an upload's pattern or a size made: the call
+ * path and the rows of the data uploaded right before outweigh them; a
+ * frame's name does not yield. */
+static int weight_by_pattern(const struct vt_alloc *a)
+{
+	return a->category == VT_CAT_WEIGHTS && a->reason != R_WEIGHTS_BY_NAME;
+}
+
+/* The allocation made on device dev right before j in its process, or
+ * VT_NO_INDEX. */
+static uint32_t previous_on_device(const struct ctx *c, uint32_t j, int dev)
+{
+	while (j-- > c->p->alloc_begin)
+		if (c->m->allocs[j].device == dev)
+			return j;
+	return VT_NO_INDEX;
+}
+
+/* Whether upload j rides with the data uploaded right before it (on its
+ * device, nothing made between): filled in one copy before the first
+ * step, through the data's call path, holding a value or a few for each of
+ * the data's rows, and those rows (their odd part) too many for a weight's
+ * size to share by chance. `head` is the first array of the run. */
+static int rides_with(const struct ctx *c, uint32_t j, uint32_t prev, uint32_t head)
+{
+	const struct vt_alloc *a = &c->m->allocs[j], *p = &c->m->allocs[prev];
+	const struct vt_alloc *h = &c->m->allocs[head];
+	const struct vt_alloc_copies *ac = vt_model_copies(c->m, a);
+	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
+	uint64_t rows = vt_shared_odd_rows(vt_alloc_data_bytes(c->m, h), 0);
+	if (!c->f[j - c->p->alloc_begin].host_filled || ac->h2d_copies != 1 ||
+	    a->t_alloc >= first_step || rows < DATA_ROWS_ODD_MIN ||
+	    vt_shared_odd_rows(a->bytes, rows) != rows)
+		return 0;
+	return vt_same_call_path(c->m, c->proc, vt_alloc_fill_stack(c->m, p),
+	                         vt_alloc_fill_stack(c->m, a), vt_alloc_data_bytes(c->m, h),
+	                         a->bytes);
+}
+
+/* The arrays uploaded right after a confident dataset array, one after
+ * the other, through its call path and sharing its rows (a graph's node
+ * years and labels after its node features), that a size or an upload's
+ * pattern read as weights: the data's, confidence 70, so that they join
+ * its finding. */
+static void uploaded_with_data(struct ctx *c, int dev, const uint32_t *ll, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t head = ll[k];
+		if (c->m->allocs[head].device != dev || !anchor(c, head))
+			continue;
+		uint32_t prev = head;
+		for (uint32_t i = k + 1; i < n; i++) {
+			uint32_t j = ll[i];
+			struct vt_alloc *a = &c->m->allocs[j];
+			if (a->device != dev)
+				continue;
+			if (previous_on_device(c, j, dev) != prev || !weight_by_pattern(a) ||
+			    !rides_with(c, j, prev, head))
+				break;
+			set_cat(a, &c->f[j - c->p->alloc_begin], VT_CAT_DATASET, 70,
+			        R_UPLOADED_WITH_DATA);
+			prev = j;
+		}
+	}
+}
+
 void vt_cls_data_rows(struct ctx *c, int dev, const uint32_t *ll, uint32_t n)
 {
+	uploaded_with_data(c, dev, ll, n);
 	uint32_t anchors[DATA_ROWS_MAX_ANCHORS], nanchors = 0;
 	for (uint32_t i = 0; i < n && nanchors < DATA_ROWS_MAX_ANCHORS; i++)
 		if (c->m->allocs[ll[i]].device == dev && anchor(c, ll[i]))

@@ -4,12 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_path.h"
 #include "classify.h"
-#include "gcd.h"
 #include "model_fold.h"
 #include "model_query.h"
 #include "nomem.h" /* before <uthash.h>: its out-of-memory exit */
-#include "sites.h"
 #include "upload_sites.h"
 #include <uthash.h>
 
@@ -109,33 +108,6 @@ static struct vt_finding *next_to(const struct vt_model *m, const struct vt_find
 	return NULL;
 }
 
-/* Whether an array of `small` bytes may hold a value or a few per row of
- * one of `big` bytes: its size over their common factor is 8 at most
- * (labels beside their features: N x 8 beside N x D x 4), and it is more
- * than a handful of bytes, which divide anything. A model's buffer loaded
- * after the data it scores shares no rows with it. */
-static int shares_rows(uint64_t big, uint64_t small)
-{
-	return small >= 4096 && small / vt_gcd_u64(big, small) <= 8;
-}
-
-/* Whether array `bytes`, uploaded through process proc's stack b, joins
- * the data uploaded through stack a (`data_bytes`): one stack (the
- * conversion that made x made y), or the same functions calling one
- * another from other lines (`x = convert(x_np)` and, a line below, `y =
- * convert(y_np)`) for an array that shares the data's rows. */
-static int same_call_path(const struct vt_model *m, uint32_t proc, uint32_t a, uint32_t b,
-                          uint64_t data_bytes, uint64_t bytes)
-{
-	if (a == b)
-		return 1;
-	if (!a || !b || !m->sites || !shares_rows(data_bytes, bytes))
-		return 0;
-	const struct vt_stack_store *st = m->sites->store;
-	return vt_sites_same_functions(m->sites, vt_stack_store_canonical(st, proc, a),
-	                               vt_stack_store_canonical(st, proc, b));
-}
-
 /* The finding a small dataset array a joins, or NULL: the one on its
  * device uploaded through the same call path (the conversion that made x
  * made y), the very stack first. Its caller then tries next_to. Time alone
@@ -150,8 +122,8 @@ static struct vt_finding *companion_of(const struct vt_model *m, struct vt_findi
 		struct vt_finding *g = &out->v[i];
 		if (g->kind == VT_FINDING_WHOLE_DATASET && g->proc == a->proc &&
 		    vt_finding_on_device(g, a->device) &&
-		    same_call_path(m, a->proc, g->stack_id, stack, vt_finding_bytes_max(g),
-		                   a->bytes))
+		    vt_same_call_path(m, a->proc, g->stack_id, stack, vt_finding_bytes_max(g),
+		                      a->bytes))
 			f = g;
 	}
 	return f;
@@ -493,8 +465,8 @@ static int64_t pool_companion_of(const struct vt_model *m, const struct uploads 
 		const struct vt_finding *f = &out->v[run->finding];
 		if (f->proc != a->proc || !vt_finding_on_device(f, a->device) ||
 		    run->t_last >= r->t_first ||
-		    !same_call_path(m, a->proc, f->stack_id, r->stack_id, vt_finding_bytes_max(f),
-		                    r->bytes))
+		    !vt_same_call_path(m, a->proc, f->stack_id, r->stack_id,
+		                       vt_finding_bytes_max(f), r->bytes))
 			continue;
 		if (best < 0 || run->t_last > best_t) {
 			best = run->finding;

@@ -3201,6 +3201,55 @@ static void test_rows_every_step_before_the_model(void **state)
 	vt_model_free(m);
 }
 
+/* A graph's node features, then its labels (a value per node) through the
+ * same conversion, then the model's first weight through it too: the
+ * labels share the features' rows, so they are the data's (and join its
+ * finding), though each step's predictions share their size, a coincidence
+ * that alone reads them as a frozen weight; the weight, whose size shares
+ * no rows, stays the model's. */
+static void test_labels_uploaded_right_after_the_data(void **state)
+{
+	(void)state;
+	struct builder b;
+	struct vt_model *m = begin_job(&b);
+	const uint64_t nodes = 5003, x = 0xc00000000ull, y = 0xc80000000ull;
+	const uint64_t pred = 0xd20000000ull;
+	static const uint64_t w[3] = {4 * MIB, 2 * MIB, 1 * MIB};
+	uint64_t t = 1;
+	b.stack = 40;
+	b_alloc(&b, t++, x, nodes * 256 * 4, 0);
+	b_htod(&b, t++, x, nodes * 256 * 4, 0);
+	b_alloc(&b, t++, y, nodes * 8, 0);
+	b_htod(&b, t++, y, nodes * 8, 0);
+	b_alloc(&b, t++, W_ADDR(0), w[0], 0);
+	b_htod(&b, t++, W_ADDR(0), w[0], 0);
+	b.stack = 1;
+	for (int l = 1; l < 3; l++) {
+		b_alloc(&b, t++, W_ADDR(l), w[l], 0);
+		b_htod(&b, t++, W_ADDR(l), w[l], 0);
+	}
+	for (int s = 0; s < 6; s++) {
+		mark_step(&b, t++, s);
+		b.stack = 42;
+		b_alloc(&b, t++, 0xd10000000ull, nodes * 64 * 4, 0);
+		t = three_layer_step(&b, t, w, s == 0);
+		b.stack = 43;
+		b_alloc(&b, t++, pred, nodes * 8, 0);
+		b_free(&b, t++, pred, 0);
+		b_free(&b, t++, 0xd10000000ull, 0);
+	}
+	vt_model_end_process(m, b.proc);
+	vt_model_finish(m);
+	vt_classify(m);
+	assert_int_equal(category_of(m, x), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, y), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, W_ADDR(0)), VT_CAT_WEIGHTS);
+	uint64_t bytes[2];
+	assert_int_equal(dataset_finding_bytes(m, bytes, 2), 1);
+	assert_int_equal(bytes[0], nodes * 256 * 4 + nodes * 8);
+	vt_model_free(m);
+}
+
 /* An embedding grown as new ids come: made on the device before training,
  * then every other step `torch.cat` makes a table with rows appended and
  * the old one goes. Each grown table is the model's, like the one it
@@ -4442,6 +4491,7 @@ int main(void)
 	    cmocka_unit_test(test_one_trained_size_freezes_the_rest),
 	    cmocka_unit_test(test_kept_activations_adding_up_to_a_bucket),
 	    cmocka_unit_test(test_rows_every_step_before_the_model),
+	    cmocka_unit_test(test_labels_uploaded_right_after_the_data),
 	    cmocka_unit_test(test_grown_table_replaces_the_old),
 	    cmocka_unit_test(test_an_upload_an_epoch_is_no_batch_stream),
 	    cmocka_unit_test(test_slot_made_after_its_gradient),
