@@ -46,11 +46,12 @@ static int brief(const struct vt_alloc *a)
 	return a->seq_free != VT_T_NEVER && a->seq_free - a->seq_alloc <= 2;
 }
 
-/* Marks l[k].late for the n allocations of one walk (in the order made): brief, and made when every
- * one made before it was freed, but those late themselves. A temporary of an update after the
- * optimizer's (an EMA's, after zero_grad): freed after the gradients, yet
- * none of them. The gradient backward makes last is as brief (the first
- * layer's, freed first by zero_grad), but the others are alive then. */
+/* Marks l[k].late for the n allocations of one walk (in the order made):
+ * brief, and made when every one made before it was freed, but those late
+ * themselves. A temporary of an update after the optimizer's (an EMA's,
+ * after zero_grad): freed after the gradients, yet none of them. The
+ * gradient the backward pass makes last is as brief (the first layer's,
+ * freed first by zero_grad), but the others are alive then. */
 static void mark_late(const struct ctx *c, struct lifetime *l, uint32_t n)
 {
 	uint64_t alive_until = 0; /* the last free of those not late, by seq */
