@@ -191,7 +191,7 @@ static const struct reason_row {
                            {VT_CAT_WEIGHTS, NO_ALT}},
     [R_FIRST_BEFORE_DATA] = {"filled from the host in one upload, long-lived, the job's first "
                              "tensor on the device, and a tensor four times larger came after "
-                             "it from another site: a model is made before its data is loaded, "
+                             "it from another call path: a model is made before its data is loaded, "
                              "so a part of the model (a grid, a table) more likely than the "
                              "whole dataset; not sure",
                              {VT_CAT_DATASET, NO_ALT}},

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "call_path.h"
 #include "classify_data_rows.h"
 #include "classify_twins.h"
 #include "frame_evidence.h"
@@ -174,10 +175,12 @@ static int converted_to(const struct ctx *c, uint32_t i)
 
 /* Whether host-filled allocation i is the first allocation on its device
  * and a tensor at least four times larger was filled from the host after
- * it in one upload from another site: a job builds or moves its model
- * before it loads its data (torch-ngp's hash grid, then its preloaded
- * images), so the job's first tensor, dwarfed by what came after it, is
- * no whole dataset. */
+ * it in one upload from another call path (vt_same_call_path: not the
+ * same functions for an array sharing its rows): a job builds or moves its
+ * model before it loads its data (torch-ngp's hash grid, then its
+ * preloaded images), so the job's first tensor, dwarfed by what came after
+ * it, is no whole dataset; the dense features a job converts right before
+ * the sparse ids of the same rows are data like them. */
 static int first_before_data(const struct ctx *c, uint32_t i)
 {
 	const struct vt_alloc *a = &c->m->allocs[i];
@@ -189,7 +192,9 @@ static int first_before_data(const struct ctx *c, uint32_t i)
 		const struct vt_alloc *b = &c->m->allocs[j];
 		const struct facts *g = &c->f[j - c->p->alloc_begin];
 		if (b->device == a->device && g->host_filled && !g->recurring &&
-		    b->bytes >= 4 * a->bytes && vt_model_copies(c->m, b)->h2d_stack_id != site) {
+		    b->bytes >= 4 * a->bytes &&
+		    !vt_same_call_path(c->m, c->proc, site, vt_model_copies(c->m, b)->h2d_stack_id,
+		                       b->bytes, a->bytes)) {
 			window_whole(c, c->p->alloc_begin, j); /* first, and within reach */
 			return 1;
 		}

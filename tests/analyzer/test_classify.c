@@ -3731,16 +3731,16 @@ static void test_lone_uploads_beside_a_loaded_model(void **state)
 }
 
 /* A job that preloads its images: its first tensor, a hash grid made on
- * the host and uploaded, then the images (eight times larger, another
- * call path), then steps that make rays on the device and upload nothing.
- * The first tensor is no whole dataset: a model comes before its data. */
-static void test_first_upload_before_the_data_is_no_dataset(void **state)
+ * the host and uploaded, then the images (eight times larger), then steps
+ * that make rays on the device and upload nothing. Through another call
+ * path (`grid_stack` 2, the images' 3), the first tensor is no whole
+ * dataset: a model comes before its data. */
+static struct vt_model *first_upload_job(uint32_t grid_stack)
 {
-	(void)state;
 	struct builder b;
 	struct vt_model *m = begin_job(&b);
 	uint64_t t = 1;
-	b.stack = 2;
+	b.stack = grid_stack;
 	b_alloc(&b, t++, 0x700000000ull, 8 * MIB, 0);
 	b_htod(&b, t++, 0x700000000ull, 8 * MIB, 0);
 	b.stack = 3;
@@ -3756,11 +3756,35 @@ static void test_first_upload_before_the_data_is_no_dataset(void **state)
 	}
 	vt_model_finish(m);
 	vt_classify(m);
+	return m;
+}
+
+static void test_first_upload_before_the_data_is_no_dataset(void **state)
+{
+	(void)state;
+	struct vt_model *m = first_upload_job(2);
 	const struct vt_alloc *grid = alloc_at(m, 0x700000000ull);
 	assert_int_equal(grid->category, VT_CAT_WEIGHTS);
 	assert_true(grid->confidence < VT_CONFIDENT);
 	assert_int_equal(category_of(m, 0x800000000ull), VT_CAT_DATASET);
 	assert_int_equal(whole_dataset_findings(m), 1);
+	vt_model_free(m);
+}
+
+/* The same uploads through one stack (a job's dense features converted
+ * right before the sparse ids of the same rows): the first is data like
+ * the second, large enough for a finding of its own. (Through the same
+ * functions from another line, the symbolised stacks decide: ctest
+ * corpus_labels_join.) */
+static void test_first_upload_through_the_data_path_is_data(void **state)
+{
+	(void)state;
+	struct vt_model *m = first_upload_job(3);
+	assert_int_equal(category_of(m, 0x700000000ull), VT_CAT_DATASET);
+	assert_int_equal(category_of(m, 0x800000000ull), VT_CAT_DATASET);
+	uint64_t bytes[2];
+	assert_int_equal(dataset_finding_bytes(m, bytes, 2), 2);
+	assert_int_equal(bytes[0] + bytes[1], 72 * MIB);
 	vt_model_free(m);
 }
 
@@ -4423,6 +4447,7 @@ int main(void)
 	    cmocka_unit_test(test_grown_rows_and_slots),
 	    cmocka_unit_test(test_lone_uploads_beside_a_loaded_model),
 	    cmocka_unit_test(test_first_upload_before_the_data_is_no_dataset),
+	    cmocka_unit_test(test_first_upload_through_the_data_path_is_data),
 	    cmocka_unit_test(test_upload_into_a_caching_segment_is_no_dataset),
 	    cmocka_unit_test(test_unmarked_rank_steps_by_its_opener),
 	    cmocka_unit_test(test_arrays_uploaded_while_training_are_data),
