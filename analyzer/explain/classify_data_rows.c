@@ -106,30 +106,27 @@ static uint32_t previous_on_device(const struct ctx *c, uint32_t j, int dev)
 
 /* Whether upload j rides with the data uploaded right before it (on its
  * device, nothing made between): filled in one copy before the first
- * step, through the data's call path, holding a value or a few for each of
- * the data's rows, and those rows (their odd part) too many for a weight's
- * size to share by chance. `head` is the first array of the run. */
+ * step, through the data's call path (vt_same_call_path: one stack, one
+ * conversion, whatever the array; or the same functions from another line
+ * for an array that shares the rows of `head`, the first array of the
+ * run). */
 static int rides_with(const struct ctx *c, uint32_t j, uint32_t prev, uint32_t head)
 {
 	const struct vt_alloc *a = &c->m->allocs[j], *p = &c->m->allocs[prev];
-	const struct vt_alloc *h = &c->m->allocs[head];
-	const struct vt_alloc_copies *ac = vt_model_copies(c->m, a);
 	uint64_t first_step = c->p->nsteps ? c->p->step_t[0] : VT_T_NEVER;
-	uint64_t rows = vt_shared_odd_rows(vt_alloc_data_bytes(c->m, h), 0);
-	if (!c->f[j - c->p->alloc_begin].host_filled || ac->h2d_copies != 1 ||
-	    a->t_alloc >= first_step || rows < DATA_ROWS_ODD_MIN ||
-	    vt_shared_odd_rows(a->bytes, rows) != rows)
+	if (!c->f[j - c->p->alloc_begin].host_filled || vt_model_copies(c->m, a)->h2d_copies != 1 ||
+	    a->t_alloc >= first_step)
 		return 0;
 	return vt_same_call_path(c->m, c->proc, vt_alloc_fill_stack(c->m, p),
-	                         vt_alloc_fill_stack(c->m, a), vt_alloc_data_bytes(c->m, h),
-	                         a->bytes);
+	                         vt_alloc_fill_stack(c->m, a),
+	                         vt_alloc_data_bytes(c->m, &c->m->allocs[head]), a->bytes);
 }
 
 /* The arrays uploaded right after a confident dataset array, one after
- * the other, through its call path and sharing its rows (a graph's node
- * years and labels after its node features), that a size or an upload's
- * pattern read as weights: the data's, confidence 70, so that they join
- * its finding. */
+ * the other, through its call path (a graph's node years, labels and edge
+ * lists after its node features), that a size or an upload's pattern read
+ * as weights: the data's, confidence 70, so that they join its finding or
+ * make their own. */
 static void uploaded_with_data(struct ctx *c, int dev, const uint32_t *ll, uint32_t n)
 {
 	for (uint32_t k = 0; k < n; k++) {

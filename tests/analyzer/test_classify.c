@@ -3202,11 +3202,12 @@ static void test_rows_every_step_before_the_model(void **state)
 }
 
 /* A graph's node features, then its labels (a value per node) through the
- * same conversion, then the model's first weight through it too: the
- * labels share the features' rows, so they are the data's (and join its
- * finding), though each step's predictions share their size, a coincidence
- * that alone reads them as a frozen weight; the weight, whose size shares
- * no rows, stays the model's. */
+ * same conversion (one stack), then the model's first weight from another
+ * line: the labels are the data's (and join its finding), though each
+ * step's predictions share their size, a coincidence that alone reads them
+ * as a frozen weight; the weight stays the model's. (The same functions
+ * from another line, with the symbolised stacks, tie only an array sharing
+ * the data's rows: ctest corpus_labels_join.) */
 static void test_labels_uploaded_right_after_the_data(void **state)
 {
 	(void)state;
@@ -3221,6 +3222,7 @@ static void test_labels_uploaded_right_after_the_data(void **state)
 	b_htod(&b, t++, x, nodes * 256 * 4, 0);
 	b_alloc(&b, t++, y, nodes * 8, 0);
 	b_htod(&b, t++, y, nodes * 8, 0);
+	b.stack = 41;
 	b_alloc(&b, t++, W_ADDR(0), w[0], 0);
 	b_htod(&b, t++, W_ADDR(0), w[0], 0);
 	b.stack = 1;
