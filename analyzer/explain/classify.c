@@ -191,9 +191,9 @@ static const struct reason_row {
                            {VT_CAT_WEIGHTS, NO_ALT}},
     [R_FIRST_BEFORE_DATA] = {"filled from the host in one upload, long-lived, the job's first "
                              "tensor on the device, and a tensor four times larger came after "
-                             "it from another call path: a model is made before its data is loaded, "
-                             "so a part of the model (a grid, a table) more likely than the "
-                             "whole dataset; not sure",
+                             "it from another call path: a model is made before its data is "
+                             "loaded, so a part of the model (a grid, a table) more likely "
+                             "than the whole dataset; not sure",
                              {VT_CAT_DATASET, NO_ALT}},
     [R_DATASET_BY_NAME] = {"filled from the host under a framework's dataset conversion "
                            "(stack names)",
@@ -236,9 +236,10 @@ static const struct reason_row {
                        "device: a copy of the model the job keeps (an EMA, lookahead's slow "
                        "weights)",
                        {VT_CAT_OPTIMIZER, NO_ALT}},
-    [R_UPLOADED_WITH_DATA] = {"filled from the host right after a dataset array, through the "
-                              "same call path, with a value or a few for each of its rows: an "
-                              "array of the data (its labels)",
+    [R_UPLOADED_WITH_DATA] = {"filled from the host right after a dataset array, through its "
+                              "call path (the same conversion, or the same functions for an "
+                              "array sharing its rows): an array of the data (its labels, its "
+                              "graph's edges)",
                               {VT_CAT_WEIGHTS, NO_ALT}},
     [R_CONVERTED_DATA] = {"long-lived, made on the device while a dataset array lived, half, "
                           "1, 2 or 4 times its bytes, and outliving it: the dataset converted on "
