@@ -10,12 +10,6 @@
 
 #include "model.h"
 
-/* Whether an array of `small` bytes may hold a value or a few per row of
- * one of `big` bytes: its size over their common factor is 8 at most
- * (N labels of 8 bytes beside N x D features of 4), and it is more than
- * a handful of bytes, which divide anything. */
-int vt_shares_rows(uint64_t big, uint64_t small);
-
 /* Whether process proc's stacks a and b are one call path: equal, or the
  * same functions calling one another from other lines (`x = convert(x_np)`
  * and, a line below, `y = convert(y_np)`), the latter only for an array of

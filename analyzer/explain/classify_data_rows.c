@@ -2,6 +2,7 @@
 #include "classify_data_rows.h"
 
 #include "call_path.h"
+#include "gcd.h"
 #include "model_query.h"
 
 /* The least odd part of an anchor's bytes: 1,875 is 10,000 images of
@@ -29,15 +30,10 @@ static int lives_a_stretch(const struct ctx *c, const struct vt_alloc *a, const 
 
 uint64_t vt_shared_odd_rows(uint64_t a, uint64_t b)
 {
-	/* gcd(a, 0) is a: the odd part of a alone */
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	while (a && !(a & 1))
-		a >>= 1;
-	return a;
+	uint64_t g = vt_gcd_u64(a, b); /* gcd(a, 0) is a: the odd part of a alone */
+	while (g && !(g & 1))
+		g >>= 1;
+	return g;
 }
 
 /* An uploaded array the classifier is sure is data. */

@@ -12,10 +12,12 @@
 
 #include "classify_ctx.h"
 
-/* After the rest of device dev's rules: the long-lived tensors ll[0..n)
- * made on the device after a confident dataset upload, whose size rule
- * (a twin, a slot, made early) is weaker than sharing the data's rows,
- * become dataset. */
+/* After the rest of device dev's rules: of the long-lived tensors ll[0..n),
+ * the uploads right after a confident dataset array through its call path
+ * (call_path.h) that a size or an upload's pattern read as weights, and
+ * those made on the device after such an upload whose size rule (a twin,
+ * a slot, made early) is weaker than sharing the data's rows, become
+ * dataset. */
 void vt_cls_data_rows(struct ctx *c, int dev, const uint32_t *ll, uint32_t n);
 
 /* Whether long-lived upload i, on the device being classified, is data a
